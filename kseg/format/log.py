@@ -1,0 +1,120 @@
+"""Walking a `.log` (or KRaft `.checkpoint`): entries of any magic, checked as Kafka's recovery does.
+
+Every entry starts ``offset i64, size i32`` and has its magic at byte 16; the magic chooses
+between a v2 :class:`RecordBatch` and a legacy :class:`LegacyEntry`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from .batch import MIN_BATCH_LENGTH, RecordBatch
+from .errors import INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, ZERO_FILLED_TAIL, CorruptionError
+from .legacy import LegacyEntry
+
+ENTRY_PREFIX = struct.Struct(">qi")  # offset (base or last), size
+LOG_OVERHEAD = 12
+MAGIC_POS = 16
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_ENTRY_SIZE = 14  # Kafka: any size field below the v0 message overhead is corruption
+_ZERO_CHUNK = bytes(1 << 20)
+
+Entry = RecordBatch | LegacyEntry
+
+
+def is_zero(buf, start: int, end: int) -> bool:
+    """True if ``buf[start:end]`` is all zero bytes (compared in 1 MiB chunks, no big copy)."""
+    with memoryview(buf) as mv:
+        pos = start
+        while pos < end:
+            n = min(len(_ZERO_CHUNK), end - pos)
+            if mv[pos : pos + n] != _ZERO_CHUNK[:n]:
+                return False
+            pos += n
+    return True
+
+
+def _tail_error(
+    buf, pos: int, end: int, message: str, kind: str, field: str | None
+) -> CorruptionError:
+    if is_zero(buf, pos, end):
+        return CorruptionError(
+            f"{end - pos} zero bytes from here to the end (zero-filled tail)",
+            kind=ZERO_FILLED_TAIL,
+            position=pos,
+        )
+    return CorruptionError(message, kind=kind, position=pos, field=field)
+
+
+def check_entry_header(buf, pos: int, end: int) -> None:
+    """Raise the error Kafka's recovery would stop at for the entry at ``pos``, if any.
+
+    Structural checks only (sizes, bounds, magic); CRCs are checked by ``entry.validate()``.
+    """
+    remaining = end - pos
+    if remaining < HEADER_SIZE_UP_TO_MAGIC:
+        raise _tail_error(
+            buf,
+            pos,
+            end,
+            f"{remaining} trailing bytes, too few for an entry header",
+            TORN_TAIL,
+            None,
+        )
+    offset, size = ENTRY_PREFIX.unpack_from(buf, pos)
+    if size < MIN_ENTRY_SIZE:
+        raise _tail_error(
+            buf,
+            pos,
+            end,
+            f"entry size {size} is below the minimum {MIN_ENTRY_SIZE}",
+            INVALID_SIZE,
+            "size",
+        )
+    if size > end - pos - LOG_OVERHEAD:
+        raise _tail_error(
+            buf,
+            pos,
+            end,
+            f"entry of {size + LOG_OVERHEAD} bytes extends {size + LOG_OVERHEAD - remaining} bytes past the end",
+            TORN_TAIL,
+            "size",
+        )
+    magic = buf[pos + MAGIC_POS]
+    if magic > 2:
+        raise CorruptionError(
+            f"invalid magic {magic}", kind=INVALID_MAGIC, position=pos, field="magic", offset=offset
+        )
+    if magic == 2 and size < MIN_BATCH_LENGTH:
+        raise CorruptionError(
+            f"batch length {size} is below the minimum {MIN_BATCH_LENGTH}",
+            kind=INVALID_SIZE,
+            position=pos,
+            field="batch_length",
+            offset=offset,
+        )
+
+
+def iter_entries(
+    buf, start: int = 0, end: int | None = None, *, validate: bool = False
+) -> Iterator[Entry]:
+    """Yield each top-level entry of ``buf[start:end]`` in order.
+
+    Stops by raising :class:`CorruptionError` at the first entry Kafka's recovery would stop at
+    (torn tail, zero-filled tail, bad size, bad magic; with ``validate`` also CRC and legacy
+    key/value structure). Entries before it have been yielded. ``buf`` must slice to bytes
+    (bytes or mmap); a memoryview is copied once.
+    """
+    if isinstance(buf, memoryview):
+        buf = buf.tobytes()
+    if end is None:
+        end = len(buf)
+    pos = start
+    while pos < end:
+        check_entry_header(buf, pos, end)
+        entry = RecordBatch(buf, pos) if buf[pos + MAGIC_POS] == 2 else LegacyEntry(buf, pos)
+        if validate:
+            entry.validate()
+        yield entry
+        pos += entry.size

@@ -1,0 +1,30 @@
+"""The record value object shared by every message format (what you append, what you read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Header = tuple[str, "bytes | None"]
+
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+NO_TIMESTAMP_TYPE = "NoTimestampType"
+NO_TIMESTAMP = -1
+
+
+@dataclass(slots=True)
+class Record:
+    """One record (or legacy message).
+
+    For appending, ``offset`` and ``timestamp`` may be left ``None``: the writer assigns the next
+    offset and the current time. When read back, every field is set; ``sequence`` is the producer
+    sequence (-1 when the batch has no producer id) and ``timestamp_type`` is the batch's.
+    """
+
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp: int | None = None
+    headers: list[Header] = field(default_factory=list)
+    offset: int | None = None
+    sequence: int = -1
+    timestamp_type: str = CREATE_TIME

@@ -1,0 +1,50 @@
+"""`.txnindex`: one 34-byte entry per aborted transaction whose ABORT marker is in the segment."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import INVALID_INDEX, CorruptionError
+
+ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
+ENTRY_SIZE = ENTRY.size  # 34
+CURRENT_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+    version: int = CURRENT_VERSION
+
+
+def read_entries(buf) -> Iterator[AbortedTxn]:
+    """Every entry; a partial trailing entry or an unknown version raises with its position."""
+    n = len(buf)
+    if n % ENTRY_SIZE:
+        raise CorruptionError(
+            f"transaction index size {n} is not a multiple of {ENTRY_SIZE}",
+            kind=INVALID_INDEX,
+            position=n - n % ENTRY_SIZE,
+        )
+    for pos in range(0, n, ENTRY_SIZE):
+        version, pid, first, last, lso = ENTRY.unpack_from(buf, pos)
+        if version != CURRENT_VERSION:
+            raise CorruptionError(
+                f"unknown transaction index entry version {version}",
+                kind=INVALID_INDEX,
+                position=pos,
+                field="version",
+            )
+        yield AbortedTxn(pid, first, last, lso, version)
+
+
+def encode_entries(entries) -> bytes:
+    return b"".join(
+        ENTRY.pack(e.version, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset)
+        for e in entries
+    )

@@ -1,0 +1,1 @@
+"""Files and directories: segments, partition dirs, log.dirs roots, the writer."""

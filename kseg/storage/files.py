@@ -1,0 +1,84 @@
+"""What a file or directory in a Kafka data directory is, from its name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG, INDEX, TIME_INDEX, TXN_INDEX, SNAPSHOT = "log", "index", "timeindex", "txnindex", "snapshot"
+KRAFT_CHECKPOINT = "kraft_checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
+PARTITION_METADATA = "partition_metadata"
+OFFSET_CHECKPOINT = "offset_checkpoint"
+META_PROPERTIES = "meta_properties"
+CLEAN_SHUTDOWN = "clean_shutdown"
+LOCK = "lock"
+UNKNOWN = "unknown"
+
+SEGMENT_SUFFIXES = {
+    ".log": LOG,
+    ".index": INDEX,
+    ".timeindex": TIME_INDEX,
+    ".txnindex": TXN_INDEX,
+    ".snapshot": SNAPSHOT,
+}
+TEMP_SUFFIXES = (".deleted", ".cleaned", ".swap")
+ROOT_CHECKPOINTS = (
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+_NAMED = {
+    "leader-epoch-checkpoint": LEADER_EPOCH_CHECKPOINT,
+    "partition.metadata": PARTITION_METADATA,
+    "meta.properties": META_PROPERTIES,
+    ".kafka_cleanshutdown": CLEAN_SHUTDOWN,
+    ".lock": LOCK,
+    **{name: OFFSET_CHECKPOINT for name in ROOT_CHECKPOINTS},
+}
+_SEGMENT_RE = re.compile(
+    r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)((?:\.deleted|\.cleaned|\.swap)?)$"
+)
+_KRAFT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint((?:\.deleted|\.part)?)$")
+_PARTITION_DIR_RE = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    kind: str
+    base_offset: int | None = None  # segment files: the offset in the name
+    temp_suffix: str = ""  # ".deleted", ".cleaned", ".swap" when present
+
+
+def file_kind(path: str | Path) -> FileKind:
+    name = Path(path).name
+    m = _SEGMENT_RE.match(name)
+    if m:
+        return FileKind(SEGMENT_SUFFIXES[m.group(2)], int(m.group(1)), m.group(3))
+    m = _KRAFT_RE.match(name)
+    if m:
+        return FileKind(KRAFT_CHECKPOINT, int(m.group(1)), m.group(3))
+    return FileKind(_NAMED.get(name, UNKNOWN))
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionName:
+    topic: str
+    partition: int
+    state: str | None = None  # "delete", "future", "stray" for renamed dirs
+
+
+def parse_partition_dir(name: str) -> PartitionName | None:
+    """`<topic>-<partition>` (partition after the LAST '-'), or None if it is not one."""
+    m = _PARTITION_DIR_RE.match(name)
+    if not m:
+        return None
+    return PartitionName(m.group("topic"), int(m.group("partition")), m.group("state"))

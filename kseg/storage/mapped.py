@@ -1,0 +1,30 @@
+"""Read-only memory maps of files (an empty file maps to b"")."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def mapped(path: str | Path) -> Iterator[bytes | mmap.mmap]:
+    """Map ``path`` read-only for the duration of the block. Nothing is opened for writing."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            yield b""
+            return
+        mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+    try:
+        yield mm
+    finally:
+        try:
+            mm.close()
+        except BufferError:
+            pass  # a caller still holds a view; the map closes when it is released
