@@ -272,8 +272,6 @@ def build_entries(
     """
     if magic not in (0, 1):
         raise ValueError("legacy magic must be 0 or 1")
-    if compression_id == codecs.LZ4 and magic == 0:
-        pass  # written with the KAFKA-3160 header checksum, as Kafka < 0.10 did
     if compression_id == codecs.ZSTD:
         raise ValueError("zstd needs magic 2")
     if not records:
@@ -296,10 +294,7 @@ def build_entries(
         inner_offset = rec.offset if magic == 0 else rec.offset - first
         inner += encode_message(inner_offset, magic, 0, ts_of(rec), rec.key, rec.value)
     payload = codecs.compress(compression_id, inner, magic=magic, xerial_snappy=xerial_snappy)
-    if ts_attr:
-        wrapper_ts = log_append_time
-    else:
-        wrapper_ts = max(ts_of(r) for r in records)
+    wrapper_ts = log_append_time if ts_attr else max(ts_of(r) for r in records)
     return encode_message(
         records[-1].offset, magic, compression_id | ts_attr, wrapper_ts, None, payload
     )

@@ -43,7 +43,7 @@ class _Segment:
     def __init__(self, directory: Path, base_offset: int, interval: int) -> None:
         self.base_offset = base_offset
         self.path = directory / segment_file_name(base_offset, ".log")
-        self.file = open(self.path, "xb")
+        self.file = open(self.path, "xb")  # noqa: SIM115 - open for the segment's lifetime
         self.size = 0
         self.index = IndexBuilder(base_offset, interval)
         self.aborted: list[AbortedTxn] = []
@@ -157,7 +157,7 @@ class LogWriter:
                 xerial_snappy=self.xerial_snappy,
             )
             batch = v2.RecordBatch(data, 0)
-            last, max_ts = batch.last_offset, batch.max_timestamp
+            last = batch.last_offset
         else:
             if producer_id != v2.NO_PRODUCER_ID or transactional or last_offset is not None:
                 raise ValueError("producer ids, transactions and empty batches need magic 2")
@@ -168,7 +168,7 @@ class LogWriter:
                 log_append_time=log_append_time,
                 xerial_snappy=self.xerial_snappy,
             )
-            last, max_ts = assigned[-1].offset, -1
+            last = assigned[-1].offset
         info = self._write(data, base, last, magic)
         if magic == 2:
             self._track_epoch(epoch, base)
