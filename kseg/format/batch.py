@@ -65,11 +65,12 @@ NO_PARTITION_LEADER_EPOCH = -1
 class RecordBatch:
     """A v2 batch read in place: header fields eagerly, records only when iterated."""
 
-    __slots__ = ("buf", "position") + tuple(name for name, _ in _FIELDS)
+    __slots__ = ("buf", "position", "source") + tuple(name for name, _ in _FIELDS)
 
-    def __init__(self, buf, position: int) -> None:
+    def __init__(self, buf, position: int, source: str | None = None) -> None:
         self.buf = buf
         self.position = position
+        self.source = source  # a label (the file) for error messages only
         (
             self.base_offset,
             self.batch_length,
@@ -148,6 +149,7 @@ class RecordBatch:
                 position=self.position,
                 field="batch_length",
                 offset=self.base_offset,
+                file=self.source,
             )
         computed = self.compute_crc()
         if computed != self.crc:
@@ -159,6 +161,7 @@ class RecordBatch:
                 stored=self.crc,
                 computed=computed,
                 offset=self.base_offset,
+                file=self.source,
             )
 
     # --- records -------------------------------------------------------------------------
@@ -177,10 +180,10 @@ class RecordBatch:
                 exc.field = f"records ({self.compression}, payload byte {exc.position or 0})"
                 exc.position = self.position
                 exc.offset = self.base_offset
-                raise
+                raise exc.in_file(self.source) if self.source else exc from None
             pos, end = 0, len(data)
         log_append = bool(self.attributes & ATTR_TIMESTAMP_TYPE)
-        return decode_records(
+        records = decode_records(
             data,
             pos,
             end,
@@ -192,6 +195,9 @@ class RecordBatch:
             self.position,
             self.timestamp_type,
         )
+        if self.source is None:
+            return records
+        return _labelled(records, self.source)
 
     def control_record(self) -> ControlRecord | None:
         """The control record of a control batch (None for a data batch or an empty one)."""
@@ -202,7 +208,7 @@ class RecordBatch:
                 return parse_control(rec.key, rec.value)
             except CorruptionError as exc:
                 exc.position, exc.offset = self.position, rec.offset
-                raise
+                raise exc.in_file(self.source) if self.source else exc from None
         return None
 
     def __repr__(self) -> str:
@@ -211,6 +217,13 @@ class RecordBatch:
             f"last_offset={self.last_offset}, count={self.records_count}, size={self.size}, "
             f"compression={self.compression})"
         )
+
+
+def _labelled(records: Iterator[Record], source: str) -> Iterator[Record]:
+    try:
+        yield from records
+    except CorruptionError as exc:
+        raise exc.in_file(source) from None
 
 
 def _add_sequence(base: int, delta: int) -> int:

@@ -36,6 +36,7 @@ class LegacyEntry:
     __slots__ = (
         "buf",
         "position",
+        "source",
         "offset",
         "message_size",
         "crc",
@@ -44,9 +45,10 @@ class LegacyEntry:
         "timestamp",
     )
 
-    def __init__(self, buf, position: int) -> None:
+    def __init__(self, buf, position: int, source: str | None = None) -> None:
         self.buf = buf
         self.position = position
+        self.source = source  # a label (the file) for error messages only
         self.offset, self.message_size, self.crc, self.magic, self.attributes = PREFIX.unpack_from(
             buf, position
         )
@@ -165,7 +167,7 @@ class LegacyEntry:
         except DecompressionError as exc:
             exc.field = f"value ({self.compression}, payload byte {exc.position or 0})"
             exc.position, exc.offset = self.position, self.offset
-            raise
+            raise exc.in_file(self.source) if self.source else exc from None
         inner = []
         pos = 0
         while pos < len(data):
@@ -200,6 +202,7 @@ class LegacyEntry:
                     stored=entry.crc,
                     computed=computed,
                     offset=self.offset,
+                    file=self.source,
                 )
             inner.append(entry)
             pos += entry.size
@@ -214,7 +217,7 @@ class LegacyEntry:
             yield Record(key, value, self.timestamp, [], self.offset, -1, ts_type)
             return
         inner = self.inner_entries(max_decompressed)
-        shift = self.offset - inner[-1].offset if self.magic >= 1 else 0
+        shift = self._shift(inner)
         wrapper_ts = self.timestamp if ts_type == LOG_APPEND_TIME else None
         for entry in inner:
             key, value = entry.key_value()
@@ -227,7 +230,18 @@ class LegacyEntry:
         if not self.is_compressed:
             return self.offset
         inner = self.inner_entries()
-        return inner[0].offset + (self.offset - inner[-1].offset if self.magic >= 1 else 0)
+        return inner[0].offset + self._shift(inner)
+
+    def _shift(self, inner: list[LegacyEntry]) -> int:
+        """What turns inner offsets into absolute ones (Kafka's absoluteBaseOffset).
+
+        Magic 1 inner offsets are relative: wrapper offset - last inner offset. A negative
+        result (a producer-side set, wrapper offset 0) means they are used as they are.
+        """
+        if self.magic == 0:
+            return 0
+        base = self.offset - inner[-1].offset
+        return base if base >= 0 else 0
 
     @property
     def records_count(self) -> int:

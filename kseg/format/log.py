@@ -97,23 +97,40 @@ def check_entry_header(buf, pos: int, end: int) -> None:
 
 
 def iter_entries(
-    buf, start: int = 0, end: int | None = None, *, validate: bool = False
+    buf,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    validate: bool = False,
+    source: str | None = None,
 ) -> Iterator[Entry]:
     """Yield each top-level entry of ``buf[start:end]`` in order.
 
     Stops by raising :class:`CorruptionError` at the first entry Kafka's recovery would stop at
     (torn tail, zero-filled tail, bad size, bad magic; with ``validate`` also CRC and legacy
     key/value structure). Entries before it have been yielded. ``buf`` must slice to bytes
-    (bytes or mmap); a memoryview is copied once.
+    (bytes or mmap); a memoryview is copied once. ``source`` labels errors (e.g. the file name),
+    including those raised later by an entry's ``records()``.
     """
-    if isinstance(buf, memoryview):
-        buf = buf.tobytes()
+    if isinstance(buf, (memoryview, bytearray)):
+        buf = bytes(buf)  # slices must be immutable bytes
     if end is None:
         end = len(buf)
     pos = start
+    try:
+        yield from _walk(buf, pos, end, validate, source)
+    except CorruptionError as exc:
+        raise exc.in_file(source) if source else exc from None
+
+
+def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterator[Entry]:
     while pos < end:
         check_entry_header(buf, pos, end)
-        entry = RecordBatch(buf, pos) if buf[pos + MAGIC_POS] == 2 else LegacyEntry(buf, pos)
+        entry = (
+            RecordBatch(buf, pos, source)
+            if buf[pos + MAGIC_POS] == 2
+            else LegacyEntry(buf, pos, source)
+        )
         if validate:
             entry.validate()
         yield entry

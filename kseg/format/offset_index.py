@@ -23,7 +23,8 @@ class OffsetIndex:
     """A read-only view of an offset index held in ``buf`` (bytes or mmap).
 
     The entry count stops at zero padding (a preallocated active-segment index): the first
-    all-zero entry after slot 0, as Kafka's DumpLogSegments reads it.
+    all-zero entry. Recovery never indexes a segment's first batch, so a real entry is never
+    (base offset, position 0).
     """
 
     def __init__(self, buf, base_offset: int) -> None:
@@ -87,15 +88,18 @@ class OffsetIndex:
 
 
 def _count_until_padding(buf, slots: int, entry_size: int) -> int:
-    """Entries before the zero padding. Binary search: padding, if any, is a zero-filled tail."""
+    """Entries before the zero padding of a preallocated index (a zero-filled tail).
+
+    Binary search for the first all-zero slot: every all-zero slot at the tail is padding.
+    """
     zero = bytes(entry_size)
 
     def is_zero(n: int) -> bool:
         return buf[n * entry_size : (n + 1) * entry_size] == zero
 
-    if slots <= 1 or not is_zero(slots - 1):
+    if slots == 0 or not is_zero(slots - 1):
         return slots
-    lo, hi = 1, slots - 1  # first zero slot after slot 0 lies in [lo, hi]
+    lo, hi = 0, slots - 1  # the first zero slot lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi) // 2
         if is_zero(mid):

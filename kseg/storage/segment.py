@@ -19,6 +19,6 @@ def read_batches(path: str | Path, *, validate: bool = True, start: int = 0) -> 
     """
     with mapped(path) as buf:
         try:
-            yield from iter_entries(buf, start, validate=validate)
+            yield from iter_entries(buf, start, validate=validate, source=str(path))
         except CorruptionError as exc:
             raise exc.in_file(path) from None
