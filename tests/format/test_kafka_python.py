@@ -16,7 +16,7 @@ CASES = [(2, c) for c in range(5)] + [(m, c) for m in (0, 1) for c in range(4)]
 def _records(magic: int, n: int = 25) -> list[Record]:
     out = []
     for i in range(n):
-        headers = [("h%d" % i, b"v" * i), ("null", None)] if magic == 2 and i % 2 else []
+        headers = [(f"h{i}", b"v" * i), ("null", None)] if magic == 2 and i % 2 else []
         key = None if i % 5 == 0 else b"key-%d" % i
         value = None if i % 7 == 6 else (b"value %d " % i) * (i + 1)
         out.append(Record(key, value, 1_600_000_000_000 + i * 37, headers, 100 + i))
