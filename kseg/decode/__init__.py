@@ -1,0 +1,1 @@
+"""Turning parsed structures into what a person or a script reads."""

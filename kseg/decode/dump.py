@@ -1,0 +1,505 @@
+"""`kseg dump`: every file of a data directory as a stream of typed events (plain dicts).
+
+The events are the interface: JSON Lines emits them as they are, text and table render them.
+Problems in the input become ``{"type": "error"}`` events and decoding continues where it
+safely can. Nothing here opens a file for writing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..format import checkpoint as cp
+from ..format import producer_snapshot as ps
+from ..format import txn_index as tx
+from ..format.batch import RecordBatch
+from ..format.compression import DEFAULT_MAX_DECOMPRESSED
+from ..format.control import parse_control
+from ..format.errors import CorruptionError
+from ..format.log import iter_entries
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+from ..storage import files as F
+from ..storage import tree
+from ..storage.mapped import mapped
+from . import payload as P
+
+UNREADABLE = "unreadable"
+USAGE = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class DumpOptions:
+    batches_only: bool = False
+    payload: str = "auto"
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    limit: int | None = None
+    max_bytes: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    decoder: str | None = None  # "consumer-offsets", "transaction-state", "none"; None = by topic
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+
+
+class _Budget:
+    """Counts what --limit limits (records, or batches with --batches-only)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+    @property
+    def spent(self) -> bool:
+        return self.left is not None and self.left <= 0
+
+
+def error_event(
+    exc: CorruptionError | OSError | str, file: str | None = None, kind: str | None = None
+) -> dict:
+    if isinstance(exc, CorruptionError):
+        return {
+            "type": "error",
+            "file": exc.file or file,
+            "position": exc.position,
+            "offset": exc.offset,
+            "kind": exc.kind,
+            "field": exc.field,
+            "message": exc.message,
+            "stored": exc.stored,
+            "computed": exc.computed,
+        }
+    message = exc if isinstance(exc, str) else f"{exc.strerror or exc}"
+    return {
+        "type": "error",
+        "file": file,
+        "position": None,
+        "offset": None,
+        "kind": kind or UNREADABLE,
+        "field": None,
+        "message": message,
+    }
+
+
+def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
+    budget = _Budget(opts.limit)
+    for path in paths:
+        if not path.exists():
+            yield error_event("no such file or directory", str(path))
+            continue
+        kind = tree.path_kind(path)
+        if kind == tree.FILE:
+            yield from dump_file(path, opts, budget)
+        elif kind == tree.PARTITION:
+            yield from _dump_partition(path, opts, budget)
+        else:
+            for f in tree.root_files(path):
+                yield from dump_file(f, opts, budget)
+            for pdir in tree.partitions(path, opts.topic, opts.partition):
+                yield from _dump_partition(pdir.path, opts, budget)
+        if budget.spent:
+            return
+
+
+def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[dict]:
+    files = tree.partition_files(pdir)
+    if opts.from_offset is not None:
+        # skip whole segments that end before the first wanted offset (next base <= from)
+        bases = sorted({F.file_kind(f).base_offset for f in files if F.file_kind(f).kind == F.LOG})
+        keep_from = max([b for b in bases if b <= opts.from_offset], default=None)
+        if keep_from is not None:
+            files = [
+                f
+                for f in files
+                if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset >= keep_from
+            ]
+    for f in files:
+        yield from dump_file(f, opts, budget)
+        if budget.spent:
+            return
+
+
+def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> Iterator[dict]:
+    budget = budget or _Budget(opts.limit)
+    kind = F.file_kind(path)
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        head = {"type": "file", "file": name, "kind": kind.kind, "size": size}
+        if kind.temp_suffix:
+            head["state"] = kind.temp_suffix.lstrip(".")
+        if kind.kind == F.UNKNOWN:
+            yield error_event("not a file kind kseg knows (by its name)", name, USAGE)
+            return
+        yield head
+        with mapped(path) as buf:
+            if kind.kind in (F.LOG, F.KRAFT_CHECKPOINT):
+                yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
+            elif kind.kind == F.INDEX:
+                yield from _dump_offset_index(buf, name, kind.base_offset, _log_size(path))
+            elif kind.kind == F.TIME_INDEX:
+                yield from _dump_time_index(buf, name, kind.base_offset)
+            else:
+                yield from _dump_small(kind.kind, bytes(buf), name, path)
+    except OSError as exc:
+        yield error_event(exc, name)
+
+
+# --- .log ---------------------------------------------------------------------------------
+
+
+def _start_position(path: Path, base: int, opts: DumpOptions) -> int:
+    """Use the segment's indexes to skip what --from-offset/--from-time exclude."""
+    start = 0
+    try:
+        if opts.from_time is not None and path.with_suffix(".timeindex").exists():
+            with mapped(path.with_suffix(".timeindex")) as tbuf:
+                entry = TimeIndex(tbuf, base).lookup(opts.from_time)
+            target = (
+                entry.offset if opts.from_offset is None else max(entry.offset, opts.from_offset)
+            )
+        else:
+            target = opts.from_offset
+        if target is not None and path.with_suffix(".index").exists():
+            with mapped(path.with_suffix(".index")) as ibuf:
+                idx = OffsetIndex(ibuf, base)
+                idx.sanity_check()
+                start = idx.lookup(target).position
+    except (OSError, CorruptionError):
+        return 0  # a damaged index only costs speed: scan from the start
+    return start
+
+
+def _decoder_for(
+    path: Path, opts: DumpOptions
+) -> Callable[[bytes | None, bytes | None], dict | None] | None:
+    from . import internal_topics
+
+    choice = opts.decoder
+    if choice is None:
+        parsed = F.parse_partition_dir(path.parent.name)
+        topic = parsed.topic if parsed else ""
+        choice = {
+            "__consumer_offsets": "consumer-offsets",
+            "__transaction_state": "transaction-state",
+        }.get(topic)
+    return internal_topics.DECODERS.get(choice) if choice else None
+
+
+def _dump_log(
+    buf, name: str, base: int, opts: DumpOptions, budget: _Budget, path: Path
+) -> Iterator[dict]:
+    end = len(buf)
+    limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
+    start = (
+        _start_position(path, base, opts)
+        if (opts.from_offset is not None or opts.from_time is not None)
+        else 0
+    )
+    if start >= end:
+        start = 0
+    decoder = None if opts.batches_only else _decoder_for(path, opts)
+    mode = opts.payload
+    try:
+        for entry in iter_entries(buf, start, end, source=name):
+            if entry.position + entry.size > limit_end:
+                return  # --max-bytes: only whole batches within the first N bytes
+            if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
+                return
+            if opts.from_offset is not None and entry.last_offset < opts.from_offset:
+                continue
+            if (
+                opts.from_time is not None
+                and entry.max_timestamp < opts.from_time
+                and entry.magic > 0
+            ):
+                continue
+            yield from _entry_events(entry, name, opts, budget, mode, decoder)
+            if budget.spent:
+                return
+    except CorruptionError as exc:
+        yield error_event(exc, name)
+
+
+def _first_offset_hint(entry) -> int:
+    # v2 knows its base offset from the header; a legacy wrapper's base needs decompression,
+    # and its offset (the last) is a safe upper bound for stopping.
+    return entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
+
+
+def batch_event(entry, name: str) -> dict:
+    if isinstance(entry, RecordBatch):
+        return {
+            "type": "batch",
+            "file": name,
+            "position": entry.position,
+            "base_offset": entry.base_offset,
+            "last_offset": entry.last_offset,
+            "count": entry.records_count,
+            "magic": 2,
+            "compression": entry.compression,
+            "crc": entry.crc,
+            "crc_valid": entry.crc_valid,
+            "size": entry.size,
+            "timestamp_type": entry.timestamp_type,
+            "base_timestamp": entry.base_timestamp,
+            "max_timestamp": entry.max_timestamp,
+            "producer_id": entry.producer_id,
+            "producer_epoch": entry.producer_epoch,
+            "base_sequence": entry.base_sequence,
+            "last_sequence": entry.last_sequence,
+            "partition_leader_epoch": entry.partition_leader_epoch,
+            "is_transactional": entry.is_transactional,
+            "is_control": entry.is_control,
+            "delete_horizon_ms": entry.delete_horizon_ms,
+        }
+    return {
+        "type": "batch",
+        "file": name,
+        "position": entry.position,
+        "base_offset": None,  # filled in below when the wrapper can be read
+        "last_offset": entry.offset,
+        "count": None,
+        "magic": entry.magic,
+        "compression": entry.compression,
+        "crc": entry.crc,
+        "crc_valid": entry.crc_valid,
+        "size": entry.size,
+        "timestamp_type": entry.timestamp_type,
+        "base_timestamp": entry.timestamp,
+        "max_timestamp": entry.timestamp,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "base_sequence": -1,
+        "last_sequence": -1,
+        "partition_leader_epoch": -1,
+        "is_transactional": False,
+        "is_control": False,
+        "delete_horizon_ms": None,
+    }
+
+
+def _entry_events(
+    entry, name: str, opts: DumpOptions, budget: _Budget, mode: str, decoder
+) -> Iterator[dict]:
+    ev = batch_event(entry, name)
+    problems = []
+    if not ev["crc_valid"]:
+        computed = entry.compute_crc()
+        problems.append(
+            CorruptionError(
+                "batch CRC-32C mismatch" if entry.magic == 2 else "message CRC-32 mismatch",
+                kind="crc_mismatch",
+                position=entry.position,
+                field="crc",
+                stored=entry.crc,
+                computed=computed,
+                offset=entry.last_offset,
+                file=name,
+            )
+        )
+    if entry.magic < 2:
+        try:
+            ev["base_offset"] = entry.base_offset
+            ev["count"] = entry.records_count
+        except CorruptionError as exc:
+            problems.append(exc)
+    if opts.batches_only:
+        if not budget.take():
+            return
+        yield ev
+        for p in problems:
+            yield error_event(p, name)
+        return
+    yield ev
+    for p in problems:
+        yield error_event(p, name)
+    if any(p.kind != "crc_mismatch" for p in problems):
+        return
+    try:
+        for rec in entry.records(opts.max_decompressed):
+            if opts.from_offset is not None and rec.offset < opts.from_offset:
+                continue
+            if opts.to_offset is not None and rec.offset > opts.to_offset:
+                return
+            if opts.from_time is not None and rec.timestamp < opts.from_time:
+                continue
+            if opts.to_time is not None and rec.timestamp > opts.to_time:
+                continue
+            if not budget.take():
+                return
+            if ev["is_control"]:
+                yield _control_event(rec, name)
+            else:
+                yield record_event(rec, name, mode, decoder)
+    except CorruptionError as exc:
+        yield error_event(exc, name)
+
+
+def _control_event(rec, name: str) -> dict:
+    ev = {"type": "control", "file": name, "offset": rec.offset, "timestamp": rec.timestamp}
+    try:
+        ctl = parse_control(rec.key, rec.value)
+        ev.update(
+            control_type=ctl.type_name, version=ctl.version, coordinator_epoch=ctl.coordinator_epoch
+        )
+    except CorruptionError as exc:
+        ev.update(control_type=None, version=None, coordinator_epoch=None, error=exc.message)
+    return ev
+
+
+def record_event(rec, name: str, mode: str, decoder=None) -> dict:
+    ev = {
+        "type": "record",
+        "file": name,
+        "offset": rec.offset,
+        "timestamp": rec.timestamp,
+        "timestamp_type": rec.timestamp_type,
+        "key_size": -1 if rec.key is None else len(rec.key),
+        "value_size": -1 if rec.value is None else len(rec.value),
+        "sequence": rec.sequence,
+    }
+    if mode == "none":
+        ev["header_keys"] = [k for k, _ in rec.headers]
+    else:
+        ev["key"], ev["key_encoding"] = P.encode(rec.key, mode)
+        ev["value"], ev["value_encoding"] = P.encode(rec.value, mode)
+        headers, encodings = [], []
+        for k, v in rec.headers:
+            shown, enc = P.encode(v, mode)
+            headers.append([k, shown])
+            encodings.append(enc)
+        ev["headers"] = headers
+        ev["header_encodings"] = encodings
+    if decoder is not None:
+        try:
+            ev["decoded"] = decoder(rec.key, rec.value)
+        except CorruptionError as exc:
+            ev["decoded"] = {"error": exc.message}
+    return ev
+
+
+# --- indexes and small files --------------------------------------------------------------
+
+
+def _log_size(index_path: Path) -> int | None:
+    log = index_path.with_name(index_path.name.split(".")[0] + ".log")
+    try:
+        return log.stat().st_size
+    except OSError:
+        return None
+
+
+def _dump_offset_index(buf, name: str, base: int, log_size: int | None) -> Iterator[dict]:
+    idx = OffsetIndex(buf, base)
+    prev = None
+    reported = False
+    for n, e in enumerate(idx):
+        yield {"type": "index_entry", "file": name, "offset": e.offset, "position": e.position}
+        problem = None
+        if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
+            problem = f"entry {n} ({e.offset}, {e.position}) does not increase after ({prev.offset}, {prev.position})"
+        elif log_size is not None and e.position >= log_size:
+            problem = (
+                f"entry {n} points at byte {e.position}, past the end of the {log_size}-byte log"
+            )
+        if problem and not reported:
+            reported = True  # the first one says enough; `kseg verify` lists them all
+            yield error_event(
+                CorruptionError(problem, kind="invalid_index", position=n * 8, offset=e.offset),
+                name,
+            )
+        prev = e
+    try:
+        idx.sanity_check()
+    except CorruptionError as exc:
+        yield error_event(exc.in_file(name), name)
+    if idx.padded_bytes:
+        yield {
+            "type": "index_padding",
+            "file": name,
+            "entries": len(idx),
+            "padded_bytes": idx.padded_bytes,
+        }
+
+
+def _dump_time_index(buf, name: str, base: int) -> Iterator[dict]:
+    idx = TimeIndex(buf, base)
+    for e in idx:
+        yield {
+            "type": "timeindex_entry",
+            "file": name,
+            "timestamp": e.timestamp,
+            "offset": e.offset,
+        }
+    try:
+        idx.sanity_check()
+    except CorruptionError as exc:
+        yield error_event(exc.in_file(name), name)
+    if idx.padded_bytes:
+        yield {
+            "type": "index_padding",
+            "file": name,
+            "entries": len(idx),
+            "padded_bytes": idx.padded_bytes,
+        }
+
+
+def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]:
+    try:
+        if kind == F.TXN_INDEX:
+            for e in tx.read_entries(data):
+                yield {
+                    "type": "txn_index_entry",
+                    "file": name,
+                    "version": e.version,
+                    "producer_id": e.producer_id,
+                    "first_offset": e.first_offset,
+                    "last_offset": e.last_offset,
+                    "last_stable_offset": e.last_stable_offset,
+                }
+        elif kind == F.SNAPSHOT:
+            snap = ps.read_snapshot(data)
+            for e in snap.entries:
+                yield {"type": "producer_state", "file": name, **_asdict(e)}
+        elif kind == F.LEADER_EPOCH_CHECKPOINT:
+            for e in cp.read_leader_epoch_checkpoint(data):
+                yield {
+                    "type": "leader_epoch",
+                    "file": name,
+                    "epoch": e.epoch,
+                    "start_offset": e.start_offset,
+                }
+        elif kind == F.OFFSET_CHECKPOINT:
+            for e in cp.read_offset_checkpoint(data) if data.strip() else []:
+                yield {
+                    "type": "checkpoint_entry",
+                    "file": name,
+                    "checkpoint": path.name,
+                    "topic": e.topic,
+                    "partition": e.partition,
+                    "offset": e.offset,
+                }
+        elif kind == F.PARTITION_METADATA:
+            yield {"type": "partition_metadata", "file": name, **cp.read_partition_metadata(data)}
+        elif kind == F.META_PROPERTIES:
+            yield {"type": "meta_properties", "file": name, "properties": cp.read_properties(data)}
+        elif kind == F.CLEAN_SHUTDOWN:
+            yield {"type": "clean_shutdown", "file": name, **cp.read_clean_shutdown(data)}
+    except CorruptionError as exc:
+        yield error_event(exc.in_file(name), name)
+
+
+def _asdict(obj) -> dict:
+    return {f: getattr(obj, f) for f in obj.__slots__}

@@ -1,0 +1,181 @@
+"""Renderers for dump events: JSON Lines, greppable text, rich tables. Write bytes to a stream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+import orjson
+
+_OPTS = orjson.OPT_APPEND_NEWLINE
+
+
+def _q(value: object) -> str:
+    """A value shown unambiguously: JSON for strings/containers, bare for numbers and null."""
+    return orjson.dumps(value).decode()
+
+
+def _n(v: object) -> str:
+    return "null" if v is None else str(v)
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _payload(value: object, encoding: str | None) -> str:
+    if value is None:
+        return "null"
+    if encoding in (None, "utf8", "json"):
+        return _q(value)
+    return f"{encoding}:{_q(value)}"
+
+
+def text_line(ev: dict) -> str:
+    t = ev["type"]
+    if t == "record":
+        parts = [
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} keySize: {ev['key_size']}",
+            f"valueSize: {ev['value_size']} sequence: {ev['sequence']}",
+        ]
+        if "headers" in ev:
+            parts.append("headerKeys: " + _q([h[0] for h in ev["headers"]]))
+            parts.append("key: " + _payload(ev["key"], ev["key_encoding"]))
+            parts.append("payload: " + _payload(ev["value"], ev["value_encoding"]))
+            if ev["headers"]:
+                hs = ", ".join(
+                    f"{_q(k)}: {_payload(v, e)}"
+                    for (k, v), e in zip(ev["headers"], ev["header_encodings"], strict=True)
+                )
+                parts.append("headers: {" + hs + "}")
+        else:
+            parts.append("headerKeys: " + _q(ev["header_keys"]))
+        if "decoded" in ev:
+            parts.append("decoded: " + _q(ev["decoded"]))
+        return " ".join(parts)
+    if t == "batch":
+        line = (
+            f"baseOffset: {_n(ev['base_offset'])} lastOffset: {ev['last_offset']} count: {_n(ev['count'])} "
+            f"baseSequence: {ev['base_sequence']} lastSequence: {ev['last_sequence']} "
+            f"producerId: {ev['producer_id']} producerEpoch: {ev['producer_epoch']} "
+            f"partitionLeaderEpoch: {ev['partition_leader_epoch']} isTransactional: {_bool(ev['is_transactional'])} "
+            f"isControl: {_bool(ev['is_control'])} deleteHorizonMs: {_n(ev['delete_horizon_ms'])} "
+            f"position: {ev['position']} {ev['timestamp_type']}: {ev['max_timestamp']} size: {ev['size']} "
+            f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
+        )
+        return line
+    if t == "control":
+        return (
+            f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} endTxnMarker: {ev['control_type']} "
+            f"coordinatorEpoch: {_n(ev['coordinator_epoch'])}"
+        )
+    if t == "file":
+        state = f" ({ev['state']})" if ev.get("state") else ""
+        return f"Dumping {ev['file']}{state}"
+    if t == "index_entry":
+        return f"offset: {ev['offset']} position: {ev['position']}"
+    if t == "timeindex_entry":
+        return f"timestamp: {ev['timestamp']} offset: {ev['offset']}"
+    if t == "index_padding":
+        return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
+    if t == "error":
+        where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+        field = f" [{ev['field']}]" if ev.get("field") else ""
+        extra = ""
+        if ev.get("stored") is not None:
+            extra = f" (stored {ev['stored']}, computed {ev['computed']})"
+        return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
+    rest = " ".join(
+        f"{k}: {_q(v) if isinstance(v, (str, list, dict)) else v}"
+        for k, v in ev.items()
+        if k not in ("type", "file")
+    )
+    return f"{t} {rest}"
+
+
+def write_json(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
+    dumps = orjson.dumps
+    for ev in events:
+        out.write(dumps(ev, option=_OPTS))
+        yield ev
+
+
+def write_text(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
+    for ev in events:
+        out.write(text_line(ev).encode("utf-8", "replace") + b"\n")
+        yield ev
+
+
+TABLE_COLUMNS = {
+    "batch": (
+        "position",
+        "base_offset",
+        "last_offset",
+        "count",
+        "magic",
+        "compression",
+        "size",
+        "max_timestamp",
+        "producer_id",
+        "is_transactional",
+        "is_control",
+        "crc_valid",
+    ),
+    "record": ("offset", "timestamp", "key_size", "value_size", "key", "value"),
+    "control": ("offset", "timestamp", "control_type", "coordinator_epoch"),
+    "index_entry": ("offset", "position"),
+    "timeindex_entry": ("timestamp", "offset"),
+    "error": ("kind", "position", "field", "message"),
+}
+
+
+def write_table(events: Iterable[dict], out: BinaryIO, chunk: int = 500) -> Iterator[dict]:
+    """Rich tables, one per run of same-typed events (at most ``chunk`` rows: memory stays bounded)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False, color_system=None)
+    rows: list[dict] = []
+    current = None
+
+    def flush() -> None:
+        nonlocal rows
+        if not rows:
+            return
+        cols = TABLE_COLUMNS.get(current) or tuple(k for k in rows[0] if k not in ("type", "file"))
+        table = Table(title=current, title_justify="left")
+        for c in cols:
+            table.add_column(c, overflow="fold")
+        for r in rows:
+            table.add_row(*(_cell(r.get(c)) for c in cols))
+        console.print(table)
+        out.write(buf.getvalue().encode())
+        buf.seek(0)
+        buf.truncate()
+        rows = []
+
+    for ev in events:
+        if ev["type"] == "file":
+            flush()
+            out.write((text_line(ev) + "\n").encode())
+            current = None
+            yield ev
+            continue
+        if ev["type"] != current or len(rows) >= chunk:
+            flush()
+            current = ev["type"]
+        rows.append(ev)
+        yield ev
+    flush()
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, (dict, list)):
+        return _q(v)
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "..."

@@ -1,0 +1,1 @@
+"""Seeking by offset and by timestamp; time-expression parsing."""
