@@ -100,9 +100,11 @@ def write_json(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
         yield ev
 
 
-def write_text(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
+def write_text(events: Iterable[dict], out: BinaryIO, line=text_line) -> Iterator[dict]:
     for ev in events:
-        out.write(text_line(ev).encode("utf-8", "replace") + b"\n")
+        text = line(ev)
+        if text is not None:
+            out.write(text.encode("utf-8", "replace") + b"\n")
         yield ev
 
 
@@ -126,6 +128,20 @@ TABLE_COLUMNS = {
     "index_entry": ("offset", "position"),
     "timeindex_entry": ("timestamp", "offset"),
     "error": ("kind", "position", "field", "message"),
+    "index_check": ("file", "status", "offset_index", "time_index"),
+    "index_rebuild": ("file", "valid_bytes", "size", "files", "error"),
+    "finding": ("severity", "kind", "file", "position", "offset", "message"),
+    "segment": ("file", "status", "size", "valid_bytes"),
+    "seek": (
+        "topic",
+        "partition",
+        "target",
+        "offset",
+        "timestamp",
+        "leader_epoch",
+        "segment",
+        "position",
+    ),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from .batch import MIN_BATCH_LENGTH, RecordBatch
 from .errors import INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, ZERO_FILLED_TAIL, CorruptionError
@@ -135,3 +136,61 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
             entry.validate()
         yield entry
         pos += entry.size
+
+
+class EntryHeader(NamedTuple):
+    """What verify and index rebuild need of an entry, read from its header alone."""
+
+    position: int
+    size: int
+    magic: int
+    first_offset: int  # v2: base offset; legacy: the entry's offset (a wrapper's LAST offset)
+    last_offset: int
+    max_timestamp: int  # -1 for magic 0
+    records_count: int  # v2 only; -1 for legacy
+    attributes: int
+    producer_id: int  # -1 for legacy
+    crc_ok: bool
+
+
+_V2 = struct.Struct(">qiibIhiqqqhii")
+_LEGACY = struct.Struct(">qiIbbq")  # offset, size, crc, magic, attributes, timestamp (magic 1)
+
+
+def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
+    """Header-only walk with CRC checks: no record decoding, no decompression, no copies.
+
+    Raises :class:`CorruptionError` at the first structural problem (like ``iter_entries``);
+    CRC mismatches are reported in ``crc_ok`` so the caller decides (recovery stops there).
+    """
+    from .crc import crc32, crc32c
+
+    if end is None:
+        end = len(buf)
+    v2_unpack = _V2.unpack_from
+    legacy_unpack = _LEGACY.unpack_from
+    with memoryview(buf) as mv:
+        pos = start
+        while pos < end:
+            check_entry_header(buf, pos, end)
+            if buf[pos + MAGIC_POS] == 2:
+                (base, length, _ple, _m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
+                    v2_unpack(buf, pos)
+                )
+                size = length + LOG_OVERHEAD
+                ok = crc32c(mv[pos + 21 : pos + size]) == crc
+                yield EntryHeader(pos, size, 2, base, base + lod, max_ts, count, attrs, pid, ok)
+            else:
+                magic = buf[pos + MAGIC_POS]
+                if magic == 1 and end - pos >= _LEGACY.size:
+                    off, length, crc, _m, attrs, ts = legacy_unpack(buf, pos)
+                else:
+                    off, length, crc, _m, attrs = _LEGACY_PREFIX.unpack_from(buf, pos)
+                    ts = -1
+                size = length + LOG_OVERHEAD
+                ok = crc32(mv[pos + MAGIC_POS : pos + size]) == crc
+                yield EntryHeader(pos, size, magic, off, off, ts, -1, attrs, -1, ok)
+            pos += size
+
+
+_LEGACY_PREFIX = struct.Struct(">qiIbb")

@@ -93,3 +93,35 @@ def partitions(
             continue
         found.append(PartitionDir(p, name.topic, name.partition, name.state))
     yield from sorted(found, key=lambda d: (d.topic, d.partition, d.state or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A partition to work on and, for a single-file input, the one segment wanted."""
+
+    partition_dir: Path
+    logs: list[Path]
+
+    @property
+    def log_dir(self) -> Path:
+        return self.partition_dir.parent
+
+
+def targets(
+    paths: list[Path], topic: str | None = None, partition: int | None = None
+) -> Iterator[Target]:
+    """Expand files, partition dirs and log.dirs roots into partitions with their live logs."""
+    for path in paths:
+        kind = path_kind(path)
+        if kind == FILE:
+            k = F.file_kind(path)
+            if k.kind != F.LOG:
+                raise ValueError(
+                    f"{path}: expected a .log file, a partition directory or a log.dirs root"
+                )
+            yield Target(path.parent, [path])
+        elif kind == PARTITION:
+            yield Target(path, segment_logs(path))
+        else:
+            for pdir in partitions(path, topic, partition):
+                yield Target(pdir.path, segment_logs(pdir.path))

@@ -24,6 +24,7 @@ from ..format.producer_snapshot import ProducerEntry, encode_snapshot
 from ..format.record import CREATE_TIME, LOG_APPEND_TIME, Record
 from ..format.txn_index import AbortedTxn
 from ..format.txn_index import encode_entries as encode_txn_entries
+from ..format.txn_state import TxnTracker
 from .atomic import atomic_write
 from .files import segment_file_name
 
@@ -88,6 +89,7 @@ class LogWriter:
         self.segments: list[Path] = []
         self._epochs: list[EpochEntry] = []
         self._producers: dict[int, ProducerEntry] = {}
+        self._txns = TxnTracker()
         self._segment: _Segment | None = None
         self._closed = False
 
@@ -210,11 +212,9 @@ class LogWriter:
         info = self._write(data, base, base, 2)
         self._track_epoch(epoch, base)
         entry = self._producers.get(producer_id)
-        first = entry.current_txn_first_offset if entry else -1
-        if not commit and first >= 0:
-            self._segment.aborted.append(
-                AbortedTxn(producer_id, first, base, self._last_stable_offset(producer_id, base))
-            )
+        aborted = self._txns.on_marker(producer_id, base, commit)
+        if aborted is not None:
+            self._segment.aborted.append(aborted)
         self._producers[producer_id] = ProducerEntry(
             producer_id,
             producer_epoch,
@@ -227,20 +227,10 @@ class LogWriter:
         )
         return info
 
-    def _last_stable_offset(self, producer_id: int, marker_offset: int) -> int:
-        # ProducerStateManager.lastStableOffset: first offset of the earliest other open txn.
-        others = [
-            e.current_txn_first_offset
-            for pid, e in self._producers.items()
-            if pid != producer_id and e.current_txn_first_offset >= 0
-        ]
-        return min(others) if others else marker_offset + 1
-
     def _track_producer(self, batch: v2.RecordBatch, info: AppendInfo) -> None:
         prev = self._producers.get(batch.producer_id)
-        txn_first = prev.current_txn_first_offset if prev else -1
-        if batch.is_transactional and txn_first < 0:
-            txn_first = batch.base_offset
+        self._txns.on_data_batch(batch.producer_id, batch.base_offset, batch.is_transactional)
+        txn_first = self._txns.ongoing.get(batch.producer_id, -1)
         self._producers[batch.producer_id] = ProducerEntry(
             batch.producer_id,
             batch.producer_epoch,
@@ -303,12 +293,12 @@ class LogWriter:
         base = seg.base_offset
         atomic_write(
             self.dir / segment_file_name(base, ".index"),
-            oi.encode_entries(seg.index.offset_entries, base),
+            bytes(seg.index.offset_index),
             padded_to=oi.DEFAULT_MAX_INDEX_SIZE if pad else None,
         )
         atomic_write(
             self.dir / segment_file_name(base, ".timeindex"),
-            ti.encode_entries(seg.index.time_entries, base),
+            bytes(seg.index.time_index),
             padded_to=ti.DEFAULT_MAX_INDEX_SIZE if pad else None,
         )
         if seg.aborted:

@@ -1,0 +1,46 @@
+"""Findings: what verify reports. Kinds are stable strings (part of the JSON interface)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+# kinds beyond the format core's CorruptionError kinds
+OFFSETS_NOT_INCREASING = "offsets_not_increasing"
+OFFSET_OUT_OF_RANGE = "offset_out_of_range"
+INVALID_BATCH = "invalid_batch"
+INDEX_MISMATCH = "index_mismatch"
+INDEX_PADDING = "index_padding"
+MISSING_INDEX = "missing_index"
+SEGMENT_OVERLAP = "segment_overlap"
+SEGMENT_NAME = "segment_name_mismatch"
+ORPHAN_FILE = "orphan_file"
+LEFTOVER_FILE = "leftover_file"
+CHECKPOINT = "checkpoint_inconsistent"
+UNREADABLE = "unreadable"
+TIMESTAMP = "timestamp_inconsistent"
+
+
+@dataclass(slots=True)
+class Finding:
+    severity: str
+    kind: str
+    file: str
+    position: int | None
+    offset: int | None
+    message: str
+    repairable: bool = False  # fixed by truncating the segment / rebuilding its indexes
+
+    def to_event(self) -> dict:
+        return {"type": "finding", **asdict(self)}
+
+
+def from_error(exc, file: str, *, severity: str = ERROR, repairable: bool = True) -> Finding:
+    """A Finding from a format-core CorruptionError."""
+    msg = exc.message
+    if exc.field:
+        msg = f"{exc.field}: {msg}"
+    if exc.stored is not None or exc.computed is not None:
+        msg += f" (stored {exc.stored}, computed {exc.computed})"
+    return Finding(severity, exc.kind, exc.file or file, exc.position, exc.offset, msg, repairable)

@@ -1,0 +1,163 @@
+"""Streaming checks of existing `.index`/`.timeindex` files against the log, by Kafka's real rules.
+
+Fed one valid batch at a time (merge-join: memory stays bounded). Valid, besides what recovery
+writes (FORMATS.md section 5):
+- offset index entry (O, P): P is a batch boundary and O is the last offset of a batch in
+  [P, next entry's P): a live append indexes (largest offset of the append, its start);
+- time index entry (T, O): O lies in batch B, T is B's max timestamp and strictly greater than
+  every timestamp before B (live leaders name the record carrying T, recovery the batch's last
+  offset); T strictly increasing, O non-decreasing;
+- a trimmed (inactive) time index ends with the segment's max timestamp: Kafka takes a segment's
+  max timestamp from it, and a short one makes ListOffsets skip the segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+
+IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
+
+
+@dataclass(slots=True)
+class IndexStatus:
+    status: str
+    entries: int
+    rebuilt_entries: int
+    padded_bytes: int = 0
+    first_difference: dict | None = None  # {"entry", "position" (byte in the index), "message"}
+
+    def to_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "entries": self.entries,
+            "rebuilt_entries": self.rebuilt_entries,
+            "padded_bytes": self.padded_bytes,
+            "first_difference": self.first_difference,
+        }
+
+
+class OffsetIndexChecker:
+    def __init__(self, index: OffsetIndex) -> None:
+        self.index = index
+        self.n = 0  # next entry not yet reached
+        self.cur = index.entry(0) if len(index) else None
+        self.matched = None  # (n, entry) whose position was a boundary, awaiting its offset
+        self.problem: dict | None = None
+
+    def _wrong(self, n: int, message: str) -> None:
+        if self.problem is None:
+            self.problem = {"entry": n, "position": n * 8, "message": message}
+        self.cur = self.matched = None  # stop checking after the first difference
+
+    def _advance(self) -> None:
+        self.n += 1
+        self.cur = self.index.entry(self.n) if self.n < len(self.index) else None
+
+    def on_batch(self, position: int, last_offset: int) -> None:
+        if self.matched is not None:
+            mn, me = self.matched
+            if self.cur is not None and position >= self.cur.position:
+                self._wrong(
+                    mn,
+                    f"offset {me.offset} is not the last offset of any batch from byte {me.position}",
+                )
+                return
+            if last_offset == me.offset:
+                self.matched = None
+            elif last_offset > me.offset:
+                self._wrong(
+                    mn,
+                    f"offset {me.offset} is not the last offset of any batch from byte {me.position}",
+                )
+                return
+        cur = self.cur
+        if cur is None or position < cur.position:
+            return
+        if position > cur.position:
+            self._wrong(self.n, f"position {cur.position} is not a batch boundary")
+            return
+        if self.n > 0:
+            prev = self.index.entry(self.n - 1)
+            if cur.offset <= prev.offset:
+                self._wrong(self.n, f"offset {cur.offset} does not increase after {prev.offset}")
+                return
+        self.matched = (self.n, cur)
+        self._advance()
+        if last_offset == cur.offset:
+            self.matched = None
+        elif last_offset > cur.offset:
+            self._wrong(
+                self.n - 1,
+                f"offset {cur.offset} is below the last offset {last_offset} of its batch",
+            )
+
+    def finish(self, valid_bytes: int) -> dict | None:
+        if self.matched is not None:
+            mn, me = self.matched
+            self._wrong(
+                mn,
+                f"offset {me.offset} is not the last offset of any batch from byte {me.position}",
+            )
+        elif self.cur is not None:
+            self._wrong(
+                self.n,
+                f"position {self.cur.position} is at or past the end of the valid log ({valid_bytes} bytes)",
+            )
+        return self.problem
+
+
+class TimeIndexChecker:
+    def __init__(self, index: TimeIndex) -> None:
+        self.index = index
+        self.n = 0
+        self.cur = index.entry(0) if len(index) else None
+        self.prefix_max = -1
+        self.prev_ts = None
+        self.problem: dict | None = None
+
+    def _wrong(self, n: int, message: str) -> None:
+        if self.problem is None:
+            self.problem = {"entry": n, "position": n * 12, "message": message}
+        self.cur = None
+
+    def on_batch(self, prev_last: int, last_offset: int, max_timestamp: int) -> None:
+        while self.cur is not None and self.cur.offset <= last_offset:
+            e = self.cur
+            if e.offset <= prev_last:
+                self._wrong(self.n, f"offset {e.offset} lies in no batch")
+                return
+            if self.prev_ts is not None and e.timestamp <= self.prev_ts:
+                self._wrong(
+                    self.n, f"timestamp {e.timestamp} does not increase after {self.prev_ts}"
+                )
+                return
+            if e.timestamp != max_timestamp or e.timestamp <= self.prefix_max:
+                self._wrong(
+                    self.n,
+                    f"({e.timestamp}, {e.offset}): the batch holding offset {e.offset} has max timestamp "
+                    f"{max_timestamp}, and the max before it is {self.prefix_max}",
+                )
+                return
+            self.prev_ts = e.timestamp
+            self.n += 1
+            self.cur = self.index.entry(self.n) if self.n < len(self.index) else None
+        if max_timestamp > self.prefix_max:
+            self.prefix_max = max_timestamp
+
+    def finish(self, segment_max_timestamp: int, *, preallocated: bool) -> dict | None:
+        if self.cur is not None:
+            self._wrong(self.n, f"offset {self.cur.offset} is past the end of the valid log")
+        elif not preallocated and segment_max_timestamp >= 0:
+            last = self.index.last_entry()
+            if last.timestamp != segment_max_timestamp and self.problem is None:
+                n = len(self.index) - 1
+                self.problem = {
+                    "entry": max(n, 0),
+                    "position": max(n, 0) * 12,
+                    "message": f"last timestamp {last.timestamp} is not the segment's max timestamp "
+                    f"{segment_max_timestamp}: a timestamp lookup would skip this segment",
+                }
+        return self.problem

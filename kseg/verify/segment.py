@@ -1,0 +1,327 @@
+"""One pass over a segment: structure, CRCs, offsets, control records, indexes, and the indexes a
+recovery would rebuild. Header-only unless ``deep``; memory bounded by the index sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format import batch as v2
+from ..format.errors import CRC_MISMATCH, CorruptionError
+from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
+from ..format.log import walk_headers
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+from ..format.txn_index import AbortedTxn
+from ..format.txn_state import TxnTracker
+from ..storage.mapped import mapped
+from . import findings as K
+from .findings import Finding, from_error
+from .index_check import (
+    EQUIVALENT,
+    IDENTICAL,
+    MISSING,
+    WRONG,
+    IndexStatus,
+    OffsetIndexChecker,
+    TimeIndexChecker,
+)
+
+INT32_MAX = 0x7FFFFFFF
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    log: Path
+    base_offset: int
+    size: int
+    valid_bytes: int = 0
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_timestamp: int = -1
+    first_error: Finding | None = None
+    findings: list[Finding] = field(default_factory=list)
+    rebuilt: IndexBuilder | None = None
+    offset_index: IndexStatus | None = None
+    time_index: IndexStatus | None = None
+    aborted: list[AbortedTxn] = field(default_factory=list)
+
+    @property
+    def corrupt(self) -> bool:
+        return self.first_error is not None
+
+
+def _stop(scan: SegmentScan, finding: Finding) -> None:
+    scan.findings.append(finding)
+    if scan.first_error is None:
+        scan.first_error = finding
+
+
+def scan_segment(
+    log: Path,
+    *,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    deep: bool = False,
+    check_indexes: bool = True,
+    txn: TxnTracker | None = None,
+    prev_last_offset: int | None = None,
+) -> SegmentScan:
+    """Scan ``log``. ``valid_bytes`` is where Kafka's recovery would truncate.
+
+    After the first invalid batch, later batches are still CRC-checked and reported (so one run
+    shows every damaged batch) as long as the structure lets the walk continue.
+    """
+    base = int(log.name[:20])
+    name = str(log)
+    scan = SegmentScan(log, base, log.stat().st_size)
+    builder = IndexBuilder(base, index_interval_bytes)
+    scan.rebuilt = builder
+    oidx_checker = tidx_checker = None
+    index_views = _open_indexes(log, base) if check_indexes else None
+    if index_views is not None:
+        oidx, tidx = index_views
+        oidx_checker = OffsetIndexChecker(oidx) if oidx is not None else None
+        tidx_checker = TimeIndexChecker(tidx) if tidx is not None else None
+    prev_last = base - 1 if prev_last_offset is None else max(prev_last_offset, base - 1)
+    valid = True
+    with mapped(log) as buf:
+        try:
+            for h in walk_headers(buf):
+                problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
+                if problem is not None:
+                    if valid:
+                        _stop(scan, problem)
+                        valid = False
+                    else:
+                        scan.findings.append(problem)
+                    prev_last = max(prev_last, h.last_offset)
+                    continue
+                prev_last_for_index = prev_last
+                prev_last = h.last_offset
+                if not valid:
+                    continue
+                # a valid entry in the prefix recovery keeps
+                scan.batches += 1
+                if scan.first_offset is None:
+                    scan.first_offset = h.first_offset
+                scan.last_offset = h.last_offset
+                if h.max_timestamp > scan.max_timestamp:
+                    scan.max_timestamp = h.max_timestamp
+                builder.add(h.last_offset, h.max_timestamp, h.size)
+                if oidx_checker is not None:
+                    oidx_checker.on_batch(h.position, h.last_offset)
+                if tidx_checker is not None:
+                    tidx_checker.on_batch(prev_last_for_index, h.last_offset, h.max_timestamp)
+                if txn is not None and h.magic == 2:
+                    _track_txn(txn, h, buf, scan)
+        except CorruptionError as exc:
+            f = from_error(exc.in_file(name), name)
+            if valid:
+                _stop(scan, f)
+            else:
+                scan.findings.append(f)
+    builder.finish()
+    scan.valid_bytes = builder.valid_bytes
+    if index_views is not None:
+        _index_statuses(scan, index_views, oidx_checker, tidx_checker, builder)
+    return scan
+
+
+def _check_entry(
+    h, buf, base: int, prev_last: int, name: str, deep: bool, scan: SegmentScan
+) -> Finding | None:
+    if not h.crc_ok:
+        kind = "batch CRC-32C mismatch" if h.magic == 2 else "message CRC-32 mismatch"
+        return Finding(K.ERROR, CRC_MISMATCH, name, h.position, h.last_offset, kind, True)
+    if h.magic == 2:
+        if h.last_offset < h.first_offset:
+            return Finding(
+                K.ERROR,
+                K.INVALID_BATCH,
+                name,
+                h.position,
+                h.first_offset,
+                "negative last_offset_delta",
+                True,
+            )
+        if h.records_count < 0 or h.records_count > h.last_offset - h.first_offset + 1:
+            return Finding(
+                K.ERROR,
+                K.INVALID_BATCH,
+                name,
+                h.position,
+                h.first_offset,
+                f"records_count {h.records_count} does not fit offsets {h.first_offset}..{h.last_offset}",
+                True,
+            )
+    if h.first_offset <= prev_last:
+        return Finding(
+            K.ERROR,
+            K.OFFSETS_NOT_INCREASING,
+            name,
+            h.position,
+            h.first_offset,
+            f"offset {h.first_offset} does not increase after {prev_last}"
+            + (" (below the segment's base offset)" if h.first_offset < base else ""),
+            True,
+        )
+    if h.last_offset - base > INT32_MAX:
+        return Finding(
+            K.ERROR,
+            K.OFFSET_OUT_OF_RANGE,
+            name,
+            h.position,
+            h.last_offset,
+            f"offset {h.last_offset} is more than 2^31-1 past the base offset {base} (Kafka would split the segment)",
+            True,
+        )
+    if h.magic == 2 and h.attributes & v2.ATTR_CONTROL:
+        try:
+            v2.RecordBatch(buf, h.position, name).control_record()
+        except CorruptionError as exc:
+            return from_error(exc, name)
+    if deep:
+        return _deep_check(h, buf, name, scan)
+    return None
+
+
+def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
+    """Record-level checks. Problems here are not where recovery truncates: not repairable."""
+    from ..format.log import iter_entries
+
+    entry = next(iter_entries(buf, h.position, h.position + h.size, source=name))
+    try:
+        prev = None
+        max_ts = -1
+        for rec in entry.records():
+            if prev is not None and rec.offset <= prev:
+                scan.findings.append(
+                    Finding(
+                        K.ERROR,
+                        K.INVALID_BATCH,
+                        name,
+                        h.position,
+                        rec.offset,
+                        f"record offset {rec.offset} does not increase after {prev}",
+                    )
+                )
+                break
+            if rec.offset > h.last_offset:
+                scan.findings.append(
+                    Finding(
+                        K.ERROR,
+                        K.INVALID_BATCH,
+                        name,
+                        h.position,
+                        rec.offset,
+                        f"record offset {rec.offset} is past the batch's last offset {h.last_offset}",
+                    )
+                )
+                break
+            prev = rec.offset
+            max_ts = max(max_ts, rec.timestamp)
+        if (
+            h.magic == 2
+            and not h.attributes & v2.ATTR_TIMESTAMP_TYPE
+            and prev is not None
+            and max_ts != h.max_timestamp
+        ):
+            scan.findings.append(
+                Finding(
+                    K.WARNING,
+                    K.TIMESTAMP,
+                    name,
+                    h.position,
+                    h.first_offset,
+                    f"max_timestamp {h.max_timestamp} differs from the records' max {max_ts}",
+                )
+            )
+    except CorruptionError as exc:
+        scan.findings.append(from_error(exc, name, repairable=False))
+    return None
+
+
+def _track_txn(txn: TxnTracker, h, buf, scan: SegmentScan) -> None:
+    if h.producer_id < 0:
+        return
+    if h.attributes & v2.ATTR_CONTROL:
+        ctl = v2.RecordBatch(buf, h.position).control_record()
+        if ctl is not None and ctl.is_end_txn:
+            aborted = txn.on_marker(h.producer_id, h.last_offset, ctl.type == 1)
+            if aborted is not None:
+                scan.aborted.append(aborted)
+    else:
+        txn.on_data_batch(h.producer_id, h.first_offset, bool(h.attributes & v2.ATTR_TRANSACTIONAL))
+
+
+def _open_indexes(log: Path, base: int):
+    out = []
+    for suffix, cls in ((".index", OffsetIndex), (".timeindex", TimeIndex)):
+        p = log.with_suffix(suffix)
+        try:
+            data = p.read_bytes()  # indexes are small (<= 10 MiB): read, do not map
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        out.append(cls(data, base))
+    return tuple(out)
+
+
+def _index_statuses(scan, views, oc, tc, builder: IndexBuilder) -> None:
+    oidx, tidx = views
+    rebuilt_o = len(builder.offset_index) // 8
+    rebuilt_t = len(builder.time_index) // 12
+    if oidx is None:
+        scan.offset_index = IndexStatus(MISSING, 0, rebuilt_o)
+    else:
+        problem = _sanity(oidx) or oc.finish(scan.valid_bytes)
+        same = bytes(oidx.buf[: len(oidx) * 8]) == bytes(builder.offset_index)
+        status = WRONG if problem else IDENTICAL if same else EQUIVALENT
+        scan.offset_index = IndexStatus(
+            status,
+            len(oidx),
+            rebuilt_o,
+            oidx.padded_bytes,
+            problem or _first_diff(oidx.buf, builder.offset_index, 8, len(oidx)),
+        )
+    if tidx is None:
+        scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
+    else:
+        problem = _sanity(tidx) or tc.finish(scan.max_timestamp, preallocated=tidx.padded_bytes > 0)
+        same = bytes(tidx.buf[: len(tidx) * 12]) == bytes(builder.time_index)
+        status = WRONG if problem else IDENTICAL if same else EQUIVALENT
+        scan.time_index = IndexStatus(
+            status,
+            len(tidx),
+            rebuilt_t,
+            tidx.padded_bytes,
+            problem or _first_diff(tidx.buf, builder.time_index, 12, len(tidx)),
+        )
+
+
+def _sanity(idx) -> dict | None:
+    try:
+        idx.sanity_check()
+    except CorruptionError as exc:
+        return {
+            "entry": (exc.position or 0) // (8 if isinstance(idx, OffsetIndex) else 12),
+            "position": exc.position,
+            "message": exc.message,
+        }
+    return None
+
+
+def _first_diff(existing, rebuilt: bytes, width: int, n_existing: int) -> dict | None:
+    n = max(n_existing, len(rebuilt) // width)
+    for i in range(n):
+        a = bytes(existing[i * width : (i + 1) * width]) if i < n_existing else b""
+        b = bytes(rebuilt[i * width : (i + 1) * width])
+        if a != b:
+            return {
+                "entry": i,
+                "position": i * width,
+                "message": "differs from the rebuilt index (still valid for lookups)",
+            }
+    return None
