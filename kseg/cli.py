@@ -6,6 +6,7 @@ This is the only module that prints or exits. Data goes to stdout, messages to s
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -381,6 +382,165 @@ def index_check(
     raise typer.Exit(int(code))
 
 
+VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; with --repair, fix them
+the way Kafka's recovery would, keeping every removed byte.
+
+Exit codes (a bitmask, OR-ed over everything checked):
+0 clean; 1 problems found and all repaired; 4 problems left unrepaired;
+8 operational error (unreadable file, broker holds the lock, repair failed);
+16 usage error; 32 interrupted.
+"""
+
+
+@app.command(help=VERIFY_HELP)
+def verify(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
+        ),
+    ],
+    repair: Annotated[
+        bool,
+        typer.Option(
+            help="Truncate at the first invalid batch, quarantine what follows, rebuild indexes."
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="With --repair: print the plan, change nothing.")
+    ] = False,
+    deep: Annotated[
+        bool,
+        typer.Option(help="Also decode every record (decompressing): lengths, varints, offsets."),
+    ] = False,
+    keep_later_segments: Annotated[
+        bool, typer.Option(help="Leave segments after a truncation in place (Kafka deletes them).")
+    ] = False,
+    quarantine: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where removed bytes go (default: <log.dir>/../kseg-quarantine/<log.dir name>/)."
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Repair even though a broker holds <log.dir>/.lock.")
+    ] = False,
+    index_interval_bytes: IntervalOpt = 4096,
+    topic: Annotated[
+        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
+    ] = None,
+    partition: Annotated[
+        int | None, typer.Option(help="With a log.dirs root: only this partition.")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    from .verify.run import VerifyOptions, VerifyRun
+
+    if dry_run and not repair:
+        raise typer.BadParameter("--dry-run goes with --repair", param_hint="--dry-run")
+    opts = VerifyOptions(
+        deep,
+        repair,
+        dry_run,
+        keep_later_segments,
+        quarantine,
+        force,
+        index_interval_bytes,
+        topic,
+        partition,
+    )
+    _targets(paths, topic, partition)  # validate paths up front: usage errors exit 16
+    run = VerifyRun(opts)
+    for _ in _emit(run.events(paths), fmt, _verify_line):
+        pass
+    raise typer.Exit(int(run.code))
+
+
+def _verify_line(ev: dict) -> str | None:
+    t = ev["type"]
+    if t == "finding":
+        where = f" byte {ev['position']}" if ev["position"] is not None else ""
+        off = f" offset {ev['offset']}" if ev["offset"] is not None else ""
+        tag = " (remaining after repair)" if ev.get("remaining") else ""
+        return (
+            f"{ev['severity'].upper()} {ev['kind']} {ev['file']}{where}{off}: {ev['message']}{tag}"
+        )
+    if t == "segment":
+        if ev["status"] in ("ok", "repaired"):
+            return f"{ev['file']}: {ev['status']} ({ev['size']} bytes)"
+        return f"{ev['file']}: {ev['status']} (valid {ev['valid_bytes']} of {ev['size']} bytes)"
+    if t == "repair_action":
+        pre = "[dry-run] " if ev["dry_run"] else ""
+        if ev["action"] == "truncate":
+            return f"{pre}truncate {ev['file']} to {ev['position']} bytes ({ev['length']} bytes to quarantine): {ev['reason']}"
+        if ev["action"] == "move":
+            return f"{pre}move {ev['file']} to quarantine: {ev['reason']}"
+        return f"{pre}{ev['action']} {ev['file']}: {ev['reason']}"
+    if t == "repair_done":
+        return f"repaired {ev['partition']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
+    if t == "repair_resumed":
+        return f"resumed an interrupted repair of {ev['partition']} ({ev['quarantine']})"
+    if t == "repair_failed":
+        return f"REPAIR FAILED for {ev['partition']}: {ev['message']}"
+    if t == "summary":
+        return (
+            f"{ev['partitions']} partitions, {ev['segments']} segments: {ev['errors']} errors, "
+            f"{ev['warnings']} warnings, {ev['infos']} info; {ev['repaired']} repaired; exit {ev['exit_code']}"
+        )
+    return None
+
+
+@app.command()
+def restore(
+    quarantine_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A quarantine directory written by verify --repair (holds manifest.json)."
+        ),
+    ],
+    force: Annotated[
+        bool, typer.Option(help="Restore even though a broker holds <log.dir>/.lock.")
+    ] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    """Undo a repair: truncated bytes appended back, quarantined segments and old index files put back.
+
+    Exit codes: 0 restored, 8 the files changed since the repair (nothing more is touched), 16 usage.
+    """
+    import json
+
+    from .format.errors import KsegError
+    from .storage.lock import broker_lock_held
+    from .verify.repair import MANIFEST
+    from .verify.repair import restore as do_restore
+
+    manifest = quarantine_dir / MANIFEST
+    if not manifest.is_file():
+        raise typer.BadParameter(
+            f"{quarantine_dir}: no {MANIFEST} here", param_hint="QUARANTINE_DIR"
+        )
+    log_dir = Path(json.loads(manifest.read_text())["log_dir"])
+    if not force and broker_lock_held(log_dir):
+        _stderr(f"{log_dir}/.lock is held: a broker is using this log dir (--force overrides)")
+        raise typer.Exit(int(Exit.OPERATIONAL))
+    try:
+        done = do_restore(quarantine_dir)
+    except (KsegError, OSError) as exc:
+        _stderr(f"restore stopped: {exc}")
+        raise typer.Exit(int(Exit.OPERATIONAL)) from None
+    events = [{"type": "restored", "action": a.action, "file": a.file} for a in done]
+    events.append({"type": "summary", "restored": len(done), "exit_code": 0})
+
+    def line(ev):
+        if ev["type"] == "summary":
+            return f"restored {ev['restored']} actions from {quarantine_dir}"
+        return f"undid {ev['action']} of {ev['file']}"
+
+    for _ in _emit(iter(events), fmt, line):
+        pass
+    raise typer.Exit(0)
+
+
 @app.command()
 def demo(
     directory: Annotated[
@@ -415,10 +575,15 @@ def demo(
     )
 
 
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Entry point: map Click's usage errors to 16, Ctrl-C to 32, a closed pipe to quiet."""
     # Typer may vendor Click or depend on it; its public BadParameter derives from UsageError.
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    signal.signal(signal.SIGTERM, _terminate)  # a killed repair resumes on the next run
     try:
         rv = app(standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -430,6 +595,7 @@ def main() -> None:
     except typer.Abort:
         code = Exit.INTERRUPTED
     except KeyboardInterrupt:
+        _stderr("interrupted")
         code = Exit.INTERRUPTED
     except BrokenPipeError:
         # `kseg dump ... | head`: the reader is gone; say nothing

@@ -1,0 +1,322 @@
+"""`kseg verify`: every check over a partition directory and a log.dirs root. Returns findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format import checkpoint as cp
+from ..format import producer_snapshot as ps
+from ..format import txn_index as tx
+from ..format.errors import CorruptionError
+from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from ..storage import files as F
+from ..storage.tree import Target, segment_logs
+from . import findings as K
+from .findings import Finding, from_error
+from .index_check import MISSING, WRONG
+from .segment import SegmentScan, scan_segment
+
+
+@dataclass(slots=True)
+class PartitionReport:
+    target: Target
+    scans: list[SegmentScan] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # partition-level ones
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return [f for s in self.scans for f in s.findings] + self.findings
+
+    @property
+    def first_corrupt(self) -> int | None:
+        """Index (in scans) of the first segment Kafka's recovery would truncate."""
+        for i, s in enumerate(self.scans):
+            if s.corrupt:
+                return i
+        return None
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """Next offset after the valid data (what the log end would be after recovery)."""
+        end = None
+        for s in self.scans:
+            if s.last_offset is not None:
+                end = s.last_offset + 1
+            elif end is None:
+                end = s.base_offset
+            if s.corrupt:
+                break
+        return end
+
+
+def verify_target(
+    target: Target, *, deep: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> PartitionReport:
+    report = PartitionReport(target)
+    pdir = target.partition_dir
+    all_logs = segment_logs(pdir)
+    logs = target.logs
+    for log in logs:
+        try:
+            scan = scan_segment(log, index_interval_bytes=index_interval_bytes, deep=deep)
+        except OSError as exc:
+            report.findings.append(
+                Finding(K.ERROR, K.UNREADABLE, str(log), None, None, exc.strerror or str(exc))
+            )
+            continue
+        active = log == all_logs[-1]
+        _index_findings(scan, active)
+        report.scans.append(scan)
+    _segment_order(report)
+    if len(logs) == len(all_logs):  # a whole partition, not one file of it
+        _partition_files(report, all_logs)
+    return report
+
+
+def _index_findings(scan: SegmentScan, active: bool) -> None:
+    for suffix, st in ((".index", scan.offset_index), (".timeindex", scan.time_index)):
+        if st is None:
+            continue
+        path = str(scan.log.with_suffix(suffix))
+        if st.status == WRONG:
+            d = st.first_difference or {}
+            scan.findings.append(
+                Finding(
+                    K.ERROR,
+                    K.INDEX_MISMATCH,
+                    path,
+                    d.get("position"),
+                    None,
+                    f"entry {d.get('entry')}: {d.get('message')}",
+                    True,
+                )
+            )
+        elif st.status == MISSING:
+            sev = K.INFO if active else K.WARNING
+            why = (
+                "Kafka rebuilds it at startup"
+                if active
+                else "Kafka recovers the segment at startup to rebuild it"
+            )
+            scan.findings.append(
+                Finding(
+                    sev,
+                    K.MISSING_INDEX,
+                    path,
+                    None,
+                    None,
+                    f"{suffix} file is missing ({why})",
+                    True,
+                )
+            )
+        if st.padded_bytes:
+            note = (
+                "preallocated active index"
+                if active
+                else "preallocated index on an inactive segment (unclean shutdown?)"
+            )
+            scan.findings.append(
+                Finding(
+                    K.INFO,
+                    K.INDEX_PADDING,
+                    path,
+                    st.entries * (8 if suffix == ".index" else 12),
+                    None,
+                    f"{note}: {st.entries} entries, then {st.padded_bytes} zero bytes",
+                )
+            )
+
+
+def _segment_order(report: PartitionReport) -> None:
+    prev = None
+    for s in report.scans:
+        if prev is not None and prev.last_offset is not None and prev.last_offset >= s.base_offset:
+            report.findings.append(
+                Finding(
+                    K.ERROR,
+                    K.SEGMENT_OVERLAP,
+                    str(s.log),
+                    0,
+                    s.base_offset,
+                    f"segment starts at offset {s.base_offset} but the previous one ends at {prev.last_offset}",
+                )
+            )
+        if s.first_offset is not None and s.first_offset < s.base_offset:
+            report.findings.append(
+                Finding(
+                    K.ERROR,
+                    K.SEGMENT_NAME,
+                    str(s.log),
+                    0,
+                    s.first_offset,
+                    f"first offset {s.first_offset} is below the file name's {s.base_offset}",
+                )
+            )
+        prev = s
+
+
+def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
+    pdir = report.target.partition_dir
+    bases = {int(p.name[:20]) for p in logs}
+    end = report.log_end_offset
+    next_base = {b: nb for b, nb in zip(sorted(bases), sorted(bases)[1:] + [None], strict=True)}
+    for p in sorted(pdir.iterdir()):
+        if not p.is_file():
+            continue
+        k = F.file_kind(p)
+        if k.temp_suffix:
+            report.findings.append(
+                Finding(
+                    K.INFO,
+                    K.LEFTOVER_FILE,
+                    str(p),
+                    None,
+                    None,
+                    f"leftover {k.temp_suffix} file (Kafka completes or removes it at startup)",
+                )
+            )
+            continue
+        if k.kind in (F.INDEX, F.TIME_INDEX, F.TXN_INDEX) and k.base_offset not in bases:
+            report.findings.append(
+                Finding(
+                    K.WARNING,
+                    K.ORPHAN_FILE,
+                    str(p),
+                    None,
+                    k.base_offset,
+                    f"{p.suffix} file without its .log",
+                )
+            )
+            continue
+        try:
+            data = (
+                p.read_bytes()
+                if k.kind
+                in (F.SNAPSHOT, F.TXN_INDEX, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA)
+                else None
+            )
+        except OSError as exc:
+            report.findings.append(
+                Finding(K.ERROR, K.UNREADABLE, str(p), None, None, exc.strerror or str(exc))
+            )
+            continue
+        try:
+            if k.kind == F.SNAPSHOT:
+                ps.read_snapshot(data)
+                if end is not None and k.base_offset > end:
+                    report.findings.append(
+                        Finding(
+                            K.INFO,
+                            K.CHECKPOINT,
+                            str(p),
+                            None,
+                            k.base_offset,
+                            f"snapshot at offset {k.base_offset} is past the log end {end} (Kafka deletes it at startup)",
+                        )
+                    )
+            elif k.kind == F.TXN_INDEX:
+                hi = next_base.get(k.base_offset)
+                for n, e in enumerate(tx.read_entries(data)):
+                    if (
+                        e.last_offset < k.base_offset
+                        or (hi is not None and e.last_offset >= hi)
+                        or e.first_offset > e.last_offset
+                    ):
+                        report.findings.append(
+                            Finding(
+                                K.WARNING,
+                                K.INDEX_MISMATCH,
+                                str(p),
+                                n * tx.ENTRY_SIZE,
+                                e.last_offset,
+                                f"aborted transaction {e.first_offset}..{e.last_offset} lies outside the segment",
+                            )
+                        )
+                        break
+            elif k.kind == F.LEADER_EPOCH_CHECKPOINT:
+                _epochs(report, p, cp.read_leader_epoch_checkpoint(data), end)
+            elif k.kind == F.PARTITION_METADATA:
+                cp.read_partition_metadata(data)
+        except CorruptionError as exc:
+            sev = K.WARNING  # derived state Kafka rebuilds or rewrites; the data is intact
+            report.findings.append(
+                from_error(exc.in_file(p), str(p), severity=sev, repairable=False)
+            )
+
+
+def _epochs(
+    report: PartitionReport, path: Path, entries: list[cp.EpochEntry], end: int | None
+) -> None:
+    for a, b in zip(entries, entries[1:], strict=False):
+        if b.epoch <= a.epoch or b.start_offset < a.start_offset:
+            report.findings.append(
+                Finding(
+                    K.WARNING,
+                    K.CHECKPOINT,
+                    str(path),
+                    None,
+                    b.start_offset,
+                    f"leader epochs do not increase: {a.epoch}@{a.start_offset} then {b.epoch}@{b.start_offset}",
+                    True,
+                )
+            )
+            return
+    if end is not None and entries and entries[-1].start_offset > end:
+        report.findings.append(
+            Finding(
+                K.WARNING,
+                K.CHECKPOINT,
+                str(path),
+                None,
+                entries[-1].start_offset,
+                f"epoch {entries[-1].epoch} starts at {entries[-1].start_offset}, past the log end {end}",
+                True,
+            )
+        )
+
+
+def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[Finding]:
+    """log.dirs checkpoint files against what is on disk."""
+    out: list[Finding] = []
+    ends = {}
+    for r in reports:
+        name = F.parse_partition_dir(r.target.partition_dir.name)
+        if name and not name.state:
+            ends[(name.topic, name.partition)] = r.log_end_offset
+    for cname in F.ROOT_CHECKPOINTS:
+        path = root / cname
+        if not path.exists():
+            continue
+        try:
+            data = path.read_bytes()
+            entries = cp.read_offset_checkpoint(data) if data.strip() else []
+        except CorruptionError as exc:
+            out.append(
+                from_error(exc.in_file(path), str(path), severity=K.WARNING, repairable=False)
+            )
+            continue
+        except OSError as exc:
+            out.append(
+                Finding(K.ERROR, K.UNREADABLE, str(path), None, None, exc.strerror or str(exc))
+            )
+            continue
+        for e in entries:
+            end = ends.get((e.topic, e.partition))
+            if end is None or e.offset <= end:
+                continue
+            if cname == "log-start-offset-checkpoint":
+                sev, why = K.WARNING, "the log start offset is past the log end"
+            else:
+                sev, why = K.INFO, "Kafka resets it to the log end at startup"
+            out.append(
+                Finding(
+                    sev,
+                    K.CHECKPOINT,
+                    str(path),
+                    None,
+                    e.offset,
+                    f"{e.topic}-{e.partition}: {e.offset} > log end {end} ({why})",
+                )
+            )
+    return out
