@@ -18,6 +18,7 @@ from .exitcodes import Exit
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Inspect, verify and repair Apache Kafka log segments on disk.\n\n"
@@ -541,6 +542,154 @@ def restore(
     raise typer.Exit(0)
 
 
+class SeekFormat(str, Enum):
+    text = "text"
+    json = "json"
+    table = "table"
+    reset_csv = "reset-csv"
+
+
+def _parse_target(value: str, now: str | None) -> int:
+    from .lookup.seek import SPECIAL_NAMES
+    from .lookup.timeexpr import parse_time
+
+    v = value.strip().lower()
+    if v in SPECIAL_NAMES:
+        return SPECIAL_NAMES[v]
+    if v.lstrip("-").isdigit():
+        return int(v)  # epoch ms, or a special target number (-1, -2, -3)
+    try:
+        now_ms = parse_time(now) if now is not None else None
+        # an ISO or relative time before 1970 means "from the start", not a special target
+        return max(0, parse_time(value, now_ms))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--time") from None
+
+
+@app.command()
+def seek(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Partition dirs or log.dirs roots.", show_default=False)
+    ],
+    time_: Annotated[
+        str | None,
+        typer.Option(
+            "--time",
+            help="Epoch ms, ISO-8601 (2026-11-21T09:30:00Z, or local time), relative (-30m, -2h, -1d), "
+            "or latest/-1, earliest/-2, max-timestamp/-3.",
+        ),
+    ] = None,
+    offset: Annotated[
+        int | None, typer.Option("--offset", help="Where does this offset live? (segment and byte)")
+    ] = None,
+    now: Annotated[
+        str | None, typer.Option(help="What relative times count from (default: the clock).")
+    ] = None,
+    data_only: Annotated[
+        bool,
+        typer.Option("--data-only", help="Answer data records only, never a transaction marker."),
+    ] = False,
+    topic: Annotated[
+        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
+    ] = None,
+    partition: Annotated[
+        int | None, typer.Option(help="With a log.dirs root: only this partition.")
+    ] = None,
+    fmt: Annotated[
+        SeekFormat,
+        typer.Option(
+            "--format", "-f", help="text, json, table, or reset-csv (topic,partition,offset)."
+        ),
+    ] = SeekFormat.text,
+) -> None:
+    """Offset for a timestamp, exactly as the broker's ListOffsets answers it; or segment and
+    byte position for an offset. Reads index tails, one time index, one offset index and a few batches.
+
+    reset-csv prints `topic,partition,offset` for `kafka-consumer-groups.sh --reset-offsets --from-file`;
+    a partition with no record at or after the time gets its log end offset, as
+    kafka-consumer-groups' --to-datetime does.
+
+    Exit codes: 0 answered (even "no offset"), 4 a partition could not be answered because of
+    corruption, 8 unreadable input, 16 usage.
+    """
+    from .lookup.seek import seek_offset, seek_time
+
+    if (time_ is None) == (offset is None):
+        raise typer.BadParameter(
+            "give exactly one of --time and --offset", param_hint="--time/--offset"
+        )
+    target = _parse_target(time_, now) if time_ is not None else None
+    tlist = _targets(paths, topic, partition)
+    code = Exit.OK
+
+    def events():
+        nonlocal code
+        for t in tlist:
+            try:
+                res = (
+                    seek_time(t.partition_dir, target, data_only=data_only)
+                    if target is not None
+                    else seek_offset(t.partition_dir, offset)
+                )
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--time") from None
+            except OSError as exc:
+                _stderr(f"{t.partition_dir}: {exc.strerror or exc}")
+                code |= Exit.OPERATIONAL
+                continue
+            for w in res.warnings:
+                _stderr(w)
+            if res.error is not None:
+                _stderr(f"{t.partition_dir}: {res.error}")
+                code |= Exit.PROBLEMS
+            ev = res.to_event()
+            if (
+                fmt is SeekFormat.reset_csv
+                and target is not None
+                and ev["offset"] is None
+                and res.error is None
+            ):
+                from .lookup.seek import LATEST
+
+                ev["offset"] = seek_time(t.partition_dir, LATEST).offset
+            yield ev
+
+    def line(ev):
+        name = f"{ev['topic']}-{ev['partition']}"
+        if ev["type"] == "seek_offset":
+            if ev["status"] in ("found", "in_gap"):
+                gap = (
+                    ""
+                    if ev["status"] == "found"
+                    else f"not present (compacted); next offset {ev['offset']} "
+                )
+                return f"{name}: offset {ev['target_offset']} {gap}in {ev['segment']} at byte {ev['position']} (batch {ev['batch_base_offset']}..{ev['batch_last_offset']})"
+            if ev["status"] == "corrupt":
+                return f"{name}: could not answer: {ev['error']}"
+            return f"{name}: offset {ev['target_offset']} is {ev['status'].replace('_', ' ')} (log start {ev['log_start_offset']}, log end {ev['log_end_offset']})"
+        if ev["error"]:
+            return f"{name}: could not answer: {ev['error']}"
+        if ev["offset"] is None:
+            return f"{name}: no offset (no record at or after {ev['target']})"
+        where = f" in {ev['segment']} at byte {ev['position']}" if ev["segment"] else ""
+        ts = f" timestamp {ev['timestamp']}" if ev["timestamp"] is not None else ""
+        ep = f" leader epoch {ev['leader_epoch']}" if ev["leader_epoch"] is not None else ""
+        return f"{name}: offset {ev['offset']}{ts}{ep}{where}"
+
+    out = sys.stdout.buffer
+    if fmt is SeekFormat.reset_csv:
+        if target is None:
+            raise typer.BadParameter("reset-csv goes with --time", param_hint="--format")
+        for ev in events():
+            if ev["offset"] is not None:
+                out.write(f"{ev['topic']},{ev['partition']},{ev['offset']}\n".encode())
+    else:
+        for _ in _emit(events(), OutputFormat(fmt.value), line):
+            pass
+    out.flush()
+    raise typer.Exit(int(code))
+
+
 @app.command()
 def demo(
     directory: Annotated[
@@ -602,6 +751,14 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = Exit.OK
+    except OSError as exc:
+        _stderr(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        code = Exit.OPERATIONAL
+    except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at an operator
+        if os.environ.get("KSEG_DEBUG"):
+            raise
+        _stderr(f"internal error: {type(exc).__name__}: {exc} (set KSEG_DEBUG=1 for a traceback)")
+        code = Exit.OPERATIONAL
     sys.exit(int(code))
 
 

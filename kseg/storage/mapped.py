@@ -28,3 +28,13 @@ def mapped(path: str | Path) -> Iterator[bytes | mmap.mmap]:
             mm.close()
         except BufferError:
             pass  # a caller still holds a view; the map closes when it is released
+
+
+def map_file(path: str | Path) -> bytes | mmap.mmap:
+    """A read-only map that closes when the last reference to it goes (for short-lived views)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        return b"" if size == 0 else mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)

@@ -1,0 +1,363 @@
+"""Offset for a timestamp (ListOffsets) and position for an offset, answered from the files.
+
+Semantics follow the broker (FORMATS.md section 7): the first segment whose max timestamp >= T,
+then the time index, the offset index and a scan from there; the answer is the first record with
+timestamp >= T and offset >= the log start offset. Control batches are not skipped (the broker
+can answer a transaction marker) unless ``data_only``. Unlike the broker, segments that cannot
+match (no timestamps) are skipped, so the answer is always the first such record in log order.
+
+Work is O(log n) per segment touched: one time-index tail per segment, one time index, one offset
+index and the few batches after the indexed position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format import batch as v2
+from ..format.checkpoint import read_offset_checkpoint
+from ..format.errors import CorruptionError
+from ..format.log import iter_entries, walk_headers
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+from ..storage import files as F
+from ..storage.mapped import map_file, mapped
+from ..storage.tree import segment_logs
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+SPECIAL_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP}
+UNSUPPORTED = {-4: "earliest-local", -5: "latest-tiered", -6: "earliest-pending-upload"}
+
+
+@dataclass(slots=True)
+class SeekResult:
+    topic: str
+    partition: int
+    target: int
+    offset: int | None = None
+    timestamp: int | None = None
+    leader_epoch: int | None = None
+    segment: str | None = None
+    position: int | None = None
+    error: CorruptionError | None = None
+    warnings: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+
+    def to_event(self) -> dict:
+        return {
+            "type": "seek",
+            "topic": self.topic,
+            "partition": self.partition,
+            "target": self.target,
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "leader_epoch": self.leader_epoch,
+            "segment": self.segment,
+            "position": self.position,
+            "error": str(self.error) if self.error else None,
+        }
+
+
+@dataclass(slots=True)
+class _Segment:
+    log: Path
+    base: int
+    max_timestamp: int | None = None  # None until known
+
+
+class Partition:
+    """A partition directory seen through its file names and index files."""
+
+    def __init__(self, pdir: Path) -> None:
+        self.dir = pdir
+        name = F.parse_partition_dir(pdir.name)
+        self.topic, self.partition = (name.topic, name.partition) if name else (pdir.name, -1)
+        self.segments = [_Segment(p, int(p.name[:20])) for p in segment_logs(pdir)]
+        self.bytes_read = 0
+        self._warnings: dict[str, None] = {}  # ordered and without repeats
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    def warn(self, message: str) -> None:
+        self._warnings[message] = None
+
+    # --- log start and end -----------------------------------------------------------------
+    def log_start_offset(self) -> int:
+        ckpt = self.dir.parent / "log-start-offset-checkpoint"
+        first = self.segments[0].base if self.segments else 0
+        try:
+            data = ckpt.read_bytes()
+            for e in read_offset_checkpoint(data) if data.strip() else []:
+                if e.topic == self.topic and e.partition == self.partition:
+                    return max(e.offset, first)
+        except (OSError, CorruptionError):
+            pass
+        return first
+
+    def log_end_offset(self) -> int:
+        """Next offset after the last valid batch (walks the last segment's tail after its index)."""
+        if not self.segments:
+            return 0
+        for seg in reversed(self.segments):
+            last = self._last_offset(seg)
+            if last is not None:
+                return last + 1
+        return self.segments[0].base
+
+    def _last_offset(self, seg: _Segment) -> int | None:
+        start = 0
+        idx = self._offset_index(seg)
+        if idx is not None and len(idx):
+            start = idx.entry(len(idx) - 1).position
+        last = None
+        with mapped(seg.log) as buf:
+            if start >= len(buf):
+                start = 0
+            try:
+                for h in walk_headers(buf, start):
+                    self.bytes_read += 61
+                    if h.crc_ok:
+                        last = h.last_offset
+            except CorruptionError:
+                pass
+        return last
+
+    # --- indexes -----------------------------------------------------------------------------
+    def _index(self, seg: _Segment, suffix: str, cls):
+        path = seg.log.with_suffix(suffix)
+        try:
+            idx = cls(map_file(path), seg.base)
+            idx.sanity_check()
+        except FileNotFoundError:
+            self.warn(f"{path}: missing; scanning the segment instead")
+            return None
+        except (OSError, CorruptionError) as exc:
+            self.warn(f"{path}: unusable ({exc}); scanning the segment instead")
+            return None
+        # binary searches touch about log2(n) entries (plus the padding probe)
+        self.bytes_read += idx.file_size // max(idx.slots, 1) * (2 * max(1, idx.slots.bit_length()))
+        return idx
+
+    def _offset_index(self, seg: _Segment) -> OffsetIndex | None:
+        return self._index(seg, ".index", OffsetIndex)
+
+    def _time_index(self, seg: _Segment) -> TimeIndex | None:
+        return self._index(seg, ".timeindex", TimeIndex)
+
+    def max_timestamp(self, seg: _Segment) -> int:
+        """The segment's max timestamp, from its time index tail (Kafka's own source for it);
+        the active or uncleanly closed segment also walks the few batches after its last entry."""
+        if seg.max_timestamp is not None:
+            return seg.max_timestamp
+        tidx = self._time_index(seg)
+        is_last = seg is self.segments[-1]
+        if tidx is not None and not tidx.padded_bytes and not is_last:
+            seg.max_timestamp = tidx.last_entry().timestamp
+            return seg.max_timestamp
+        best, start = -1, 0
+        if tidx is not None and len(tidx):
+            last = tidx.last_entry()
+            best = last.timestamp
+            oidx = self._offset_index(seg)
+            start = oidx.lookup(last.offset).position if oidx is not None else 0
+        with mapped(seg.log) as buf:
+            if start >= len(buf):
+                start = 0
+            try:
+                for h in walk_headers(buf, start):
+                    self.bytes_read += 61
+                    if not h.crc_ok:
+                        break
+                    best = max(best, h.max_timestamp)
+            except CorruptionError:
+                pass
+        seg.max_timestamp = best
+        return best
+
+    # --- scanning ------------------------------------------------------------------------------
+    def batches_from(self, seg: _Segment, position: int) -> Iterator:
+        with mapped(seg.log) as buf:
+            if position >= len(buf):
+                position = 0
+            for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
+                self.bytes_read += entry.size
+                yield entry
+
+    def start_position(self, seg: _Segment, offset: int) -> int:
+        idx = self._offset_index(seg)
+        return idx.lookup(offset).position if idx is not None else 0
+
+
+def _epoch(entry) -> int | None:
+    e = getattr(entry, "partition_leader_epoch", -1)
+    return e if e is not None and e >= 0 else None
+
+
+def seek_time(pdir: Path, target: int, *, data_only: bool = False) -> SeekResult:
+    part = Partition(pdir)
+    res = SeekResult(part.topic, part.partition, target)
+    try:
+        if target in UNSUPPORTED:
+            raise ValueError(
+                f"target {target} ({UNSUPPORTED[target]}) needs broker or tiered-storage state"
+            )
+        if target == LATEST:
+            res.offset = part.log_end_offset()
+        elif target == EARLIEST:
+            res.offset = part.log_start_offset()
+            _locate(part, res, res.offset)
+        elif target == MAX_TIMESTAMP:
+            _max_timestamp(part, res, data_only)
+        elif target >= 0:
+            _by_time(part, res, target, data_only)
+        else:
+            raise ValueError(f"unknown special target {target}")
+    except CorruptionError as exc:
+        res.error = exc
+    res.warnings = part.warnings
+    res.bytes_read = part.bytes_read
+    return res
+
+
+def _by_time(part: Partition, res: SeekResult, target: int, data_only: bool) -> None:
+    start_offset = part.log_start_offset()
+    for seg in part.segments:
+        if part.max_timestamp(seg) < target:
+            continue
+        tidx = part._time_index(seg)
+        from_offset = tidx.lookup(target).offset if tidx is not None else seg.base
+        position = part.start_position(seg, max(from_offset, start_offset))
+        for entry in part.batches_from(seg, position):
+            if entry.max_timestamp < target or (data_only and entry.is_control):
+                continue
+            for rec in entry.records():
+                if rec.timestamp >= target and rec.offset >= start_offset:
+                    res.offset, res.timestamp, res.leader_epoch = (
+                        rec.offset,
+                        rec.timestamp,
+                        _epoch(entry),
+                    )
+                    res.segment, res.position = str(seg.log), entry.position
+                    return
+    # no record at or after the target: no offset (the broker answers -1)
+
+
+def _max_timestamp(part: Partition, res: SeekResult, data_only: bool) -> None:
+    best_seg, best = None, -1
+    for seg in part.segments:
+        m = part.max_timestamp(seg)
+        if m > best:
+            best_seg, best = seg, m
+    if best_seg is None:
+        return
+    tidx = part._time_index(best_seg)
+    from_offset = tidx.lookup(best - 1).offset if tidx is not None else best_seg.base
+    for entry in part.batches_from(best_seg, part.start_position(best_seg, from_offset)):
+        if entry.max_timestamp != best or (data_only and entry.is_control):
+            continue
+        for rec in entry.records():
+            if rec.timestamp == best:
+                res.offset, res.timestamp, res.leader_epoch = (
+                    rec.offset,
+                    rec.timestamp,
+                    _epoch(entry),
+                )
+                res.segment, res.position = str(best_seg.log), entry.position
+                return
+
+
+def _segment_for(part: Partition, offset: int) -> _Segment | None:
+    chosen = None
+    for seg in part.segments:
+        if seg.base <= offset:
+            chosen = seg
+        else:
+            break
+    return chosen
+
+
+def _locate(part: Partition, res: SeekResult, offset: int) -> None:
+    seg = _segment_for(part, offset)
+    if seg is None:
+        return
+    for entry in part.batches_from(seg, part.start_position(seg, offset)):
+        if entry.last_offset >= offset:
+            res.segment, res.position, res.leader_epoch = (
+                str(seg.log),
+                entry.position,
+                _epoch(entry),
+            )
+            return
+
+
+@dataclass(slots=True)
+class OffsetLocation:
+    topic: str
+    partition: int
+    target_offset: int
+    status: str = ""  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
+    offset: int | None = None  # the target, or the next offset that exists
+    segment: str | None = None
+    position: int | None = None
+    batch_base_offset: int | None = None
+    batch_last_offset: int | None = None
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    error: CorruptionError | None = None
+    warnings: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+
+    def to_event(self) -> dict:
+        out = {"type": "seek_offset"}
+        for k in self.__slots__:
+            if k in ("warnings", "bytes_read"):
+                continue
+            v = getattr(self, k)
+            out[k] = str(v) if isinstance(v, CorruptionError) else v
+        return out
+
+
+def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
+    """The broker's read path: segment by base offset, offset index, scan."""
+    part = Partition(pdir)
+    res = OffsetLocation(part.topic, part.partition, offset)
+    try:
+        start, end = part.log_start_offset(), part.log_end_offset()
+        res.log_start_offset, res.log_end_offset = start, end
+        if offset < start:
+            res.status = "below_log_start"
+        elif offset >= end:
+            res.status = "at_or_above_log_end"
+        else:
+            seg = _segment_for(part, offset)
+            while seg is not None:
+                for entry in part.batches_from(seg, part.start_position(seg, offset)):
+                    if entry.last_offset < offset:
+                        continue
+                    offsets = [r.offset for r in entry.records()]
+                    nxt = next((o for o in offsets if o >= offset), None)
+                    if nxt is None:
+                        continue  # an empty (compacted) batch: the next batch holds it
+                    res.status = "found" if nxt == offset else "in_gap"
+                    res.offset, res.segment, res.position = nxt, str(seg.log), entry.position
+                    res.batch_base_offset = (
+                        entry.base_offset if isinstance(entry, v2.RecordBatch) else offsets[0]
+                    )
+                    res.batch_last_offset = entry.last_offset
+                    break
+                else:
+                    i = part.segments.index(seg)
+                    seg = part.segments[i + 1] if i + 1 < len(part.segments) else None
+                    continue
+                break
+            else:
+                res.status = "at_or_above_log_end"
+    except CorruptionError as exc:
+        res.error = exc
+        res.status = "corrupt"
+    res.warnings, res.bytes_read = part.warnings, part.bytes_read
+    return res
