@@ -1,27 +1,5 @@
-"""The format core: bytes <-> structures for every on-disk Kafka structure. Knows no paths."""
+"""The format core: bytes <-> structures for every on-disk Kafka structure. Knows no paths.
 
-from .batch import RecordBatch, build_batch
-from .control import ControlRecord
-from .errors import CorruptionError, DecompressionError, KsegError
-from .legacy import LegacyEntry, build_entries
-from .log import iter_entries
-from .offset_index import OffsetIndex, OffsetPosition
-from .record import Record
-from .time_index import TimeIndex, TimestampOffset
-
-__all__ = [
-    "ControlRecord",
-    "CorruptionError",
-    "DecompressionError",
-    "KsegError",
-    "LegacyEntry",
-    "OffsetIndex",
-    "OffsetPosition",
-    "Record",
-    "RecordBatch",
-    "TimeIndex",
-    "TimestampOffset",
-    "build_batch",
-    "build_entries",
-    "iter_entries",
-]
+Import the modules you need (``kseg.format.batch``, ``kseg.format.log``, ...); this package
+imports nothing itself so that each command loads only what it uses.
+"""

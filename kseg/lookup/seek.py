@@ -120,8 +120,8 @@ class Partition:
             try:
                 for h in walk_headers(buf, start):
                     self.bytes_read += 61
-                    if h.crc_ok:
-                        last = h.last_offset
+                    if h[9]:  # crc_ok
+                        last = h[4]  # last_offset
             except CorruptionError:
                 pass
         return last
@@ -170,9 +170,9 @@ class Partition:
             try:
                 for h in walk_headers(buf, start):
                     self.bytes_read += 61
-                    if not h.crc_ok:
+                    if not h[9]:  # crc_ok
                         break
-                    best = max(best, h.max_timestamp)
+                    best = max(best, h[5])  # max_timestamp
             except CorruptionError:
                 pass
         seg.max_timestamp = best

@@ -19,6 +19,7 @@ from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 
 IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
+_NEVER = 1 << 62
 
 
 @dataclass(slots=True)
@@ -46,6 +47,14 @@ class OffsetIndexChecker:
         self.cur = index.entry(0) if len(index) else None
         self.matched = None  # (n, entry) whose position was a boundary, awaiting its offset
         self.problem: dict | None = None
+
+    @property
+    def due(self) -> int:
+        """The scan calls on_batch only from this byte position on (or while an entry awaits its
+        offset): between index entries there is nothing to check."""
+        if self.matched is not None:
+            return -1
+        return self.cur.position if self.cur is not None else _NEVER
 
     def _wrong(self, n: int, message: str) -> None:
         if self.problem is None:
@@ -114,16 +123,23 @@ class TimeIndexChecker:
         self.index = index
         self.n = 0
         self.cur = index.entry(0) if len(index) else None
-        self.prefix_max = -1
         self.prev_ts = None
         self.problem: dict | None = None
+
+    @property
+    def due(self) -> int:
+        """The scan calls on_batch only for batches whose last offset reaches this."""
+        return self.cur.offset if self.cur is not None else _NEVER
 
     def _wrong(self, n: int, message: str) -> None:
         if self.problem is None:
             self.problem = {"entry": n, "position": n * 12, "message": message}
         self.cur = None
 
-    def on_batch(self, prev_last: int, last_offset: int, max_timestamp: int) -> None:
+    def on_batch(
+        self, prev_last: int, last_offset: int, max_timestamp: int, prefix_max: int
+    ) -> None:
+        """``prefix_max``: the greatest max timestamp of the batches before this one."""
         while self.cur is not None and self.cur.offset <= last_offset:
             e = self.cur
             if e.offset <= prev_last:
@@ -134,18 +150,16 @@ class TimeIndexChecker:
                     self.n, f"timestamp {e.timestamp} does not increase after {self.prev_ts}"
                 )
                 return
-            if e.timestamp != max_timestamp or e.timestamp <= self.prefix_max:
+            if e.timestamp != max_timestamp or e.timestamp <= prefix_max:
                 self._wrong(
                     self.n,
                     f"({e.timestamp}, {e.offset}): the batch holding offset {e.offset} has max timestamp "
-                    f"{max_timestamp}, and the max before it is {self.prefix_max}",
+                    f"{max_timestamp}, and the max before it is {prefix_max}",
                 )
                 return
             self.prev_ts = e.timestamp
             self.n += 1
             self.cur = self.index.entry(self.n) if self.n < len(self.index) else None
-        if max_timestamp > self.prefix_max:
-            self.prefix_max = max_timestamp
 
     def finish(self, segment_max_timestamp: int, *, preallocated: bool) -> dict | None:
         if self.cur is not None:

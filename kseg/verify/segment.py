@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..format import batch as v2
 from ..format.errors import CRC_MISMATCH, CorruptionError
@@ -29,6 +30,22 @@ from .index_check import (
 )
 
 INT32_MAX = 0x7FFFFFFF
+_NEVER = 1 << 62
+
+
+class EntryHeader(NamedTuple):
+    """Named view of a walk_headers tuple, for the (rare) slow path."""
+
+    position: int
+    size: int
+    magic: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    records_count: int
+    attributes: int
+    producer_id: int
+    crc_ok: bool
 
 
 @dataclass(slots=True)
@@ -78,44 +95,48 @@ def scan_segment(
     scan = SegmentScan(log, base, log.stat().st_size)
     builder = IndexBuilder(base, index_interval_bytes)
     scan.rebuilt = builder
-    oidx_checker = tidx_checker = None
     index_views = _open_indexes(log, base) if check_indexes else None
-    if index_views is not None:
-        oidx, tidx = index_views
-        oidx_checker = OffsetIndexChecker(oidx) if oidx is not None else None
-        tidx_checker = TimeIndexChecker(tidx) if tidx is not None else None
     prev_last = base - 1 if prev_last_offset is None else max(prev_last_offset, base - 1)
     valid = True
+    add = builder.add
+    valid_last = None
     with mapped(log) as buf:
         try:
-            for h in walk_headers(buf):
-                problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
-                if problem is not None:
-                    if valid:
-                        _stop(scan, problem)
-                        valid = False
-                    else:
-                        scan.findings.append(problem)
-                    prev_last = max(prev_last, h.last_offset)
-                    continue
-                prev_last_for_index = prev_last
-                prev_last = h.last_offset
+            for t in walk_headers(buf):
+                pos, size, magic, first, last, max_ts, count, attrs, pid, ok = t
+                # fast path: a good, ordinary batch needs no further look
+                if (
+                    deep
+                    or not ok
+                    or first <= prev_last
+                    or last - base > INT32_MAX
+                    or (
+                        magic == 2
+                        and (attrs & v2.ATTR_CONTROL or not 0 <= count <= last - first + 1)
+                    )
+                ):
+                    problem = _check_entry(EntryHeader(*t), buf, base, prev_last, name, deep, scan)
+                    if problem is not None:
+                        if valid:
+                            _stop(scan, problem)
+                            valid = False
+                        else:
+                            scan.findings.append(problem)
+                        prev_last = max(prev_last, last)
+                        continue
+                prev_last = last
                 if not valid:
                     continue
                 # a valid entry in the prefix recovery keeps
                 scan.batches += 1
                 if scan.first_offset is None:
-                    scan.first_offset = h.first_offset
-                scan.last_offset = h.last_offset
-                if h.max_timestamp > scan.max_timestamp:
-                    scan.max_timestamp = h.max_timestamp
-                builder.add(h.last_offset, h.max_timestamp, h.size)
-                if oidx_checker is not None:
-                    oidx_checker.on_batch(h.position, h.last_offset)
-                if tidx_checker is not None:
-                    tidx_checker.on_batch(prev_last_for_index, h.last_offset, h.max_timestamp)
-                if txn is not None and h.magic == 2:
-                    _track_txn(txn, h, buf, scan)
+                    scan.first_offset = first
+                if max_ts > scan.max_timestamp:
+                    scan.max_timestamp = max_ts
+                add(last, max_ts, size)
+                valid_last = last
+                if txn is not None and magic == 2 and pid >= 0:
+                    _track_txn(txn, EntryHeader(*t), buf, scan)
         except CorruptionError as exc:
             f = from_error(exc.in_file(name), name)
             if valid:
@@ -123,10 +144,36 @@ def scan_segment(
             else:
                 scan.findings.append(f)
     builder.finish()
+    scan.last_offset = valid_last
     scan.valid_bytes = builder.valid_bytes
     if index_views is not None:
-        _index_statuses(scan, index_views, oidx_checker, tidx_checker, builder)
+        _index_statuses(scan, index_views, builder)
     return scan
+
+
+def _check_pass(
+    log: Path, scan: SegmentScan, oidx: OffsetIndex | None, tidx: TimeIndex | None
+) -> tuple:
+    """Second walk, only for indexes whose bytes differ from the rebuild: are they still valid
+    under Kafka's rules? Header-only, over the valid prefix; checkers run only when an entry is due."""
+    oc = OffsetIndexChecker(oidx) if oidx is not None else None
+    tc = TimeIndexChecker(tidx) if tidx is not None else None
+    o_due = oc.due if oc is not None else _NEVER
+    t_due = tc.due if tc is not None else _NEVER
+    prev_last = scan.base_offset - 1
+    prefix_max = -1
+    with mapped(log) as buf:
+        for pos, _size, _magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
+            if pos >= o_due:
+                oc.on_batch(pos, last)
+                o_due = oc.due
+            if last >= t_due:
+                tc.on_batch(prev_last, last, max_ts, prefix_max)
+                t_due = tc.due
+            prev_last = last
+            if max_ts > prefix_max:
+                prefix_max = max_ts
+    return oc, tc
 
 
 def _check_entry(
@@ -269,36 +316,41 @@ def _open_indexes(log: Path, base: int):
     return tuple(out)
 
 
-def _index_statuses(scan, views, oc, tc, builder: IndexBuilder) -> None:
+def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
     oidx, tidx = views
     rebuilt_o = len(builder.offset_index) // 8
     rebuilt_t = len(builder.time_index) // 12
+    same_o = oidx is not None and bytes(oidx.buf[: len(oidx) * 8]) == bytes(builder.offset_index)
+    same_t = tidx is not None and bytes(tidx.buf[: len(tidx) * 12]) == bytes(builder.time_index)
+    need = (
+        oidx if oidx is not None and not same_o else None,
+        tidx if tidx is not None and not same_t else None,
+    )
+    oc, tc = (
+        _check_pass(scan.log, scan, *need) if any(v is not None for v in need) else (None, None)
+    )
     if oidx is None:
         scan.offset_index = IndexStatus(MISSING, 0, rebuilt_o)
     else:
-        problem = _sanity(oidx) or oc.finish(scan.valid_bytes)
-        same = bytes(oidx.buf[: len(oidx) * 8]) == bytes(builder.offset_index)
-        status = WRONG if problem else IDENTICAL if same else EQUIVALENT
-        scan.offset_index = IndexStatus(
-            status,
-            len(oidx),
-            rebuilt_o,
-            oidx.padded_bytes,
-            problem or _first_diff(oidx.buf, builder.offset_index, 8, len(oidx)),
+        problem = _sanity(oidx) or (oc.finish(scan.valid_bytes) if oc is not None else None)
+        status = WRONG if problem else IDENTICAL if same_o else EQUIVALENT
+        diff = problem or (
+            None if same_o else _first_diff(oidx.buf, builder.offset_index, 8, len(oidx))
         )
+        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff)
     if tidx is None:
         scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
     else:
-        problem = _sanity(tidx) or tc.finish(scan.max_timestamp, preallocated=tidx.padded_bytes > 0)
-        same = bytes(tidx.buf[: len(tidx) * 12]) == bytes(builder.time_index)
-        status = WRONG if problem else IDENTICAL if same else EQUIVALENT
-        scan.time_index = IndexStatus(
-            status,
-            len(tidx),
-            rebuilt_t,
-            tidx.padded_bytes,
-            problem or _first_diff(tidx.buf, builder.time_index, 12, len(tidx)),
+        problem = _sanity(tidx) or (
+            tc.finish(scan.max_timestamp, preallocated=tidx.padded_bytes > 0)
+            if tc is not None
+            else None
         )
+        status = WRONG if problem else IDENTICAL if same_t else EQUIVALENT
+        diff = problem or (
+            None if same_t else _first_diff(tidx.buf, builder.time_index, 12, len(tidx))
+        )
+        scan.time_index = IndexStatus(status, len(tidx), rebuilt_t, tidx.padded_bytes, diff)
 
 
 def _sanity(idx) -> dict | None:

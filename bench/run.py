@@ -1,0 +1,247 @@
+"""kseg benchmarks: whole processes, side by side with anchors, ratios not only seconds.
+
+    python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,...]
+
+Generates its inputs once under bench/data/ with kseg's LogWriter (deterministic):
+  big/      one segment of ~16 KiB uncompressed batches of ~250-byte records (--mib MiB)
+  small/    one segment of 1-4 record batches (--mib MiB)
+  codec-*/  one segment per codec (--codec-mib MiB of records each)
+  many/     a partition of 1,000 segments (64 KiB each) with indexes
+Timings are medians of --repeat runs on a warm page cache, start-up included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+PY = sys.executable
+TS0 = 1_700_000_000_000
+
+CRC_WALK = r"""
+import mmap, os, struct, sys
+from crc32c import crc32c
+fd = os.open(sys.argv[1], os.O_RDONLY); size = os.fstat(fd).st_size
+mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ); mv = memoryview(mm)
+unpack = struct.Struct(">qiibI").unpack_from
+pos = n = bad = 0
+while pos < size:
+    _, length, _, _, crc = unpack(mm, pos)
+    end = pos + 12 + length
+    if crc32c(mv[pos + 21:end]) != crc: bad += 1
+    pos = end; n += 1
+print(n, bad)
+"""
+
+KAFKA_PYTHON = r"""
+import sys
+from kafka.record import MemoryRecords
+with open(sys.argv[1], "rb") as f: data = f.read()
+mr = MemoryRecords(data); n = 0
+while mr.has_next():
+    for r in mr.next_batch():
+        n += 1
+print(n)
+"""
+
+
+def _records(n: int, start: int, size: int = 230):
+    import kseg
+
+    value = (b"%064x" % (start * 2654435761 % (1 << 256))) * 4
+    return [
+        kseg.Record(key=b"key-%08d" % (start + i), value=value[:size], timestamp=TS0 + start + i)
+        for i in range(n)
+    ]
+
+
+def _writer(pdir: Path, **kw):
+    import kseg
+
+    shutil.rmtree(pdir, ignore_errors=True)
+    return kseg.LogWriter(pdir, clock=lambda: TS0, **kw)
+
+
+def generate(mib: int, codec_mib: int) -> None:
+    DATA.mkdir(exist_ok=True)
+    stamp = DATA / f".generated-{mib}-{codec_mib}"
+    if stamp.exists():
+        return
+    for p in DATA.glob(".generated-*"):
+        p.unlink()
+    t = time.perf_counter()
+    target = mib << 20
+    with _writer(DATA / "big-0", segment_bytes=target + (64 << 20)) as w:
+        i = size = 0
+        while size < target:
+            info = w.append(_records(60, i))  # ~16 KiB batches
+            i += 60
+            size = info.position + info.size
+    with _writer(DATA / "small-0", segment_bytes=target + (64 << 20)) as w:
+        i = size = 0
+        while size < target:
+            n = 1 + i % 4
+            info = w.append(_records(n, i))
+            i += n
+            size = info.position + info.size
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        with _writer(DATA / f"codec{codec}-0", segment_bytes=1 << 30, compression=codec) as w:
+            raw = i = 0
+            while raw < codec_mib << 20:
+                w.append(_records(60, i))
+                i += 60
+                raw += 60 * 260
+    with _writer(DATA / "many-0", segment_bytes=64 << 10) as w:
+        for b in range(1000 * 4):
+            w.append(_records(60, b * 60))
+    stamp.write_text("ok")
+    print(f"generated inputs in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+
+def timed(cmd: list[str], repeat: int, stdout=subprocess.DEVNULL) -> tuple[float, str]:
+    times, out = [], ""
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE if stdout is None else stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        times.append(time.perf_counter() - t)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]}")
+        out = proc.stdout or ""
+    return statistics.median(times), out
+
+
+def kseg_cmd(*args: str) -> list[str]:
+    return [PY, "-m", "kseg", *args]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--codec-mib", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    generate(args.mib, args.codec_mib)
+    only = set(filter(None, args.only.split(",")))
+
+    def want(name: str) -> bool:
+        return not only or name in only
+
+    big = DATA / "big-0" / "00000000000000000000.log"
+    small = DATA / "small-0" / "00000000000000000000.log"
+    size_mb = big.stat().st_size / 1e6
+    rows = []
+
+    def row(name, secs, mb=None, records=None, ratio_to=None, note=""):
+        rate = f"{mb / secs:,.0f} MB/s" if mb else ""
+        rec = f"{records / secs / 1e6:.2f} M rec/s" if records else ""
+        ratio = f"{secs / ratio_to:.2f}x" if ratio_to else ""
+        rows.append((name, f"{secs:.3f}", rate, rec, ratio, note))
+        print(f"{name:55s} {secs:7.3f} s {rate:>12s} {rec:>14s} {ratio:>7s} {note}", flush=True)
+
+    subprocess.run(["cat", str(big), str(small)], stdout=subprocess.DEVNULL)  # warm the cache
+    t_cat, _ = timed(["cat", str(big)], args.repeat)
+    row(f"cat ({size_mb:.0f} MB, 16 KiB batches)", t_cat, size_mb)
+    t_crc, out = timed([PY, "-c", CRC_WALK, str(big)], args.repeat, stdout=None)
+    batches = int(out.split()[0])
+    row("anchor: plain crc32c header walk (python)", t_crc, size_mb, note=f"{batches} batches")
+    if want("verify"):
+        t, _ = timed(kseg_cmd("verify", str(big.parent)), args.repeat)
+        row(
+            "kseg verify (partition: CRCs, offsets, indexes)",
+            t,
+            size_mb,
+            ratio_to=t_crc,
+            note="target <= 2x",
+        )
+    if want("rebuild"):
+        t, _ = timed(kseg_cmd("index", "rebuild", str(big.parent)), args.repeat)
+        row("kseg index rebuild", t, size_mb, ratio_to=t_crc, note="target <= 3x")
+    if want("dump"):
+        t, _ = timed(kseg_cmd("dump", str(big), "--batches-only", "-f", "json"), args.repeat)
+        row("kseg dump --batches-only -f json", t, size_mb, ratio_to=t_crc)
+    records = None
+    if want("dump") or want("kafka-python"):
+        t_kp, out = timed([PY, "-c", KAFKA_PYTHON, str(big)], 1, stdout=None)
+        records = int(out.strip())
+        row("anchor: kafka-python reader (records)", t_kp, size_mb, records)
+        t, _ = timed(kseg_cmd("dump", str(big), "-f", "json", "--payload", "base64"), 1)
+        row(
+            "kseg dump -f json --payload base64 (decode + print)",
+            t,
+            size_mb,
+            records,
+            note=f"{t_kp / t:.2f}x kafka-python's rate (target >= 1.5x)",
+        )
+    if want("small"):
+        small_mb = small.stat().st_size / 1e6
+        t_crc_s, out = timed([PY, "-c", CRC_WALK, str(small)], args.repeat, stdout=None)
+        row(
+            f"anchor: crc32c walk, small batches ({small_mb:.0f} MB)",
+            t_crc_s,
+            small_mb,
+            note=f"{out.split()[0]} batches",
+        )
+        t, _ = timed(kseg_cmd("verify", str(small.parent)), args.repeat)
+        row("kseg verify, small batches", t, small_mb, ratio_to=t_crc_s, note="target >= 1 GB/s")
+    if want("codecs"):
+        for codec in ("gzip", "snappy", "lz4", "zstd"):
+            log = DATA / f"codec{codec}-0" / "00000000000000000000.log"
+            mb = log.stat().st_size / 1e6
+            t_kp, out = timed([PY, "-c", KAFKA_PYTHON, str(log)], 1, stdout=None)
+            n = int(out.strip())
+            t, _ = timed(kseg_cmd("dump", str(log), "-f", "json", "--payload", "base64"), 1)
+            row(
+                f"kseg dump json, {codec} ({mb:.0f} MB on disk)",
+                t,
+                mb,
+                n,
+                note=f"kafka-python {n / t_kp / 1e6:.2f} M rec/s",
+            )
+    if want("seek"):
+        many = DATA / "many-0"
+        segs = len(list(many.glob("*.log")))
+        total = sum(p.stat().st_size for p in many.glob("*.log"))
+        target = str(TS0 + 1000 * 4 * 60 * 3 // 4)
+        t, _ = timed(kseg_cmd("seek", str(many), "--time", target), args.repeat)
+        t_py, _ = timed([PY, "-c", "pass"], args.repeat)
+        sys.path.insert(0, str(HERE.parent))
+        from kseg.lookup.seek import seek_time
+
+        t0 = time.perf_counter()
+        res = seek_time(many, int(target))
+        work = time.perf_counter() - t0
+        row(
+            f"kseg seek --time ({segs} segments, {total / 1e6:.0f} MB)",
+            t,
+            note=f"work {work * 1000:.0f} ms after start-up, examined {res.bytes_read / 1e3:.0f} kB of {total / 1e6:.0f} MB (target < 100 ms, < 1 MB); bare python start {t_py * 1000:.0f} ms",
+        )
+        t_scan, _ = timed(kseg_cmd("dump", str(many), "--batches-only", "-f", "json"), 1)
+        row("  vs a full header scan of that partition (dump --batches-only)", t_scan, total / 1e6)
+
+    print()
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}"
+    )
+    print("| what | seconds | MB/s | records/s | vs anchor | note |")
+    print("|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()
