@@ -55,13 +55,17 @@ print(n)
 
 
 def _records(n: int, start: int, size: int = 230):
+    """~250-byte records whose values are per-record JSON-ish text (compresses about 2:1)."""
+    import hashlib
+
     import kseg
 
-    value = (b"%064x" % (start * 2654435761 % (1 << 256))) * 4
-    return [
-        kseg.Record(key=b"key-%08d" % (start + i), value=value[:size], timestamp=TS0 + start + i)
-        for i in range(n)
-    ]
+    out = []
+    for i in range(start, start + n):
+        h = hashlib.sha256(b"%d" % i).hexdigest().encode()
+        value = (b'{"id":%d,"sig":"' % i + h + h[::-1] + h + b'"}')[:size]
+        out.append(kseg.Record(key=b"key-%08d" % i, value=value, timestamp=TS0 + i))
+    return out
 
 
 def _writer(pdir: Path, **kw):
@@ -73,7 +77,7 @@ def _writer(pdir: Path, **kw):
 
 def generate(mib: int, codec_mib: int) -> None:
     DATA.mkdir(exist_ok=True)
-    stamp = DATA / f".generated-{mib}-{codec_mib}"
+    stamp = DATA / f".generated-v3-{mib}-{codec_mib}"
     if stamp.exists():
         return
     for p in DATA.glob(".generated-*"):

@@ -50,7 +50,27 @@ class Decoder(str, Enum):
 
 
 def _stderr(message: str) -> None:
+    _stdout().flush()  # keep data and messages in order on a terminal
     sys.stderr.write(f"kseg: {message}\n")
+
+
+_OUT = None
+
+
+def _stdout():
+    """stdout as one 1 MiB buffer: small writes become memcpys, flushed in large chunks (a fresh
+    buffer per flush, or a syscall per line, costs more than encoding the JSON)."""
+    global _OUT
+    if _OUT is None:
+        import io
+
+        try:
+            fd = sys.stdout.fileno()
+            sys.stdout.flush()
+            _OUT = io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), buffer_size=1 << 20)
+        except (AttributeError, OSError, ValueError):  # no real descriptor (embedded, captured)
+            _OUT = sys.stdout.buffer
+    return _OUT
 
 
 def _time_option(value: str | None, name: str) -> int | None:
@@ -109,8 +129,8 @@ def dump(
     Exit codes: 0 decoded cleanly; 4 something in the input was invalid (reported as an error
     line/object, decoding continued where it safely could); 8 a file could not be read; 16 usage.
     """
-    from .decode.dump import UNREADABLE, USAGE, DumpOptions, dump_paths
-    from .decode.render import write_json, write_table, write_text
+    from .decode.dump import UNREADABLE, USAGE, DumpOptions, dump_chunks
+    from .decode.render import write_json_chunks, write_table, write_text_chunks
 
     opts = DumpOptions(
         batches_only=batches_only,
@@ -124,12 +144,21 @@ def dump(
         topic=topic,
         partition=partition,
         decoder={"auto": None, "none": "none"}.get(decoder.value, decoder.value),
+        json_lines=fmt is OutputFormat.json,
     )
-    writer = {"json": write_json, "text": write_text, "table": write_table}[fmt.value]
     code = Exit.OK
-    out = sys.stdout.buffer
-    for ev in writer(dump_paths(paths, opts), out):
-        if ev["type"] == "error":
+    out = _stdout()
+    chunks = dump_chunks(paths, opts)
+    if fmt is OutputFormat.table:
+        written = ([ev] for ev in write_table((ev for chunk in chunks for ev in chunk), out))
+    else:
+        written = (write_json_chunks if fmt is OutputFormat.json else write_text_chunks)(
+            chunks, out
+        )
+    for chunk in written:
+        for ev in chunk:
+            if type(ev) is bytes or ev["type"] != "error":
+                continue
             kind = ev["kind"]
             code |= (
                 Exit.OPERATIONAL
@@ -166,7 +195,7 @@ def _emit(events, fmt: OutputFormat, line) -> object:
     """Render events (JSON Lines, text via ``line``, or tables) to stdout; yields them back."""
     from .decode.render import write_json, write_table, write_text
 
-    out = sys.stdout.buffer
+    out = _stdout()
     if fmt is OutputFormat.json:
         return write_json(events, out)
     if fmt is OutputFormat.table:
@@ -676,7 +705,7 @@ def seek(
         ep = f" leader epoch {ev['leader_epoch']}" if ev["leader_epoch"] is not None else ""
         return f"{name}: offset {ev['offset']}{ts}{ep}{where}"
 
-    out = sys.stdout.buffer
+    out = _stdout()
     if fmt is SeekFormat.reset_csv:
         if target is None:
             raise typer.BadParameter("reset-csv goes with --time", param_hint="--format")
@@ -706,7 +735,6 @@ def demo(
         build_tree(directory)
         _stderr(f"wrote an example log.dirs tree to {directory}/")
     _stderr(f"$ kseg dump {directory}/upgrade-0 --limit 12")
-    sys.stdout.flush()
     dump(
         [directory / "upgrade-0"],
         fmt,
@@ -733,8 +761,14 @@ def main() -> None:
     # Typer may vendor Click or depend on it; its public BadParameter derives from UsageError.
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     signal.signal(signal.SIGTERM, _terminate)  # a killed repair resumes on the next run
+    global _OUT
+    _OUT = None
     try:
-        rv = app(standalone_mode=False)
+        try:
+            rv = app(standalone_mode=False)
+        finally:
+            if _OUT is not None:
+                _OUT.flush()
         code = rv if isinstance(rv, int) else 0
     except typer.Exit as exc:
         code = exc.exit_code

@@ -7,9 +7,12 @@ safely can. Nothing here opens a file for writing.
 
 from __future__ import annotations
 
+from binascii import b2a_base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import orjson
 
 from ..format import checkpoint as cp
 from ..format import producer_snapshot as ps
@@ -44,6 +47,8 @@ class DumpOptions:
     partition: int | None = None
     decoder: str | None = None  # "consumer-offsets", "transaction-state", "none"; None = by topic
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    # internal: the consumer writes JSON Lines, so record events may arrive as ready lines (bytes)
+    json_lines: bool = False
 
 
 class _Budget:
@@ -93,10 +98,19 @@ def error_event(
 
 
 def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
+    """Every event, one at a time."""
+    for chunk in dump_chunks(paths, opts):
+        yield from chunk
+
+
+def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | bytes]]:
+    """The events in lists (a batch's events travel together): the generator layers then cost
+    once per batch, not once per record. With ``opts.json_lines`` record events are bytes (their
+    finished JSON line); every other event stays a dict."""
     budget = _Budget(opts.limit)
     for path in paths:
         if not path.exists():
-            yield error_event("no such file or directory", str(path))
+            yield [error_event("no such file or directory", str(path))]
             continue
         kind = tree.path_kind(path)
         if kind == tree.FILE:
@@ -112,7 +126,7 @@ def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
             return
 
 
-def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[dict]:
+def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[list[dict]]:
     files = tree.partition_files(pdir)
     if opts.from_offset is not None:
         # skip whole segments that end before the first wanted offset (next base <= from)
@@ -130,7 +144,7 @@ def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[
             return
 
 
-def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> Iterator[dict]:
+def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> Iterator[list[dict]]:
     budget = budget or _Budget(opts.limit)
     kind = F.file_kind(path)
     name = str(path)
@@ -140,20 +154,33 @@ def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> I
         if kind.temp_suffix:
             head["state"] = kind.temp_suffix.lstrip(".")
         if kind.kind == F.UNKNOWN:
-            yield error_event("not a file kind kseg knows (by its name)", name, USAGE)
+            yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
-        yield head
+        yield [head]
         with mapped(path) as buf:
             if kind.kind in (F.LOG, F.KRAFT_CHECKPOINT):
                 yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
             elif kind.kind == F.INDEX:
-                yield from _dump_offset_index(buf, name, kind.base_offset, _log_size(path))
+                yield from _chunked(
+                    _dump_offset_index(buf, name, kind.base_offset, _log_size(path))
+                )
             elif kind.kind == F.TIME_INDEX:
-                yield from _dump_time_index(buf, name, kind.base_offset)
+                yield from _chunked(_dump_time_index(buf, name, kind.base_offset))
             else:
-                yield from _dump_small(kind.kind, bytes(buf), name, path)
+                yield from _chunked(_dump_small(kind.kind, bytes(buf), name, path))
     except OSError as exc:
-        yield error_event(exc, name)
+        yield [error_event(exc, name)]
+
+
+def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
+    chunk: list[dict] = []
+    for ev in events:
+        chunk.append(ev)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 # --- .log ---------------------------------------------------------------------------------
@@ -199,7 +226,7 @@ def _decoder_for(
 
 def _dump_log(
     buf, name: str, base: int, opts: DumpOptions, budget: _Budget, path: Path
-) -> Iterator[dict]:
+) -> Iterator[list[dict]]:
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
     start = (
@@ -210,7 +237,11 @@ def _dump_log(
     if start >= end:
         start = 0
     decoder = None if opts.batches_only else _decoder_for(path, opts)
-    mode = opts.payload
+    make_event = None
+    if opts.json_lines and decoder is None:
+        make_event = record_json_maker(name, opts.payload)  # records as ready JSON lines
+    if make_event is None:
+        make_event = record_event_maker(name, opts.payload, decoder)
     try:
         for entry in iter_entries(buf, start, end, source=name):
             if entry.position + entry.size > limit_end:
@@ -225,11 +256,11 @@ def _dump_log(
                 and entry.magic > 0
             ):
                 continue
-            yield from _entry_events(entry, name, opts, budget, mode, decoder)
+            yield _entry_events(entry, name, opts, budget, make_event)
             if budget.spent:
                 return
     except CorruptionError as exc:
-        yield error_event(exc, name)
+        yield [error_event(exc, name)]
 
 
 def _first_offset_hint(entry) -> int:
@@ -290,13 +321,11 @@ def batch_event(entry, name: str) -> dict:
     }
 
 
-def _entry_events(
-    entry, name: str, opts: DumpOptions, budget: _Budget, mode: str, decoder
-) -> Iterator[dict]:
+def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_event) -> list[dict]:
+    """All events of one top-level entry: the batch, its problems, its records."""
     ev = batch_event(entry, name)
     problems = []
     if not ev["crc_valid"]:
-        computed = entry.compute_crc()
         problems.append(
             CorruptionError(
                 "batch CRC-32C mismatch" if entry.magic == 2 else "message CRC-32 mismatch",
@@ -304,7 +333,7 @@ def _entry_events(
                 position=entry.position,
                 field="crc",
                 stored=entry.crc,
-                computed=computed,
+                computed=entry.compute_crc(),
                 offset=entry.last_offset,
                 file=name,
             )
@@ -315,42 +344,47 @@ def _entry_events(
             ev["count"] = entry.records_count
         except CorruptionError as exc:
             problems.append(exc)
+    out = [ev] + [error_event(p, name) for p in problems]
     if opts.batches_only:
         if not budget.take():
-            return
-        yield ev
-        for p in problems:
-            yield error_event(p, name)
-        return
-    yield ev
-    for p in problems:
-        yield error_event(p, name)
+            return []
+        return out
     if any(p.kind != "crc_mismatch" for p in problems):
-        return
+        return out
+    filtered = opts.from_offset is not None or opts.to_offset is not None
+    filtered = filtered or opts.from_time is not None or opts.to_time is not None
+    make = _control_event if ev["is_control"] else make_event
     try:
-        for rec in entry.records(opts.max_decompressed):
-            if opts.from_offset is not None and rec.offset < opts.from_offset:
-                continue
-            if opts.to_offset is not None and rec.offset > opts.to_offset:
-                return
-            if opts.from_time is not None and rec.timestamp < opts.from_time:
-                continue
-            if opts.to_time is not None and rec.timestamp > opts.to_time:
-                continue
-            if not budget.take():
-                return
-            if ev["is_control"]:
-                yield _control_event(rec, name)
-            else:
-                yield record_event(rec, name, mode, decoder)
+        recs = entry.record_tuples(opts.max_decompressed)
+        problem = None
     except CorruptionError as exc:
-        yield error_event(exc, name)
+        recs, problem = exc.records, exc  # the good records before the bad one are still shown
+    if not filtered and budget.left is None:
+        out.extend([make(rec, name) for rec in recs])
+    else:
+        for rec in recs:
+            if filtered:
+                off, ts = rec[4], rec[2]
+                if opts.from_offset is not None and off < opts.from_offset:
+                    continue
+                if opts.to_offset is not None and off > opts.to_offset:
+                    break
+                if (opts.from_time is not None and ts < opts.from_time) or (
+                    opts.to_time is not None and ts > opts.to_time
+                ):
+                    continue
+            if not budget.take():
+                break
+            out.append(make(rec, name))
+    if problem is not None:
+        out.append(error_event(problem, name))
+    return out
 
 
-def _control_event(rec, name: str) -> dict:
-    ev = {"type": "control", "file": name, "offset": rec.offset, "timestamp": rec.timestamp}
+def _control_event(rec: tuple, name: str) -> dict:
+    ev = {"type": "control", "file": name, "offset": rec[4], "timestamp": rec[2]}
     try:
-        ctl = parse_control(rec.key, rec.value)
+        ctl = parse_control(rec[0], rec[1])
         ev.update(
             control_type=ctl.type_name, version=ctl.version, coordinator_epoch=ctl.coordinator_epoch
         )
@@ -359,35 +393,123 @@ def _control_event(rec, name: str) -> dict:
     return ev
 
 
-def record_event(rec, name: str, mode: str, decoder=None) -> dict:
-    ev = {
-        "type": "record",
-        "file": name,
-        "offset": rec.offset,
-        "timestamp": rec.timestamp,
-        "timestamp_type": rec.timestamp_type,
-        "key_size": -1 if rec.key is None else len(rec.key),
-        "value_size": -1 if rec.value is None else len(rec.value),
-        "sequence": rec.sequence,
-    }
+def record_event_maker(name: str, mode: str, decoder=None):
+    """A function (record tuple, file) -> record event, specialised for one file, payload mode and
+    decoder (it runs once per record: every lookup bound here is one it does not repeat)."""
+    enc = P.encoder(mode)
+
+    def make(rec: tuple, _name: str = name) -> dict:
+        key, value, ts, headers, offset, seq, ts_type = rec
+        if headers:
+            shown = [enc(v) for _, v in headers]
+            hs = [[k, s[0]] for (k, _), s in zip(headers, shown, strict=True)]
+            he = [s[1] for s in shown]
+        else:
+            hs, he = [], []
+        k, ke = enc(key)
+        v, ve = enc(value)
+        ev = {
+            "type": "record",
+            "file": name,
+            "offset": offset,
+            "timestamp": ts,
+            "timestamp_type": ts_type,
+            "key_size": -1 if key is None else len(key),
+            "value_size": -1 if value is None else len(value),
+            "sequence": seq,
+            "key": k,
+            "key_encoding": ke,
+            "value": v,
+            "value_encoding": ve,
+            "headers": hs,
+            "header_encodings": he,
+        }
+        if decoder is not None:
+            try:
+                ev["decoded"] = decoder(key, value)
+            except CorruptionError as exc:
+                ev["decoded"] = {"error": exc.message}
+        return ev
+
+    def make_sizes_only(rec: tuple, _name: str = name) -> dict:
+        key, value, ts, headers, offset, seq, ts_type = rec
+        ev = {
+            "type": "record",
+            "file": name,
+            "offset": offset,
+            "timestamp": ts,
+            "timestamp_type": ts_type,
+            "key_size": -1 if key is None else len(key),
+            "value_size": -1 if value is None else len(value),
+            "sequence": seq,
+            "header_keys": [k for k, _ in headers],
+        }
+        if decoder is not None:
+            try:
+                ev["decoded"] = decoder(key, value)
+            except CorruptionError as exc:
+                ev["decoded"] = {"error": exc.message}
+        return ev
+
+    return make_sizes_only if mode == "none" else make
+
+
+_RECORD_LINE = (
+    b'{"type":"record","file":%s,"offset":%d,"timestamp":%d,"timestamp_type":"%s","key_size":%d,'
+    b'"value_size":%d,"sequence":%d,"key":%s,"key_encoding":%s,"value":%s,"value_encoding":%s,'
+    b'"headers":%s,"header_encodings":%s}\n'
+)
+
+
+def record_json_maker(name: str, mode: str):
+    """A function (record tuple, file) -> the JSON line of its event, byte for byte what
+    orjson.dumps(record_event_maker(...)(rec)) + newline gives (a test holds them equal), without
+    building the dict: the dict costs four times the JSON encoding. None when not applicable."""
     if mode == "none":
-        ev["header_keys"] = [k for k, _ in rec.headers]
+        return None
+    dumps = orjson.dumps
+    file_json = dumps(name)
+    if mode == "base64":
+
+        def field(data):
+            if data is None:
+                return b"null", b"null"
+            return b'"' + b2a_base64(data, newline=False) + b'"', b'"base64"'
+
     else:
-        ev["key"], ev["key_encoding"] = P.encode(rec.key, mode)
-        ev["value"], ev["value_encoding"] = P.encode(rec.value, mode)
-        headers, encodings = [], []
-        for k, v in rec.headers:
-            shown, enc = P.encode(v, mode)
-            headers.append([k, shown])
-            encodings.append(enc)
-        ev["headers"] = headers
-        ev["header_encodings"] = encodings
-    if decoder is not None:
-        try:
-            ev["decoded"] = decoder(rec.key, rec.value)
-        except CorruptionError as exc:
-            ev["decoded"] = {"error": exc.message}
-    return ev
+        enc = P.encoder(mode)
+
+        def field(data):
+            shown, encoding = enc(data)
+            return dumps(shown), b"null" if encoding is None else b'"' + encoding.encode() + b'"'
+
+    def make(rec: tuple, _name: str = name) -> bytes:
+        key, value, ts, headers, offset, seq, ts_type = rec
+        k, ke = field(key)
+        v, ve = field(value)
+        if headers:
+            parts = [(hk, field(hv)) for hk, hv in headers]
+            hs = b"[" + b",".join(b"[" + dumps(hk) + b"," + f[0] + b"]" for hk, f in parts) + b"]"
+            he = b"[" + b",".join(f[1] for _, f in parts) + b"]"
+        else:
+            hs = he = b"[]"
+        return _RECORD_LINE % (
+            file_json,
+            offset,
+            ts,
+            ts_type.encode(),
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+            seq,
+            k,
+            ke,
+            v,
+            ve,
+            hs,
+            he,
+        )
+
+    return make
 
 
 # --- indexes and small files --------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from binascii import b2a_base64
+from collections.abc import Callable
 
 import orjson
 
@@ -48,3 +50,34 @@ def encode(data: bytes | None, mode: str) -> tuple[object, str | None]:
     if mode == "redact":
         return "sha256:" + hashlib.sha256(data).hexdigest()[:16], "redacted"
     raise ValueError(f"unknown payload mode {mode!r}")
+
+
+def encoder(mode: str) -> Callable[[bytes | None], tuple[object, str | None]]:
+    """``encode`` specialised for one mode, chosen once per run (it runs for every field)."""
+    if mode == "base64":
+
+        def enc(data: bytes | None) -> tuple[object, str | None]:
+            if data is None:
+                return None, None
+            return b2a_base64(data, newline=False).decode("ascii"), "base64"
+
+        return enc
+    if mode == "auto":
+        control = _CONTROL
+
+        def enc(data: bytes | None) -> tuple[object, str | None]:
+            if data is None:
+                return None, None
+            if data.isascii():
+                if control.isdisjoint(data) and b"\x7f" not in data:
+                    return data.decode("ascii"), "utf8"
+                return b2a_base64(data, newline=False).decode("ascii"), "base64"
+            text = _printable_utf8(data)
+            if text is not None:
+                return text, "utf8"
+            return b2a_base64(data, newline=False).decode("ascii"), "base64"
+
+        return enc
+    if mode not in MODES:
+        raise ValueError(f"unknown payload mode {mode!r}")
+    return lambda data: encode(data, mode)

@@ -167,6 +167,12 @@ class RecordBatch:
     # --- records -------------------------------------------------------------------------
     def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
         """Decode the records (decompressing when needed). Errors name the batch position."""
+        return (Record(*t) for t in self.record_tuples(max_decompressed))
+
+    def record_tuples(
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    ) -> Iterator[tuple]:
+        """Like records(), as plain tuples in Record's field order (for hot loops)."""
         start = self.position + HEADER_SIZE
         end = self.position + self.size
         cid = self.attributes & ATTR_COMPRESSION
@@ -183,7 +189,7 @@ class RecordBatch:
                 raise exc.in_file(self.source) if self.source else exc from None
             pos, end = 0, len(data)
         log_append = bool(self.attributes & ATTR_TIMESTAMP_TYPE)
-        records = decode_records(
+        return decode_records(
             data,
             pos,
             end,
@@ -195,9 +201,6 @@ class RecordBatch:
             self.position,
             self.timestamp_type,
         )
-        if self.source is None:
-            return records
-        return _labelled(records, self.source)
 
     def control_record(self) -> ControlRecord | None:
         """The control record of a control batch (None for a data batch or an empty one)."""
@@ -219,11 +222,14 @@ class RecordBatch:
         )
 
 
-def _labelled(records: Iterator[Record], source: str) -> Iterator[Record]:
+def _as_records(batch: RecordBatch, max_decompressed: int) -> Iterator[Record]:
     try:
-        yield from records
+        tuples = batch.record_tuples(max_decompressed)
     except CorruptionError as exc:
-        raise exc.in_file(source) from None
+        yield from (Record(*t) for t in getattr(exc, "records", ()))
+        raise exc.in_file(batch.source) if batch.source else exc from None
+    for t in tuples:
+        yield Record(*t)
 
 
 def _add_sequence(base: int, delta: int) -> int:
@@ -233,13 +239,17 @@ def _add_sequence(base: int, delta: int) -> int:
     return base + delta
 
 
-def _bad(message: str, batch_pos: int, index: int, data_pos: int) -> CorruptionError:
-    return CorruptionError(
+def _bad(
+    message: str, batch_pos: int, index: int, data_pos: int, decoded: list | None = None
+) -> CorruptionError:
+    exc = CorruptionError(
         message,
         kind=INVALID_RECORD,
         position=batch_pos,
         field=f"records[{index}] (byte {data_pos})",
     )
+    exc.records = decoded or []  # the records before the bad one, still good
+    return exc
 
 
 def decode_records(
@@ -253,14 +263,20 @@ def decode_records(
     base_sequence: int,
     batch_pos: int,
     timestamp_type: str,
-) -> Iterator[Record]:
-    """Decode ``count`` records from ``data[pos:end]`` (hot path: single-byte varints inlined).
+) -> list[tuple]:
+    """Decode ``count`` records from ``data[pos:end]`` as tuples in Record's field order
+    ``(key, value, timestamp, headers, offset, sequence, timestamp_type)``.
 
-    ``data`` must slice to ``bytes`` (bytes, mmap). Every length is checked against the record's
-    own length before it is used, so a lie cannot read outside the batch or allocate much.
+    Hot path: one- and two-byte varints are decoded inline (record and value lengths of typical
+    records take two bytes). ``data`` must slice to ``bytes`` (bytes, mmap). Every length is
+    checked against the record's own length before it is used, so a lie cannot read outside the
+    batch or allocate much. A list (bounded by the batch) costs less than a generator per record;
+    on a bad record the error's ``records`` holds the good ones before it.
     """
+    out: list[tuple] = []
+    append = out.append
     if count < 0:
-        raise _bad(f"negative records count {count}", batch_pos, 0, pos)
+        raise _bad(f"negative records count {count}", batch_pos, 0, pos, out)
     i = 0
     rec_start = pos
     try:
@@ -272,6 +288,10 @@ def decode_records(
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                z = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (z >> 1) ^ -(z & 1)
+                pos += 2
             else:
                 length, pos = read_varint(data, pos)
             rec_end = pos + length
@@ -296,6 +316,10 @@ def decode_records(
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                z = (b & 0x7F) | (data[pos + 1] << 7)
+                klen = (z >> 1) ^ -(z & 1)
+                pos += 2
             else:
                 klen, pos = read_varint(data, pos)
             if klen < 0:
@@ -311,6 +335,10 @@ def decode_records(
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                z = (b & 0x7F) | (data[pos + 1] << 7)
+                vlen = (z >> 1) ^ -(z & 1)
+                pos += 2
             else:
                 vlen, pos = read_varint(data, pos)
             if vlen < 0:
@@ -365,24 +393,30 @@ def decode_records(
                     i,
                     rec_start,
                 )
-            yield Record(
-                key,
-                value,
-                base_timestamp + ts_delta if log_append_time is None else log_append_time,
-                headers,
-                base_offset + offset_delta,
-                -1 if base_sequence < 0 else _add_sequence(base_sequence, offset_delta),
-                timestamp_type,
+            append(
+                (
+                    key,
+                    value,
+                    base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                    headers,
+                    base_offset + offset_delta,
+                    -1 if base_sequence < 0 else _add_sequence(base_sequence, offset_delta),
+                    timestamp_type,
+                )
             )
             i += 1
     except IndexError:
-        raise _bad("record truncated", batch_pos, i, rec_start) from None
+        raise _bad("record truncated", batch_pos, i, rec_start, out) from None
     except CorruptionError as exc:
         if exc.field is None:  # from read_varint: position is within data
-            raise _bad(exc.message, batch_pos, i, rec_start) from None
+            raise _bad(exc.message, batch_pos, i, rec_start, out) from None
+        exc.records = out
         raise
     if pos != end:
-        raise _bad(f"{end - pos} bytes after the last of {count} records", batch_pos, count, pos)
+        raise _bad(
+            f"{end - pos} bytes after the last of {count} records", batch_pos, count, pos, out
+        )
+    return out
 
 
 # --- writing --------------------------------------------------------------------------------

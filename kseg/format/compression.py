@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
 
 import cramjam
@@ -93,15 +94,29 @@ def _gzip(data, limit: int) -> bytes:
         view = memoryview(rest)
 
 
+_scratch = threading.local()
+
+
+def scratch(size: int) -> bytearray:
+    """A per-thread output buffer of at least ``size`` bytes, reused across batches: allocating
+    (and zero-filling) a fresh one per batch makes the allocator trim and refault the heap."""
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = bytearray(max(size, 256 << 10))
+        _scratch.buf = buf
+    return buf
+
+
 def _zstd(data, limit: int) -> bytes:
-    # The output size is unknown (Kafka streams zstd, so frames carry no content size): grow a
-    # buffer geometrically up to the limit; cramjam refuses to write past its end.
-    size = min(limit, max(64 << 10, 8 * len(data)))
+    # The output size is unknown (Kafka streams zstd, so frames carry no content size): try a
+    # reused buffer, then grow geometrically up to the limit; cramjam refuses to write past its end.
+    size = min(limit, max(256 << 10, 8 * len(data)))
     while True:
-        buf = bytearray(size)
+        buf = scratch(size)
+        view = memoryview(buf)[:size]
         try:
-            n = cramjam.zstd.decompress_into(data, buf)
-            return bytes(memoryview(buf)[:n])
+            n = cramjam.zstd.decompress_into(data, view)
+            return bytes(view[:n])
         except Exception as exc:
             if "whole buffer" not in str(exc):
                 raise DecompressionError(f"invalid zstd data: {exc}") from None
@@ -111,3 +126,5 @@ def _zstd(data, limit: int) -> bytes:
                     kind=DECOMPRESSION_LIMIT,
                 ) from None
             size = min(limit, size * 4)
+        finally:
+            view.release()

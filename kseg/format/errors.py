@@ -50,6 +50,7 @@ class CorruptionError(KsegError):
         self.computed = computed
         self.offset = offset
         self.file = file
+        self.records: list = []  # for record decoding errors: the good records before the bad one
 
     def in_file(self, file: object) -> CorruptionError:
         """Attach the file name (once: the innermost caller knows best)."""

@@ -210,6 +210,13 @@ class LegacyEntry:
             raise self._error("compressed wrapper message holds no messages", field="value")
         return inner
 
+    def record_tuples(
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    ) -> Iterator[tuple]:
+        """Records as tuples in Record's field order (see RecordBatch.record_tuples)."""
+        for r in self.records(max_decompressed):
+            yield (r.key, r.value, r.timestamp, r.headers, r.offset, r.sequence, r.timestamp_type)
+
     def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
         ts_type = self.timestamp_type
         if not self.is_compressed:

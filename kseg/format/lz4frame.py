@@ -118,7 +118,9 @@ def _read_frame(view: memoryview, pos: int, out: bytearray, limit: int) -> int:
     ):
         raise DecompressionError("LZ4 frame header checksum mismatch", position=start)
     pos = desc_end + 1
-    scratch = bytearray(block_max)
+    from .compression import scratch as get_scratch
+
+    scratch = memoryview(get_scratch(block_max))[:block_max]
     while True:
         if pos + 4 > n:
             raise DecompressionError("truncated LZ4 frame (no end mark)", position=pos)
@@ -141,7 +143,7 @@ def _read_frame(view: memoryview, pos: int, out: bytearray, limit: int) -> int:
                 produced = cramjam.lz4.decompress_block_into(block, scratch)
             except Exception as exc:  # cramjam raises its own error types
                 raise DecompressionError(f"invalid LZ4 block: {exc}", position=pos) from None
-            piece = memoryview(scratch)[:produced]
+            piece = scratch[:produced]
         if len(out) + produced > limit:
             raise DecompressionError(
                 f"decompressed size exceeds the limit of {limit} bytes",

@@ -295,3 +295,41 @@ def test_closed_pipe_is_quiet(tree):
 def test_demo_runs(tmp_path):
     code, out, err = run("demo", str(tmp_path / "demo"))
     assert code == 0 and "baseOffset: 0" in out and "wrote an example" in err
+
+
+@pytest.mark.parametrize("mode", ["auto", "utf8", "hex", "base64", "json", "redact"])
+def test_direct_json_lines_equal_the_event_dicts(tree, mode):
+    """record_json_maker is a fast path: it must print exactly what the dict path prints."""
+    from kseg.decode.dump import record_event_maker, record_json_maker
+    from kseg.format.log import iter_entries
+
+    n = 0
+    for log in sorted(tree.rglob("*.log")):
+        as_dict = record_event_maker(str(log), mode)
+        as_line = record_json_maker(str(log), mode)
+        for entry in iter_entries(log.read_bytes()):
+            for rec in entry.record_tuples():
+                assert as_line(rec) == orjson.dumps(as_dict(rec), option=orjson.OPT_APPEND_NEWLINE)
+                n += 1
+    assert n > 500
+
+
+def test_good_records_before_a_bad_one_are_still_dumped(tmp_path, monkeypatch, capsysbinary):
+    import struct
+
+    from kseg.format import batch as v2
+    from kseg.format.crc import crc32c
+
+    pdir = tmp_path / "p-0"
+    with kseg.LogWriter(pdir) as w:
+        w.append([kseg.Record(key=b"k%d" % i, value=b"v" * 20, timestamp=i) for i in range(5)])
+    log = pdir / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, v2.FIELD_POS["records_count"], 9)  # claims 9, holds 5
+    struct.pack_into(">I", data, v2.CRC_POS, crc32c(bytes(data[v2.CRC_COVERAGE_START :])))
+    log.write_bytes(bytes(data))
+    code, out, _ = run_inproc(monkeypatch, capsysbinary, "dump", str(log), "-f", "json")
+    evs = events(out)
+    assert code == 4
+    assert [e["offset"] for e in evs if e["type"] == "record"] == [0, 1, 2, 3, 4]
+    assert evs[-1]["type"] == "error" and "declares 9 records but holds 5" in evs[-1]["message"]
