@@ -132,6 +132,58 @@ def kseg_cmd(*args: str) -> list[str]:
     return [PY, "-m", "kseg", *args]
 
 
+SPARK_EXPORT = r"""
+import sys, time, shutil, kseg.spark
+cores, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.perf_counter()
+spark = kseg.spark.session(f"local[{cores}]", {"spark.ui.enabled": "false", "spark.driver.memory": "4g"})
+df = kseg.spark.read(spark, [path], includeHeaders=True, maxPartitionBytes=32 << 20)
+df.limit(1).collect()  # warm the Python workers
+t1 = time.perf_counter()
+df.write.mode("overwrite").format("noop").save()
+t2 = time.perf_counter()
+n = kseg.spark.export(spark, [path], out, partition_by=(), maxPartitionBytes=32 << 20)
+t3 = time.perf_counter()
+print(n, t1 - t0, t2 - t1, t3 - t2)
+"""
+
+
+def _spark_rows(big: Path, size_mb: float, records: int | None, row) -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("(spark rows skipped: pip install 'kseg[spark]')")
+        return
+    t_dump, _ = timed(kseg_cmd("dump", str(big), "-f", "json", "--payload", "base64"), 1)
+    for cores in (1, 2):
+        out = DATA / f"spark-out-{cores}"
+        shutil.rmtree(out, ignore_errors=True)
+        t, text = timed(
+            [PY, "-c", SPARK_EXPORT, str(cores), str(big.parent), str(out)], 1, stdout=None
+        )
+        n, start, read, export = text.split()
+        n = int(n)
+        if cores == 1:
+            row(
+                "single process: kseg dump -f json --payload base64 (same data)", t_dump, size_mb, n
+            )
+        row(
+            f"spark source -> noop sink, local[{cores}]",
+            float(read),
+            size_mb,
+            n,
+            note=f"session start {float(start):.1f} s",
+        )
+        row(
+            f"kseg spark export (parquet), local[{cores}]",
+            float(export),
+            size_mb,
+            n,
+            note=f"whole process {t:.1f} s",
+        )
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=256)
@@ -236,6 +288,8 @@ def main() -> None:
         )
         t_scan, _ = timed(kseg_cmd("dump", str(many), "--batches-only", "-f", "json"), 1)
         row("  vs a full header scan of that partition (dump --batches-only)", t_scan, total / 1e6)
+    if want("spark"):
+        _spark_rows(big, size_mb, records, row)
 
     print()
     print(

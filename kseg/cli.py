@@ -719,6 +719,160 @@ def seek(
     raise typer.Exit(int(code))
 
 
+spark_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Read, verify and export whole data directories on Apache Spark (pip install 'kseg[spark]').",
+)
+app.add_typer(spark_app, name="spark")
+
+MasterOpt = Annotated[
+    str, typer.Option(help="Spark master (default local[*]; under spark-submit, its own).")
+]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark config k=v (repeatable).")]
+
+
+def _spark(master: str, conf: list[str] | None):
+    try:
+        from .spark import session
+    except ImportError as exc:
+        _stderr(f"Spark support needs the spark extra: pip install 'kseg[spark]' ({exc})")
+        raise typer.Exit(int(Exit.OPERATIONAL)) from None
+    pairs = {}
+    for item in conf or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected k=v, got {item!r}", param_hint="--conf")
+        pairs[key] = value
+    return session(None if master == "from-spark-submit" else master, pairs)
+
+
+def _spark_filters(topic, from_time, to_time) -> dict:
+    return {
+        "topic": topic,
+        "fromTime": _time_option(from_time, "--from-time"),
+        "toTime": _time_option(to_time, "--to-time"),
+    }
+
+
+@spark_app.command("export")
+def spark_export(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="log.dirs roots, trees of them, or partition dirs (paths or URIs).",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[str, typer.Option("--out", help="Output directory (path or URI).")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet or json.")] = "parquet",
+    partition_by: Annotated[
+        str, typer.Option(help="Comma list of columns to partition the output by ('' for none).")
+    ] = "topic,partition",
+    headers: Annotated[bool, typer.Option(help="Include the headers column.")] = True,
+    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    from_time: Annotated[str | None, typer.Option(help="Records with timestamp >= this.")] = None,
+    to_time: Annotated[str | None, typer.Option(help="Records with timestamp <= this.")] = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+) -> None:
+    """Write the records table (Spark's Kafka source schema) as Parquet or JSON."""
+    from .spark import export
+
+    if fmt not in ("parquet", "json"):
+        raise typer.BadParameter("parquet or json", param_hint="--format")
+    spark = _spark(master, conf)
+    cols = tuple(c for c in partition_by.split(",") if c)
+    n = export(
+        spark,
+        inputs,
+        out,
+        fmt=fmt,
+        partition_by=cols,
+        include_headers=headers,
+        **_spark_filters(topic, from_time, to_time),
+    )
+    _stderr(f"wrote {n} records to {out}")
+    raise typer.Exit(0)
+
+
+@spark_app.command("verify")
+def spark_verify(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="log.dirs roots, trees of them, or partition dirs (local or mounted paths).",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        str | None, typer.Option("--out", help="Also write the findings table (Parquet) here.")
+    ] = None,
+    deep: Annotated[bool, typer.Option(help="Also decode every record.")] = False,
+    index_interval_bytes: IntervalOpt = 4096,
+    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
+    (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job."""
+    from .spark import verify as run
+
+    spark = _spark(master, conf)
+    found, summary = run(
+        spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
+    )
+    events = [{"type": "finding", **f} for f in found] + [summary]
+    for _ in _emit(iter(events), fmt, _verify_line):
+        pass
+    raise typer.Exit(summary["exit_code"])
+
+
+@spark_app.command("stats")
+def spark_stats(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="log.dirs roots, trees of them, or partition dirs (paths or URIs).",
+            show_default=False,
+        ),
+    ],
+    per_hour: Annotated[
+        bool, typer.Option("--per-hour", help="One row per topic-partition and hour.")
+    ] = False,
+    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.table,
+) -> None:
+    """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
+    timestamp ranges, producers, transactional share."""
+    from .spark import stats
+
+    spark = _spark(master, conf)
+    rows = [r.asDict() for r in stats(spark, inputs, per_hour=per_hour, topic=topic).collect()]
+    events = [
+        {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
+    ]
+    if fmt is OutputFormat.table:
+        from tabulate import tabulate
+
+        cols = [k for k in events[0] if k != "type"] if events else []
+        _stdout().write(
+            (
+                tabulate([[e[c] for c in cols] for e in events], headers=cols, floatfmt=".3f")
+                + "\n"
+            ).encode()
+        )
+    else:
+        for _ in _emit(
+            iter(events), fmt, lambda ev: " ".join(f"{k}={v}" for k, v in ev.items() if k != "type")
+        ):
+            pass
+    raise typer.Exit(0)
+
+
 @app.command()
 def demo(
     directory: Annotated[

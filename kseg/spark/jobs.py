@@ -1,0 +1,193 @@
+"""The jobs behind `kseg spark ...`, callable from Python and by spark-submit."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..exitcodes import Exit
+
+
+def register(spark) -> None:
+    """Register the source, and enable Python filter pushdown (used to prune segments)."""
+    from .source import KsegDataSource
+
+    spark.dataSource.register(KsegDataSource)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+
+
+def session(
+    master: str | None = "local[*]", conf: dict[str, str] | None = None, app_name: str = "kseg"
+):
+    """A SparkSession with the kseg source registered. ``master=None`` keeps what spark-submit
+    chose. In local mode Python workers must run this interpreter (kseg's native codecs live in
+    its environment), so PYSPARK_PYTHON defaults to it."""
+    from pyspark.sql import SparkSession
+
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def read(spark, paths: list[str], **options):
+    """``spark.read.format("kseg")`` with options given as keywords (values become strings)."""
+    import json
+
+    reader = spark.read.format("kseg")
+    if spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "true":
+        reader = reader.option("filterPushdown", "true")
+    for key, value in options.items():
+        if value is not None:
+            reader = reader.option(
+                key, str(value).lower() if isinstance(value, bool) else str(value)
+            )
+    return reader.load(json.dumps([str(p) for p in paths]) if len(paths) > 1 else str(paths[0]))
+
+
+def read_map_in_arrow(
+    spark,
+    paths: list[str],
+    *,
+    include_headers: bool = False,
+    include_control: bool = False,
+    max_bytes: int | None = None,
+    topic: str | None = None,
+):
+    """The records table without the Python Data Source API (Spark 3.3+): tasks are planned on
+    the driver and decoded on executors by mapInArrow, through the same decoder as the source."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from . import planning
+    from .arrow import record_batches, records_schema
+
+    tasks = planning.plan(
+        [str(p) for p in paths],
+        planning.Prune(topic=topic),
+        max_bytes or planning.DEFAULT_MAX_BYTES,
+    )
+    schema = from_arrow_schema(records_schema(include_headers, False))
+    ddl = "path string, topic string, partition int, base_offset long, start long, end long, kind string"
+    plan = spark.createDataFrame([t.to_dict() for t in tasks], ddl).repartition(max(1, len(tasks)))
+
+    def decode(batches):
+        for b in batches:
+            for row in b.to_pylist():
+                yield from record_batches(
+                    planning.Task(**row),
+                    include_headers=include_headers,
+                    include_control=include_control,
+                )
+
+    return plan.mapInArrow(decode, schema)
+
+
+def export(
+    spark,
+    paths: list[str],
+    out: str,
+    *,
+    fmt: str = "parquet",
+    partition_by=("topic", "partition"),
+    include_headers: bool = True,
+    **options,
+) -> int:
+    """Write the records table (Spark Kafka source schema, headers included by default)."""
+    df = read(spark, paths, mode="records", includeHeaders=include_headers, **options)
+    writer = df.write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    if fmt == "json":
+        writer.json(out)
+    elif fmt == "parquet":
+        writer.parquet(out)
+    else:
+        raise ValueError(f"unknown export format {fmt!r}: parquet or json")
+    return spark.read.parquet(out).count() if fmt == "parquet" else spark.read.json(out).count()
+
+
+def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
+    """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
+    from ..storage.tree import ROOT, path_kind
+    from ..verify.findings import ERROR, INFO, WARNING
+    from ..verify.partition import verify_root_checkpoints
+
+    df = read(spark, paths, mode="findings", **options)
+    if out:
+        df.write.mode("overwrite").parquet(out)
+    rows = [r.asDict() for r in df.collect()]
+    summaries = [r for r in rows if r["severity"] == "summary"]
+    found = [r for r in rows if r["severity"] != "summary"]
+    # log.dirs checkpoint files against the log ends the executors found
+    for root in (Path(p) for p in paths if "://" not in p and path_kind(Path(p)) == ROOT):
+        ends = [
+            _End(Path(s["file"]), s["offset"]) for s in summaries if Path(s["file"]).parent == root
+        ]
+        for f in verify_root_checkpoints(root, ends):
+            found.append({"topic": None, "partition": None, **f.to_event()})
+            found[-1].pop("type", None)
+    counts = {sev: sum(1 for r in found if r["severity"] == sev) for sev in (ERROR, WARNING, INFO)}
+    code = Exit.PROBLEMS if counts[ERROR] or counts[WARNING] else Exit.OK
+    summary = {
+        "type": "summary",
+        "partitions": len(summaries),
+        "errors": counts[ERROR],
+        "warnings": counts[WARNING],
+        "infos": counts[INFO],
+        "exit_code": int(code),
+    }
+    return found, summary
+
+
+class _End:
+    """The two things verify_root_checkpoints reads of a partition report."""
+
+    def __init__(self, pdir: Path, end: int | None) -> None:
+        from ..storage.tree import Target
+
+        self.target = Target(pdir, [])
+        self.log_end_offset = end
+
+
+def stats(spark, paths: list[str], per_hour: bool = False, **options):
+    """Per topic-partition (and hour): records, bytes, codecs and ratio, offset and timestamp
+    ranges, producers, transactional share. Header-level work plus one decompression a batch."""
+    from pyspark.sql import functions as F
+
+    df = read(spark, paths, mode="batches", computeUncompressed=True, **options)
+    keys = ["topic", "partition"]
+    if per_hour:
+        df = df.withColumn(
+            "hour",
+            F.date_trunc("hour", F.timestamp_millis(F.greatest(F.col("max_timestamp"), F.lit(0)))),
+        )
+        keys.append("hour")
+    agg = df.groupBy(*keys).agg(
+        F.sum(F.when(~F.col("is_control"), F.col("count")).otherwise(0)).alias("records"),
+        F.count("*").alias("batches"),
+        F.sum("size").alias("bytes"),
+        F.sum("uncompressed_size").alias("uncompressed_bytes"),
+        F.array_sort(F.collect_set("compression")).alias("codecs"),
+        F.min("base_offset").alias("first_offset"),
+        F.max("last_offset").alias("last_offset"),
+        F.min(F.when(F.col("base_timestamp") >= 0, F.col("base_timestamp"))).alias(
+            "min_base_timestamp"
+        ),
+        F.max("max_timestamp").alias("max_timestamp"),
+        F.countDistinct(F.when(F.col("producer_id") >= 0, F.col("producer_id"))).alias("producers"),
+        (
+            F.sum(F.when(F.col("is_transactional"), F.col("size")).otherwise(0)) / F.sum("size")
+        ).alias("transactional_share"),
+    )
+    agg = agg.withColumn("compression_ratio", F.col("uncompressed_bytes") / F.col("bytes"))
+    return agg.orderBy(*keys)

@@ -1,0 +1,218 @@
+"""The `kseg` Spark data source (PySpark's Python Data Source API, Spark >= 4.1).
+
+    spark.dataSource.register(KsegDataSource)           # or kseg.spark.register(spark)
+    df = spark.read.format("kseg").option("includeHeaders", "true").load("/data/kafka-logs")
+
+Options: mode=records|batches|segments|findings; includeHeaders; segmentColumns (segment,
+position, magic, compression, leader_epoch, producer_id, is_transactional, is_control);
+includeControl (control batches are skipped by default, as consumers skip them); topic (regex);
+partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8601);
+maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
+indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
+
+The reader object is pickled to executors: it holds plain data only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from . import planning
+from .planning import Prune, Task
+
+MODES = ("records", "batches", "segments", "findings")
+
+
+def _opts(options) -> dict:
+    """Spark passes options case-insensitively (lower-cased keys): look them up that way."""
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
+def _bool(options, name: str, default: bool = False) -> bool:
+    v = options.get(name.lower())
+    return default if v is None else str(v).strip().lower() in ("true", "1", "yes")
+
+
+def _int(options, name: str) -> int | None:
+    v = options.get(name.lower())
+    return None if v in (None, "") else int(v)
+
+
+def _time(options, name: str) -> int | None:
+    v = options.get(name.lower())
+    if v in (None, ""):
+        return None
+    from ..lookup.timeexpr import parse_time
+
+    return parse_time(str(v))
+
+
+def _paths(options) -> list[str]:
+    raw = options.get("paths") or options.get("path")
+    if raw is None:
+        raise ValueError("kseg data source: give a path, e.g. .load('/data/kafka-logs')")
+    if raw.startswith("["):
+        return json.loads(raw)
+    return [p for p in raw.split(",") if p]
+
+
+def spark_schema(options):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    options = _opts(options)
+
+    from .arrow import BATCHES_SCHEMA, records_schema
+    from .checks import FINDINGS_SCHEMA, SEGMENTS_SCHEMA
+
+    mode = (options.get("mode") or "records").lower()
+    if mode not in MODES:
+        raise ValueError(f"kseg data source: mode must be one of {', '.join(MODES)}")
+    arrow = {
+        "records": lambda: records_schema(
+            _bool(options, "includeHeaders"), _bool(options, "segmentColumns")
+        ),
+        "batches": lambda: BATCHES_SCHEMA,
+        "segments": lambda: SEGMENTS_SCHEMA,
+        "findings": lambda: FINDINGS_SCHEMA,
+    }[mode]()
+    return from_arrow_schema(arrow)
+
+
+class KsegDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kseg"
+
+    def schema(self):
+        return spark_schema(self.options)
+
+    def reader(self, schema) -> DataSourceReader:
+        # Spark refuses a reader with pushFilters unless spark.sql.python.filterPushdown.enabled;
+        # kseg's own session turns it on and says so with this option.
+        options = _opts(self.options)
+        cls = KsegPushdownReader if _bool(options, "filterPushdown") else KsegReader
+        return cls(options)
+
+
+class KsegReader(DataSourceReader):
+    def __init__(self, options: dict) -> None:
+        options = _opts(options)
+        self.mode = (options.get("mode") or "records").lower()
+        self.paths = _paths(options)
+        parts = options.get("partitions")
+        self.prune = Prune(
+            topic=options.get("topic"),
+            partitions=frozenset(int(p) for p in parts.split(",")) if parts else None,
+            from_offset=_int(options, "fromOffset"),
+            to_offset=_int(options, "toOffset"),
+            from_time=_time(options, "fromTime"),
+            to_time=_time(options, "toTime"),
+        )
+        self.row_filter = {
+            "from_time": self.prune.from_time,
+            "to_time": self.prune.to_time,
+            "from_offset": self.prune.from_offset,
+            "to_offset": self.prune.to_offset,
+        }
+        self.include_headers = _bool(options, "includeHeaders")
+        self.segment_columns = _bool(options, "segmentColumns")
+        self.include_control = _bool(options, "includeControl")
+        self.compute_uncompressed = _bool(options, "computeUncompressed")
+        self.max_bytes = _int(options, "maxPartitionBytes") or planning.DEFAULT_MAX_BYTES
+        self.index_interval_bytes = _int(options, "indexIntervalBytes") or 4096
+        self.deep = _bool(options, "deep")
+        self.pushed: dict = {}
+
+    def _prune(self) -> Prune:
+        p = self.prune
+        q = self.pushed
+        return Prune(
+            topic=p.topic if p.topic else q.get("topic"),
+            partitions=p.partitions if p.partitions is not None else q.get("partitions"),
+            from_offset=_tighter(p.from_offset, q.get("from_offset"), max),
+            to_offset=_tighter(p.to_offset, q.get("to_offset"), min),
+            from_time=_tighter(p.from_time, q.get("from_time"), max),
+            to_time=_tighter(p.to_time, q.get("to_time"), min),
+        )
+
+    def partitions(self):
+        prune = self._prune()
+        if self.mode == "findings":
+            tasks = planning.partition_tasks(self.paths, prune)
+        elif self.mode == "segments":
+            tasks = planning.plan(self.paths, prune, max_bytes=1 << 62)  # one task per segment
+        else:
+            tasks = planning.plan(self.paths, prune, self.max_bytes)
+        return [InputPartition(t.to_dict()) for t in tasks]
+
+    def read(self, partition) -> Iterator:
+        task = Task(**partition.value)
+        if self.mode == "records":
+            from .arrow import record_batches
+
+            yield from record_batches(
+                task,
+                include_headers=self.include_headers,
+                segment_columns=self.segment_columns,
+                include_control=self.include_control,
+                **self.row_filter,
+            )
+        elif self.mode == "batches":
+            from .arrow import batch_rows
+
+            yield from batch_rows(task, compute_uncompressed=self.compute_uncompressed)
+        elif self.mode == "segments":
+            from .checks import segment_rows
+
+            yield from segment_rows(task, self.index_interval_bytes)
+        else:
+            from .checks import findings
+
+            yield from findings(task, self.index_interval_bytes, self.deep)
+
+
+class KsegPushdownReader(KsegReader):
+    def pushFilters(self, filters):
+        """Use filters on topic/partition/offset/timestamp to prune segments; Spark still applies
+        every filter to the rows (all are returned), so pruning can only save work."""
+        from pyspark.sql.datasource import (
+            EqualTo,
+            GreaterThan,
+            GreaterThanOrEqual,
+            In,
+            LessThan,
+            LessThanOrEqual,
+        )
+
+        if self.mode != "records":
+            return filters
+        p = {}
+        for f in filters:
+            col = f.attribute[0] if len(f.attribute) == 1 else None
+            value = getattr(f, "value", None)
+            if col == "topic" and isinstance(f, EqualTo):
+                p["topic"] = "^" + re.escape(value) + "$"
+            elif col == "partition" and isinstance(f, (EqualTo, In)):
+                p["partitions"] = frozenset([value] if isinstance(f, EqualTo) else value)
+            elif col in ("offset", "timestamp") and isinstance(
+                f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
+            ):
+                v = int(value.timestamp() * 1000) if isinstance(value, datetime) else int(value)
+                lower = isinstance(f, (GreaterThan, GreaterThanOrEqual))
+                key = ("from_" if lower else "to_") + ("offset" if col == "offset" else "time")
+                p[key] = v
+        self.pushed = p
+        return filters
+
+
+def _tighter(a, b, pick):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return pick(a, b)
