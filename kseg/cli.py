@@ -49,6 +49,24 @@ class Decoder(str, Enum):
     none = "none"
 
 
+# Options shared by several commands, declared once.
+SegmentPathsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
+    ),
+]
+TopicOpt = Annotated[
+    str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
+]
+PartitionOpt = Annotated[
+    int | None, typer.Option(help="With a log.dirs root: only this partition number.")
+]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="text, json (JSON Lines) or table.")
+]
+
+
 def _stderr(message: str) -> None:
     _stdout().flush()  # keep data and messages in order on a terminal
     sys.stderr.write(f"kseg: {message}\n")
@@ -102,12 +120,8 @@ def dump(
     decoder: Annotated[
         Decoder, typer.Option(help="Decode internal-topic records (auto: by topic name).")
     ] = Decoder.auto,
-    topic: Annotated[
-        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
-    ] = None,
-    partition: Annotated[
-        int | None, typer.Option(help="With a log.dirs root: only this partition number.")
-    ] = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
     from_offset: Annotated[
         int | None, typer.Option(help="First offset to show (the offset index is used to jump).")
     ] = None,
@@ -229,12 +243,7 @@ def _targets(paths: list[Path], topic: str | None, partition: int | None):
 
 @index_app.command("rebuild")
 def index_rebuild(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
-        ),
-    ],
+    paths: SegmentPathsArg,
     index_interval_bytes: IntervalOpt = 4096,
     preallocate: Annotated[
         bool, typer.Option(help="Zero-pad the active segment's indexes like a running broker.")
@@ -251,13 +260,9 @@ def index_rebuild(
     force: Annotated[
         bool, typer.Option(help="Run even though a broker holds <log.dir>/.lock.")
     ] = False,
-    topic: Annotated[
-        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
-    ] = None,
-    partition: Annotated[
-        int | None, typer.Option(help="With a log.dirs root: only this partition.")
-    ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would (temp file, fsync, rename).
 
@@ -333,20 +338,11 @@ def index_rebuild(
 
 @index_app.command("check")
 def index_check(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
-        ),
-    ],
+    paths: SegmentPathsArg,
     index_interval_bytes: IntervalOpt = 4096,
-    topic: Annotated[
-        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
-    ] = None,
-    partition: Annotated[
-        int | None, typer.Option(help="With a log.dirs root: only this partition.")
-    ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Compare existing indexes with a rebuild: identical, equivalent (different bytes, every lookup
     still correct under Kafka's rules, e.g. live multi-batch appends or follower-written entries),
@@ -424,12 +420,7 @@ Exit codes (a bitmask, OR-ed over everything checked):
 
 @app.command(help=VERIFY_HELP)
 def verify(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
-        ),
-    ],
+    paths: SegmentPathsArg,
     repair: Annotated[
         bool,
         typer.Option(
@@ -456,13 +447,9 @@ def verify(
         bool, typer.Option(help="Repair even though a broker holds <log.dir>/.lock.")
     ] = False,
     index_interval_bytes: IntervalOpt = 4096,
-    topic: Annotated[
-        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
-    ] = None,
-    partition: Annotated[
-        int | None, typer.Option(help="With a log.dirs root: only this partition.")
-    ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     from .verify.run import VerifyOptions, VerifyRun
 
@@ -531,7 +518,7 @@ def restore(
     force: Annotated[
         bool, typer.Option(help="Restore even though a broker holds <log.dir>/.lock.")
     ] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Undo a repair: truncated bytes appended back, quarantined segments and old index files put back.
 
@@ -618,12 +605,8 @@ def seek(
         bool,
         typer.Option("--data-only", help="Answer data records only, never a transaction marker."),
     ] = False,
-    topic: Annotated[
-        str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
-    ] = None,
-    partition: Annotated[
-        int | None, typer.Option(help="With a log.dirs root: only this partition.")
-    ] = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
     fmt: Annotated[
         SeekFormat,
         typer.Option(
@@ -770,7 +753,7 @@ def spark_export(
         str, typer.Option(help="Comma list of columns to partition the output by ('' for none).")
     ] = "topic,partition",
     headers: Annotated[bool, typer.Option(help="Include the headers column.")] = True,
-    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    topic: TopicOpt = None,
     from_time: Annotated[str | None, typer.Option(help="Records with timestamp >= this.")] = None,
     to_time: Annotated[str | None, typer.Option(help="Records with timestamp <= this.")] = None,
     master: MasterOpt = "local[*]",
@@ -810,10 +793,10 @@ def spark_verify(
     ] = None,
     deep: Annotated[bool, typer.Option(help="Also decode every record.")] = False,
     index_interval_bytes: IntervalOpt = 4096,
-    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    topic: TopicOpt = None,
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
     (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job."""
@@ -841,10 +824,10 @@ def spark_stats(
     per_hour: Annotated[
         bool, typer.Option("--per-hour", help="One row per topic-partition and hour.")
     ] = False,
-    topic: Annotated[str | None, typer.Option(help="Topics matching this regex.")] = None,
+    topic: TopicOpt = None,
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.table,
+    fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
     timestamp ranges, producers, transactional share."""
@@ -878,7 +861,7 @@ def demo(
     directory: Annotated[
         Path, typer.Argument(help="Where to write the example log.dirs tree.")
     ] = Path("kseg-demo"),
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Write a small example data directory (every format and codec) and dump part of it."""
     from .fixtures import build_tree

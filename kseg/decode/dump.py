@@ -565,6 +565,11 @@ def _dump_offset_index(buf, name: str, base: int, log_size: int | None) -> Itera
                 name,
             )
         prev = e
+    yield from _index_tail(idx, name)
+
+
+def _index_tail(idx, name: str) -> Iterator[dict]:
+    """After an index's entries: Kafka's sanity check, and the zero padding if preallocated."""
     try:
         idx.sanity_check()
     except CorruptionError as exc:
@@ -587,17 +592,7 @@ def _dump_time_index(buf, name: str, base: int) -> Iterator[dict]:
             "timestamp": e.timestamp,
             "offset": e.offset,
         }
-    try:
-        idx.sanity_check()
-    except CorruptionError as exc:
-        yield error_event(exc.in_file(name), name)
-    if idx.padded_bytes:
-        yield {
-            "type": "index_padding",
-            "file": name,
-            "entries": len(idx),
-            "padded_bytes": idx.padded_bytes,
-        }
+    yield from _index_tail(idx, name)
 
 
 def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]:

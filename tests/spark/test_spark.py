@@ -41,24 +41,30 @@ def expected_records(root, names=PARTITIONS, include_control=False):
     return out
 
 
-def spark_records(spark, path, **options):
-    df = kseg.spark.read(spark, [str(path)], includeHeaders=True, **options)
+def as_set(df) -> set:
+    """Rows of a records DataFrame as the tuples expected_records() makes."""
     rows = df.selectExpr("*", "unix_micros(timestamp) AS ts_us").collect()
+
+    def b(v):
+        return None if v is None else bytes(v)
+
     return {
         (
             r.topic,
             r.partition,
             r.offset,
-            None if r.key is None else bytes(r.key),
-            None if r.value is None else bytes(r.value),
+            b(r.key),
+            b(r.value),
             r.ts_us // 1000,
             r.timestampType,
-            None
-            if r.headers is None
-            else tuple((h.key, None if h.value is None else bytes(h.value)) for h in r.headers),
+            None if r.headers is None else tuple((h.key, b(h.value)) for h in r.headers),
         )
         for r in rows
     }
+
+
+def spark_records(spark, path, **options):
+    return as_set(kseg.spark.read(spark, [str(path)], includeHeaders=True, **options))
 
 
 def test_schema_is_sparks_kafka_source(spark, tree):
@@ -276,20 +282,4 @@ def test_corrupt_segment_keeps_records_before_the_damage(spark, corrupt_cases, t
 
 def test_map_in_arrow_fallback_equals_the_source(spark, tree):
     df = kseg.spark.read_map_in_arrow(spark, [str(tree)], include_headers=True)
-    rows = df.selectExpr("*", "unix_micros(timestamp) AS ts_us").collect()
-    got = {
-        (
-            r.topic,
-            r.partition,
-            r.offset,
-            None if r.key is None else bytes(r.key),
-            None if r.value is None else bytes(r.value),
-            r.ts_us // 1000,
-            r.timestampType,
-            None
-            if r.headers is None
-            else tuple((h.key, None if h.value is None else bytes(h.value)) for h in r.headers),
-        )
-        for r in rows
-    }
-    assert got == expected_records(tree)
+    assert as_set(df) == expected_records(tree)
