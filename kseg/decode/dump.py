@@ -395,35 +395,30 @@ def _control_event(rec: tuple, name: str) -> dict:
 
 def record_event_maker(name: str, mode: str, decoder=None):
     """A function (record tuple, file) -> record event, specialised for one file, payload mode and
-    decoder (it runs once per record: every lookup bound here is one it does not repeat)."""
-    enc = P.encoder(mode)
+    decoder (it runs once per record: every lookup bound here is one it does not repeat).
+    ``mode`` "none" shows sizes and header keys only."""
+    enc = None if mode == "none" else P.encoder(mode)
 
     def make(rec: tuple, _name: str = name) -> dict:
         key, value, ts, headers, offset, seq, ts_type = rec
-        if headers:
-            shown = [enc(v) for _, v in headers]
-            hs = [[k, s[0]] for (k, _), s in zip(headers, shown, strict=True)]
-            he = [s[1] for s in shown]
+        ev = {
+            "type": "record",
+            "file": name,
+            "offset": offset,
+            "timestamp": ts,
+            "timestamp_type": ts_type,
+            "key_size": -1 if key is None else len(key),
+            "value_size": -1 if value is None else len(value),
+            "sequence": seq,
+        }
+        if enc is None:
+            ev["header_keys"] = [k for k, _ in headers]
         else:
-            hs, he = [], []
-        k, ke = enc(key)
-        v, ve = enc(value)
-        ev = {
-            "type": "record",
-            "file": name,
-            "offset": offset,
-            "timestamp": ts,
-            "timestamp_type": ts_type,
-            "key_size": -1 if key is None else len(key),
-            "value_size": -1 if value is None else len(value),
-            "sequence": seq,
-            "key": k,
-            "key_encoding": ke,
-            "value": v,
-            "value_encoding": ve,
-            "headers": hs,
-            "header_encodings": he,
-        }
+            ev["key"], ev["key_encoding"] = enc(key)
+            ev["value"], ev["value_encoding"] = enc(value)
+            shown = [enc(v) for _, v in headers]
+            ev["headers"] = [[k, sv[0]] for (k, _), sv in zip(headers, shown, strict=True)]
+            ev["header_encodings"] = [sv[1] for sv in shown]
         if decoder is not None:
             try:
                 ev["decoded"] = decoder(key, value)
@@ -431,27 +426,7 @@ def record_event_maker(name: str, mode: str, decoder=None):
                 ev["decoded"] = {"error": exc.message}
         return ev
 
-    def make_sizes_only(rec: tuple, _name: str = name) -> dict:
-        key, value, ts, headers, offset, seq, ts_type = rec
-        ev = {
-            "type": "record",
-            "file": name,
-            "offset": offset,
-            "timestamp": ts,
-            "timestamp_type": ts_type,
-            "key_size": -1 if key is None else len(key),
-            "value_size": -1 if value is None else len(value),
-            "sequence": seq,
-            "header_keys": [k for k, _ in headers],
-        }
-        if decoder is not None:
-            try:
-                ev["decoded"] = decoder(key, value)
-            except CorruptionError as exc:
-                ev["decoded"] = {"error": exc.message}
-        return ev
-
-    return make_sizes_only if mode == "none" else make
+    return make
 
 
 _RECORD_LINE = (

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..format import checkpoint as cp
-from ..format.errors import KsegError
+from ..format.errors import CorruptionError, KsegError
 from ..storage import files as F
 from ..storage.atomic import atomic_write, fsync_dir
 from ..storage.tree import Target
@@ -100,7 +100,6 @@ def plan_repair(
     qprefix = pdir.name
     rebuild: list[Path] = []
     first = report.first_corrupt
-    moved_bases: set[int] = set()
     for i, scan in enumerate(report.scans):
         log = scan.log
         if scan.corrupt and (first == i or keep_later_segments):
@@ -121,18 +120,8 @@ def plan_repair(
         elif first is not None and i > first and not keep_later_segments:
             for p in [log] + [log.with_suffix(s) for s in INDEX_SUFFIXES]:
                 if p.exists():
-                    size = p.stat().st_size
-                    plan.actions.append(
-                        Action(
-                            MOVE,
-                            str(p),
-                            f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it",
-                            length=size,
-                            sha256=_sha256_range(p, 0, size),
-                            quarantine_file=f"{qprefix}/{p.name}",
-                        )
-                    )
-            moved_bases.add(scan.base_offset)
+                    why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
+                    plan.actions.append(_whole_file(MOVE, p, why, qprefix))
         elif any(
             st is not None and st.status in ("wrong", "missing")
             for st in (scan.offset_index, scan.time_index)
@@ -144,55 +133,40 @@ def plan_repair(
             for p in sorted(pdir.iterdir()):
                 k = F.file_kind(p)
                 if k.kind == F.SNAPSHOT and not k.temp_suffix and k.base_offset > end:
-                    size = p.stat().st_size
-                    plan.actions.append(
-                        Action(
-                            MOVE,
-                            str(p),
-                            f"producer snapshot past the new log end {end}",
-                            length=size,
-                            sha256=_sha256_range(p, 0, size),
-                            quarantine_file=f"{qprefix}/{p.name}",
-                        )
-                    )
+                    why = f"producer snapshot past the new log end {end}"
+                    plan.actions.append(_whole_file(MOVE, p, why, qprefix))
         epochs = pdir / "leader-epoch-checkpoint"
         if epochs.exists() and not keep_later_segments:
             try:
                 entries = cp.read_leader_epoch_checkpoint(epochs.read_bytes())
-            except Exception:  # noqa: BLE001 - an unreadable checkpoint is left for Kafka
+            except (OSError, CorruptionError):  # an unreadable checkpoint is left for Kafka
                 entries = []
             if any(e.start_offset >= end for e in entries):
                 plan.epoch_truncate_to = end
-                size = epochs.stat().st_size
-                plan.actions.append(
-                    Action(
-                        REPLACE,
-                        str(epochs),
-                        f"leader epochs starting at or past the new log end {end}",
-                        length=size,
-                        sha256=_sha256_range(epochs, 0, size),
-                        quarantine_file=f"{qprefix}/leader-epoch-checkpoint",
-                    )
-                )
+                why = f"leader epochs starting at or past the new log end {end}"
+                plan.actions.append(_whole_file(REPLACE, epochs, why, qprefix))
     for log in rebuild:
         for suffix in INDEX_SUFFIXES:
             p = log.with_suffix(suffix)
             if p.exists():
-                size = p.stat().st_size
-                plan.actions.append(
-                    Action(
-                        REPLACE,
-                        str(p),
-                        "index rebuilt from the log",
-                        length=size,
-                        sha256=_sha256_range(p, 0, size),
-                        quarantine_file=f"{qprefix}/{p.name}",
-                    )
-                )
+                plan.actions.append(_whole_file(REPLACE, p, "index rebuilt from the log", qprefix))
             elif suffix != ".txnindex":
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     plan.rebuild_logs = [str(p) for p in rebuild]
     return plan
+
+
+def _whole_file(action: str, path: Path, reason: str, qprefix: str) -> Action:
+    """An action on a whole file (moved, or replaced after a copy): its size and sha256 now."""
+    size = path.stat().st_size
+    return Action(
+        action,
+        str(path),
+        reason,
+        length=size,
+        sha256=_sha256_range(path, 0, size),
+        quarantine_file=f"{qprefix}/{path.name}",
+    )
 
 
 # --- applying -----------------------------------------------------------------------------
