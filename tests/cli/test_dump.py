@@ -333,3 +333,38 @@ def test_good_records_before_a_bad_one_are_still_dumped(tmp_path, monkeypatch, c
     assert code == 4
     assert [e["offset"] for e in evs if e["type"] == "record"] == [0, 1, 2, 3, 4]
     assert evs[-1]["type"] == "error" and "declares 9 records but holds 5" in evs[-1]["message"]
+
+
+def test_kraft_checkpoint_and_deleted_files_are_decoded(tmp_path, monkeypatch, capsysbinary):
+    from kseg.format import batch as v2
+    from kseg.format import control
+
+    meta = tmp_path / "__cluster_metadata-0"
+    meta.mkdir()
+    header = kseg.Record(
+        control.KEY.pack(0, 3), b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 5, [], 0
+    )
+    data = v2.build_batch([header], 0, control=True)
+    data += v2.build_batch([kseg.Record(b"k", b"metadata record", 6, [], 1)], 1)
+    snap = meta / "00000000000000000002-0000000007.checkpoint"
+    snap.write_bytes(data)
+    code, out, _ = run_inproc(monkeypatch, capsysbinary, "dump", str(snap), "-f", "json")
+    evs = events(out)
+    assert code == 0 and evs[0]["kind"] == "kraft_checkpoint"
+    assert [e["control_type"] for e in evs if e["type"] == "control"] == ["SNAPSHOT_HEADER"]
+    assert [e["value"] for e in evs if e["type"] == "record"] == ["metadata record"]
+    # a segment awaiting deletion is decoded too, and labelled
+    with kseg.LogWriter(tmp_path / "t-0") as w:
+        w.append([kseg.Record(value=b"x", timestamp=1)])
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    deleted = log.with_name(log.name + ".deleted")
+    log.rename(deleted)
+    code, out, _ = run_inproc(monkeypatch, capsysbinary, "dump", str(deleted), "-f", "json")
+    evs = events(out)
+    assert (
+        code == 0
+        and evs[0]["state"] == "deleted"
+        and [e["value"] for e in evs if e["type"] == "record"] == ["x"]
+    )
+    code, out, _ = run_inproc(monkeypatch, capsysbinary, "dump", str(deleted))
+    assert "Dumping" in out and "(deleted)" in out

@@ -283,3 +283,22 @@ def test_corrupt_segment_keeps_records_before_the_damage(spark, corrupt_cases, t
 def test_map_in_arrow_fallback_equals_the_source(spark, tree):
     df = kseg.spark.read_map_in_arrow(spark, [str(tree)], include_headers=True)
     assert as_set(df) == expected_records(tree)
+
+
+def test_uris_go_through_pyarrow_fs_with_the_same_result(spark, tree, tmp_path):
+    """file:// takes the remote path (pyarrow.fs listing and ranged reads), as s3:// or hdfs://."""
+    from kseg.spark import fs
+
+    assert fs.is_uri("file:///x") and not fs.is_uri("/x")
+    uri = "file://" + str(tree)
+    local_tasks = planning.plan([str(tree)], planning.Prune())
+    uri_tasks = planning.plan([uri], planning.Prune())
+    assert [(t.topic, t.partition, t.start, t.end) for t in uri_tasks] == [
+        (t.topic, t.partition, t.start, t.end) for t in local_tasks
+    ]
+    assert all(t.path.startswith("file:///") for t in uri_tasks)
+    big = _big_partition(tmp_path)
+    assert spark_records(
+        spark, "file://" + str(big), maxPartitionBytes=64 << 10
+    ) == expected_records(tmp_path, ["big-0"])
+    assert spark_records(spark, uri) == expected_records(tree)
