@@ -157,7 +157,7 @@ def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> I
             yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
         yield [head]
-        with mapped(path) as buf:
+        with mapped(path, sequential=kind.kind in (F.LOG, F.KRAFT_CHECKPOINT)) as buf:
             if kind.kind in (F.LOG, F.KRAFT_CHECKPOINT):
                 yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
             elif kind.kind == F.INDEX:

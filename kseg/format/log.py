@@ -123,8 +123,37 @@ def iter_entries(
         raise exc.in_file(source) if source else exc from None
 
 
+class _Behind:
+    """Lets the kernel drop pages the walk has passed (for a memory-mapped file: MADV_DONTNEED
+    only unmaps them; the data stays in the page cache and refaults if touched again), so the
+    resident size of a 1 GiB walk stays ~64 MiB instead of growing to the file size."""
+
+    STEP = 64 << 20
+    PAGE = 4096
+
+    def __init__(self, buf, start: int) -> None:
+        import mmap
+
+        self.advise = getattr(buf, "madvise", None)
+        self.flag = getattr(mmap, "MADV_DONTNEED", None)
+        self.done = start - start % self.PAGE
+        self.next = (
+            self.done + self.STEP if self.advise is not None and self.flag is not None else 1 << 62
+        )
+
+    def passed(self, pos: int) -> None:
+        upto = pos - pos % self.PAGE - self.PAGE  # keep the page the current entry starts in
+        if upto > self.done:
+            self.advise(self.flag, self.done, upto - self.done)
+            self.done = upto
+        self.next = self.done + self.STEP
+
+
 def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterator[Entry]:
+    behind = _Behind(buf, pos)
     while pos < end:
+        if pos >= behind.next:
+            behind.passed(pos)
         check_entry_header(buf, pos, end)
         entry = (
             RecordBatch(buf, pos, source)
@@ -159,9 +188,12 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
         end = len(buf)
     v2_unpack = _V2.unpack_from
     legacy_unpack = _LEGACY.unpack_from
+    behind = _Behind(buf, start)
     with memoryview(buf) as mv:
         pos = start
         while pos < end:
+            if pos >= behind.next:
+                behind.passed(pos)
             # the common case inline; anything unusual goes through the full check
             if end - pos < _V2.size or buf[pos + MAGIC_POS] != 2:
                 check_entry_header(buf, pos, end)

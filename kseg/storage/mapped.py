@@ -10,8 +10,11 @@ from pathlib import Path
 
 
 @contextmanager
-def mapped(path: str | Path) -> Iterator[bytes | mmap.mmap]:
-    """Map ``path`` read-only for the duration of the block. Nothing is opened for writing."""
+def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | mmap.mmap]:
+    """Map ``path`` read-only for the duration of the block. Nothing is opened for writing.
+
+    ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
+    aggressively. (The walkers in kseg.format.log unmap what they have passed.)"""
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
@@ -21,6 +24,8 @@ def mapped(path: str | Path) -> Iterator[bytes | mmap.mmap]:
         mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
     finally:
         os.close(fd)
+    if sequential and hasattr(mm, "madvise"):
+        mm.madvise(mmap.MADV_SEQUENTIAL)
     try:
         yield mm
     finally:

@@ -100,7 +100,7 @@ def scan_segment(
     valid = True
     add = builder.add
     valid_last = None
-    with mapped(log) as buf:
+    with mapped(log, sequential=True) as buf:
         try:
             for t in walk_headers(buf):
                 pos, size, magic, first, last, max_ts, count, attrs, pid, ok = t
@@ -162,7 +162,7 @@ def _check_pass(
     t_due = tc.due if tc is not None else _NEVER
     prev_last = scan.base_offset - 1
     prefix_max = -1
-    with mapped(log) as buf:
+    with mapped(log, sequential=True) as buf:
         for pos, _size, _magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
             if pos >= o_due:
                 oc.on_batch(pos, last)

@@ -167,3 +167,37 @@ def test_invalid_magic():
     with pytest.raises(kseg.CorruptionError) as err:
         list(iter_entries(bytes(buf)))
     assert err.value.kind == E.INVALID_MAGIC and err.value.position == 0
+
+
+def test_walkers_release_only_pages_behind_the_current_entry():
+    """Long walks unmap what they passed (bounded resident memory); never the current entry."""
+    import mmap
+
+    from kseg.format.log import _Behind, iter_entries, walk_headers
+
+    data = b"".join(bytes(_batch(40)) for _ in range(400))
+
+    class Advised(bytes):
+        calls: list = []
+
+        def madvise(self, flag, start, length):
+            assert flag == mmap.MADV_DONTNEED and start % 4096 == 0 and length > 0
+            self.calls.append((start, start + length))
+
+    buf = Advised(data)
+    old_step = _Behind.STEP
+    _Behind.STEP = 64 << 10  # small steps so a 1 MB buffer exercises it
+    try:
+        positions = []
+        for e in iter_entries(buf):
+            if Advised.calls:
+                assert Advised.calls[-1][1] <= e.position  # nothing at or after the entry
+            positions.append(e.position)
+        n_iter = len(Advised.calls)
+        assert n_iter > 5 and Advised.calls[0][0] == 0
+        assert all(a[1] == b[0] for a, b in zip(Advised.calls, Advised.calls[1:]))  # contiguous
+        Advised.calls.clear()
+        assert [h[0] for h in walk_headers(buf)] == positions
+        assert len(Advised.calls) == n_iter
+    finally:
+        _Behind.STEP = old_step
