@@ -195,7 +195,9 @@ def test_walkers_release_only_pages_behind_the_current_entry():
             positions.append(e.position)
         n_iter = len(Advised.calls)
         assert n_iter > 5 and Advised.calls[0][0] == 0
-        assert all(a[1] == b[0] for a, b in zip(Advised.calls, Advised.calls[1:], strict=False))  # contiguous
+        assert all(
+            a[1] == b[0] for a, b in zip(Advised.calls, Advised.calls[1:], strict=False)
+        )  # contiguous
         Advised.calls.clear()
         assert [h[0] for h in walk_headers(buf)] == positions
         assert len(Advised.calls) == n_iter
