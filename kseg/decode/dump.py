@@ -465,35 +465,71 @@ def record_json_maker(name: str, mode: str):
         return hs, b"[" + b",".join(f[1] for _, f in parts) + b"]"
 
     if mode == "base64":  # the common scripting mode, inlined: it runs once per record
+        # one template per null/non-null key and value, quotes included: no concatenations
+        def variant(key_null: bool, value_null: bool) -> bytes:
+            k = b'null,"key_encoding":null' if key_null else b'"%s","key_encoding":"base64"'
+            v = b'null,"value_encoding":null' if value_null else b'"%s","value_encoding":"base64"'
+            return (
+                b'{"type":"record","file":%s,"offset":%d,"timestamp":%d,"timestamp_type":"%s",'
+                b'"key_size":%d,"value_size":%d,"sequence":%d,"key":'
+                + k
+                + b',"value":'
+                + v
+                + b',"headers":%s,"header_encodings":%s}\n'
+            )
+
+        both, no_key, no_value, neither = (
+            variant(False, False),
+            variant(True, False),
+            variant(False, True),
+            variant(True, True),
+        )
 
         def make(rec: tuple, _name: str = name) -> bytes:
             key, value, ts, headers, offset, seq, ts_type = rec
             hs, he = headers_json(headers) if headers else (b"[]", b"[]")
-            if key is None:
-                k = ke = b"null"
-                ks = -1
-            else:
-                k, ke, ks = b'"' + b64(key, newline=False) + b'"', b'"base64"', len(key)
-            if value is None:
-                v = ve = b"null"
-                vs = -1
-            else:
-                v, ve, vs = b'"' + b64(value, newline=False) + b'"', b'"base64"', len(value)
-            return line % (
-                file_json,
-                offset,
-                ts,
-                ts_types[ts_type],
-                ks,
-                vs,
-                seq,
-                k,
-                ke,
-                v,
-                ve,
-                hs,
-                he,
-            )
+            t = ts_types[ts_type]
+            if key is not None and value is not None:
+                return both % (
+                    file_json,
+                    offset,
+                    ts,
+                    t,
+                    len(key),
+                    len(value),
+                    seq,
+                    b64(key, newline=False),
+                    b64(value, newline=False),
+                    hs,
+                    he,
+                )
+            if value is not None:
+                return no_key % (
+                    file_json,
+                    offset,
+                    ts,
+                    t,
+                    -1,
+                    len(value),
+                    seq,
+                    b64(value, newline=False),
+                    hs,
+                    he,
+                )
+            if key is not None:
+                return no_value % (
+                    file_json,
+                    offset,
+                    ts,
+                    t,
+                    len(key),
+                    -1,
+                    seq,
+                    b64(key, newline=False),
+                    hs,
+                    he,
+                )
+            return neither % (file_json, offset, ts, t, -1, -1, seq, hs, he)
 
         return make
 
