@@ -148,7 +148,7 @@ print(n, t1 - t0, t2 - t1, t3 - t2)
 """
 
 
-def _spark_rows(big: Path, size_mb: float, records: int | None, row) -> None:
+def _spark_rows(big: Path, size_mb: float, row) -> None:
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -289,7 +289,7 @@ def main() -> None:
         t_scan, _ = timed(kseg_cmd("dump", str(many), "--batches-only", "-f", "json"), 1)
         row("  vs a full header scan of that partition (dump --batches-only)", t_scan, total / 1e6)
     if want("spark"):
-        _spark_rows(big, size_mb, records, row)
+        _spark_rows(big, size_mb, row)
 
     print()
     print(

@@ -77,6 +77,7 @@ class Partition:
         self.segments = [_Segment(p, int(p.name[:20])) for p in segment_logs(pdir)]
         self.bytes_read = 0
         self._warnings: dict[str, None] = {}  # ordered and without repeats
+        self._indexes: dict[tuple[int, str], object] = {}
 
     @property
     def warnings(self) -> list[str]:
@@ -128,6 +129,13 @@ class Partition:
 
     # --- indexes -----------------------------------------------------------------------------
     def _index(self, seg: _Segment, suffix: str, cls):
+        """The segment's index view, opened and sanity-checked once (None: missing or unusable)."""
+        key = (seg.base, suffix)
+        if key not in self._indexes:
+            self._indexes[key] = self._open_index(seg, suffix, cls)
+        return self._indexes[key]
+
+    def _open_index(self, seg: _Segment, suffix: str, cls):
         path = seg.log.with_suffix(suffix)
         try:
             idx = cls(map_file(path), seg.base)

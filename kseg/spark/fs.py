@@ -20,10 +20,6 @@ def is_uri(path: str) -> bool:
     return "://" in path
 
 
-def _local(path: str) -> str:
-    return path
-
-
 @dataclass(frozen=True)
 class Entry:
     path: str
@@ -40,7 +36,7 @@ def _arrow_fs(uri: str):
 
 def list_dir(path: str) -> list[Entry]:
     if not is_uri(path):
-        p = Path(_local(path))
+        p = Path(path)
         return [
             Entry(str(c), c.name, c.is_dir(), c.stat().st_size if c.is_file() else 0)
             for c in sorted(p.iterdir())
@@ -60,7 +56,7 @@ def list_dir(path: str) -> list[Entry]:
 
 def is_dir(path: str) -> bool:
     if not is_uri(path):
-        return Path(_local(path)).is_dir()
+        return Path(path).is_dir()
     from pyarrow import fs as pafs
 
     filesystem, base = _arrow_fs(path)
@@ -70,7 +66,7 @@ def is_dir(path: str) -> bool:
 def read_bytes(path: str, start: int = 0, length: int | None = None) -> bytes:
     """A whole small file, or one byte range of a large one."""
     if not is_uri(path):
-        with open(_local(path), "rb") as f:
+        with open(path, "rb") as f:
             f.seek(start)
             return f.read() if length is None else f.read(length)
     filesystem, base = _arrow_fs(path)
@@ -85,7 +81,7 @@ def open_range(path: str, start: int, end: int):
     """(buffer, offset of buffer[0] in the file) covering [start, end): a map for local files,
     just that range read into memory for remote ones (ranges end at batch boundaries)."""
     if not is_uri(path):
-        with mapped(_local(path)) as buf:
+        with mapped(path) as buf:
             yield buf, 0
         return
     yield read_bytes(path, start, end - start), start

@@ -175,7 +175,7 @@ class LogWriter:
         if magic == 2:
             self._track_epoch(epoch, base)
             if producer_id != v2.NO_PRODUCER_ID:
-                self._track_producer(batch, info)
+                self._track_producer(batch)
         return info
 
     def append_control(
@@ -227,7 +227,7 @@ class LogWriter:
         )
         return info
 
-    def _track_producer(self, batch: v2.RecordBatch, info: AppendInfo) -> None:
+    def _track_producer(self, batch: v2.RecordBatch) -> None:
         prev = self._producers.get(batch.producer_id)
         self._txns.on_data_batch(batch.producer_id, batch.base_offset, batch.is_transactional)
         txn_first = self._txns.ongoing.get(batch.producer_id, -1)
