@@ -1,3 +1,5 @@
-from .cli import main
+"""`python -m kseg`: the same entry point as the `kseg` console script."""
+
+from kseg.cli import main
 
 main()

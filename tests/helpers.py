@@ -28,3 +28,23 @@ def copy_partition(src: Path, dest_root: Path) -> Path:
     dest = dest_root / src.name
     shutil.copytree(src, dest)
     return dest
+
+
+def kseg_command() -> list[str]:
+    """The real entry point, as an operator runs it: the venv's `kseg` script when installed."""
+    script = Path(sys.executable).with_name("kseg")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kseg"]
+
+
+def run_kseg(*args, input: bytes | None = None, timeout: float = 120, cwd=None, env=None):
+    """Run kseg as a subprocess; returns CompletedProcess with bytes stdout/stderr."""
+    import subprocess
+
+    return subprocess.run(
+        [*kseg_command(), *map(str, args)],
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+    )
