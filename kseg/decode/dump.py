@@ -22,6 +22,7 @@ from ..format.compression import DEFAULT_MAX_DECOMPRESSED
 from ..format.control import parse_control
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
+from ..format.metadata import CONTROL_NAMES, decode_kraft_control
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
@@ -45,7 +46,8 @@ class DumpOptions:
     max_bytes: int | None = None
     topic: str | None = None
     partition: int | None = None
-    decoder: str | None = None  # "consumer-offsets", "transaction-state", "none"; None = by topic
+    decoder: str | None = None  # a name in internal_topics.DECODERS, or "none"; None = by topic
+    skip_record_metadata: bool = False  # records as offset + decoded payload only, no batches
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     # internal: the consumer writes JSON Lines, so record events may arrive as ready lines (bytes)
     json_lines: bool = False
@@ -153,12 +155,15 @@ def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> I
         head = {"type": "file", "file": name, "kind": kind.kind, "size": size}
         if kind.temp_suffix:
             head["state"] = kind.temp_suffix.lstrip(".")
+        if kind.kind == F.KRAFT_CHECKPOINT:
+            head["snapshot_end_offset"], head["snapshot_epoch"] = F.snapshot_id(path)
         if kind.kind == F.UNKNOWN:
             yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
         yield [head]
-        with mapped(path, sequential=kind.kind in (F.LOG, F.KRAFT_CHECKPOINT)) as buf:
-            if kind.kind in (F.LOG, F.KRAFT_CHECKPOINT):
+        framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
+        with mapped(path, sequential=kind.kind in framed) as buf:
+            if kind.kind in framed:
                 yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
             elif kind.kind == F.INDEX:
                 yield from _chunked(
@@ -215,12 +220,7 @@ def _decoder_for(
 
     choice = opts.decoder
     if choice is None:
-        parsed = F.parse_partition_dir(path.parent.name)
-        topic = parsed.topic if parsed else ""
-        choice = {
-            "__consumer_offsets": "consumer-offsets",
-            "__transaction_state": "transaction-state",
-        }.get(topic)
+        choice = internal_topics.decoder_for_path(path)
     return internal_topics.DECODERS.get(choice) if choice else None
 
 
@@ -238,10 +238,10 @@ def _dump_log(
         start = 0
     decoder = None if opts.batches_only else _decoder_for(path, opts)
     make_event = None
-    if opts.json_lines and decoder is None:
+    if opts.json_lines and decoder is None and not opts.skip_record_metadata:
         make_event = record_json_maker(name, opts.payload)  # records as ready JSON lines
     if make_event is None:
-        make_event = record_event_maker(name, opts.payload, decoder)
+        make_event = record_event_maker(name, opts.payload, decoder, opts.skip_record_metadata)
     try:
         for entry in iter_entries(buf, start, end, source=name):
             if entry.position + entry.size > limit_end:
@@ -345,6 +345,8 @@ def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_eve
         except CorruptionError as exc:
             problems.append(exc)
     out = [ev] + [error_event(p, name) for p in problems]
+    if opts.skip_record_metadata:
+        out = out[1:]  # like kafka-dump-log: the records' payloads, no batch lines
     if opts.batches_only:
         if not budget.take():
             return []
@@ -390,10 +392,20 @@ def _control_event(rec: tuple, name: str) -> dict:
         )
     except CorruptionError as exc:
         ev.update(control_type=None, version=None, coordinator_epoch=None, error=exc.message)
+        return ev
+    if ctl.type in CONTROL_NAMES:  # KRaft: LeaderChange, SnapshotHeader/Footer, KRaftVersion/Voters
+        try:
+            ev["decoded"] = decode_kraft_control(ctl.type, rec[1])
+        except CorruptionError as exc:
+            ev["decoded"] = _decode_error(exc)
     return ev
 
 
-def record_event_maker(name: str, mode: str, decoder=None):
+def _decode_error(exc: CorruptionError) -> dict:
+    return {"error": exc.message, "field": exc.field}
+
+
+def record_event_maker(name: str, mode: str, decoder=None, skip: bool = False):
     """A function (record tuple, file) -> record event, specialised for one file, payload mode and
     decoder (it runs once per record: every lookup bound here is one it does not repeat).
     ``mode`` "none" shows sizes and header keys only."""
@@ -423,10 +435,17 @@ def record_event_maker(name: str, mode: str, decoder=None):
             try:
                 ev["decoded"] = decoder(key, value)
             except CorruptionError as exc:
-                ev["decoded"] = {"error": exc.message}
+                ev["decoded"] = _decode_error(exc)
+        if skip:  # --skip-record-metadata: the decoded payload, or the raw key and value
+            keep = _SKIPPED_DECODED if "decoded" in ev else _SKIPPED_RAW
+            return {k: ev[k] for k in keep if k in ev}
         return ev
 
     return make
+
+
+_SKIPPED_DECODED = ("type", "file", "offset", "decoded")
+_SKIPPED_RAW = ("type", "file", "offset", "key", "key_encoding", "value", "value_encoding")
 
 
 _RECORD_LINE = (

@@ -1,266 +1,205 @@
-"""Records of the internal topics: `__consumer_offsets` and `__transaction_state`.
+"""Coordinator records: `__consumer_offsets`, `__transaction_state`, `__share_group_state`.
 
-Schemas from Kafka's OffsetCommitKey/Value, GroupMetadataKey/Value, TransactionLogKey/Value
-(message JSON definitions): classic encoding before the first flexible version, compact strings
-and tagged fields from it on. Every read is bounds-checked; a lie raises CorruptionError with
-the byte position inside the key or value.
+A key is ``int16 record type`` + that type's key schema (version 0, never flexible); a value is
+``int16 version`` + the type's value schema at that version; a null value is a tombstone. The
+schemas live in ``schemas/`` and the schema interpreter reads and writes them, so every read is
+bounds-checked: a lie raises CorruptionError naming the byte inside the key or value.
+
+The decoded form is flat: ``record`` (the key schema's name without "Key", snake_case),
+``key_version`` (the record type), the key's fields, ``value_version`` and the value's fields,
+every field of the schema present (those the version lacks at Kafka's default).
 """
 
 from __future__ import annotations
 
+import base64
 import struct
 
 from .errors import INVALID_RECORD, CorruptionError
+from .schema import Schema, decode, decode_all, encode
+from .schemas import consumer_protocol as cp
+from .schemas import group, share, txn
 
-_I8, _I16, _I32, _I64 = (struct.Struct(f">{c}") for c in "bhiq")
-
-TXN_STATES = {
-    0: "Empty",
-    1: "Ongoing",
-    2: "PrepareCommit",
-    3: "PrepareAbort",
-    4: "CompleteCommit",
-    5: "CompleteAbort",
-    6: "Dead",
-    7: "PrepareEpochFence",
-}
+_I16 = struct.Struct(">h")
+TXN_STATES = txn.STATES
 
 
-class Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = data
-        self.pos = 0
-        self.what = what
-
-    def _fail(self, message: str) -> CorruptionError:
-        return CorruptionError(
-            f"{self.what}: {message}", kind=INVALID_RECORD, field=f"{self.what} byte {self.pos}"
+def _version(buf: bytes, what: str) -> int:
+    if len(buf) < 2:
+        raise CorruptionError(
+            f"{what}: truncated: 2 bytes needed, {len(buf)} left",
+            kind=INVALID_RECORD,
+            field=f"{what} byte 0 (version)",
         )
+    return _I16.unpack_from(buf)[0]
 
-    def _fixed(self, st: struct.Struct) -> int:
-        if self.pos + st.size > len(self.data):
-            raise self._fail("truncated")
-        (v,) = st.unpack_from(self.data, self.pos)
-        self.pos += st.size
-        return v
 
-    def i8(self) -> int:
-        return self._fixed(_I8)
+def _record_name(key_schema: Schema) -> str:
+    return key_schema.record.removesuffix("_key")
 
-    def i16(self) -> int:
-        return self._fixed(_I16)
 
-    def i32(self) -> int:
-        return self._fixed(_I32)
+def _decode_key(key: bytes | None, keys: dict[int, Schema], topic: str) -> tuple[int, dict]:
+    if key is None:
+        raise CorruptionError(f"{topic} record without a key", kind=INVALID_RECORD)
+    rtype = _version(key, "key")
+    sch = keys.get(rtype)
+    if sch is None:
+        raise CorruptionError(
+            f"key: unknown {topic} record type {rtype}",
+            kind=INVALID_RECORD,
+            field="key byte 0 (type)",
+        )
+    return rtype, decode_all(sch, key, 0, 2, "key", fill=True)
 
-    def i64(self) -> int:
-        return self._fixed(_I64)
 
-    def uvarint(self) -> int:
-        value, shift = 0, 0
-        while True:
-            if self.pos >= len(self.data):
-                raise self._fail("truncated varint")
-            b = self.data[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-            if shift > 35:
-                raise self._fail("varint too long")
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise self._fail(f"length {n} exceeds the data")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
+def _decode(key, value, keys, values, topic: str, name: str | None = None) -> dict:
+    rtype, kd = _decode_key(key, keys, topic)
+    out = {"record": name or _record_name(keys[rtype]), "key_version": rtype, **kd}
+    if value is None:
+        out["tombstone"] = True
         return out
-
-    def string(self, compact: bool, nullable: bool = False) -> str | None:
-        n = self.uvarint() - 1 if compact else self.i16()
-        if n == -1 and nullable:
-            return None
-        return self._take(n).decode("utf-8", "replace")
-
-    def bytes_(self, compact: bool) -> bytes | None:
-        n = self.uvarint() - 1 if compact else self.i32()
-        return None if n == -1 else self._take(n)
-
-    def array_len(self, compact: bool, nullable: bool = False) -> int | None:
-        n = self.uvarint() - 1 if compact else self.i32()
-        if n == -1 and nullable:
-            return None
-        if n < 0 or n > len(self.data) - self.pos:
-            raise self._fail(f"array length {n} exceeds the data")
-        return n
-
-    def tagged(self) -> dict[int, bytes]:
-        tags = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            tags[tag] = self._take(self.uvarint())
-        return tags
-
-
-def _b64(data: bytes | None) -> str | None:
-    import base64
-
-    return None if data is None else base64.b64encode(data).decode()
+    version = _version(value, "value")
+    out["value_version"] = version
+    out.update(decode_all(values[rtype], value, version, 2, "value", fill=True))
+    return out
 
 
 def consumer_offsets(key: bytes | None, value: bytes | None) -> dict:
     """Decode one `__consumer_offsets` record; a null value is a tombstone."""
-    if key is None:
-        raise CorruptionError("__consumer_offsets record without a key", kind=INVALID_RECORD)
-    k = Reader(key, "key")
-    kv = k.i16()
-    if kv in (0, 1):
-        out = {
-            "record": "offset_commit",
-            "key_version": kv,
-            "group": k.string(False),
-            "topic": k.string(False),
-            "partition": k.i32(),
-        }
-        if value is None:
-            return {**out, "tombstone": True}
-        v = Reader(value, "value")
-        ver = v.i16()
-        flex = ver >= 4
-        out.update(value_version=ver, offset=v.i64())
-        out["leader_epoch"] = v.i32() if ver >= 3 else -1
-        out["metadata"] = v.string(flex)
-        out["commit_timestamp"] = v.i64()
-        if ver == 1:
-            out["expire_timestamp"] = v.i64()
-        if flex:
-            v.tagged()
-        return out
-    if kv == 2:
-        out = {"record": "group_metadata", "key_version": kv, "group": k.string(False)}
-        if value is None:
-            return {**out, "tombstone": True}
-        v = Reader(value, "value")
-        ver = v.i16()
-        flex = ver >= 4
-        out.update(
-            value_version=ver,
-            protocol_type=v.string(flex),
-            generation=v.i32(),
-            protocol=v.string(flex, nullable=True),
-            leader=v.string(flex, nullable=True),
-        )
-        out["current_state_timestamp"] = v.i64() if ver >= 2 else -1
-        members = []
-        for _ in range(v.array_len(flex)):
-            m = {"member_id": v.string(flex)}
-            m["group_instance_id"] = v.string(flex, nullable=True) if ver >= 3 else None
-            m["client_id"] = v.string(flex)
-            m["client_host"] = v.string(flex)
-            m["rebalance_timeout"] = v.i32() if ver >= 1 else -1
-            m["session_timeout"] = v.i32()
-            m["subscription"] = _b64(v.bytes_(flex))
-            m["assignment"] = _b64(v.bytes_(flex))
-            if flex:
-                v.tagged()
-            members.append(m)
-        out["members"] = members
-        if flex:
-            v.tagged()
-        return out
-    return {"record": "unknown", "key_version": kv}
+    out = _decode(key, value, group.KEYS, group.VALUES, "__consumer_offsets")
+    if out["key_version"] == 2 and out.get("protocol_type") == "consumer":
+        for member in out["members"]:
+            _consumer_protocol(member, "subscription", cp.SUBSCRIPTION)
+            _consumer_protocol(member, "assignment", cp.ASSIGNMENT)
+    return out
+
+
+def _consumer_protocol(member: dict, name: str, sch: Schema) -> None:
+    """Replace a classic member's base64 bytes by their ConsumerProtocol decoding (as Kafka's
+    dump tool does); bytes that do not parse stay base64 with ``<name>_error`` beside them."""
+    raw = base64.b64decode(member[name] or "")
+    try:
+        version = _version(raw, name)
+        newest = sch.valid[1]
+        if version < 0:
+            raise CorruptionError(f"{name}: version {version}", field=f"{name} byte 0")
+        if version > newest:  # newer clients append fields: read what we know
+            data, _ = decode(sch, raw, newest, 2, what=name)
+        else:
+            data = decode_all(sch, raw, version, 2, what=name)
+    except CorruptionError as exc:
+        member[f"{name}_error"] = f"{exc.field}: {exc.message}"
+        return
+    member[name] = {"version": version, **data}
 
 
 def transaction_state(key: bytes | None, value: bytes | None) -> dict:
     """Decode one `__transaction_state` record; a null value is a tombstone."""
-    if key is None:
-        raise CorruptionError("__transaction_state record without a key", kind=INVALID_RECORD)
-    k = Reader(key, "key")
-    kv = k.i16()
-    out = {"record": "transaction", "key_version": kv, "transactional_id": k.string(False)}
-    if value is None:
-        return {**out, "tombstone": True}
-    v = Reader(value, "value")
-    ver = v.i16()
-    flex = ver >= 1
-    out.update(
-        value_version=ver,
-        producer_id=v.i64(),
-        producer_epoch=v.i16(),
-        transaction_timeout_ms=v.i32(),
-    )
-    status = v.i8()
-    out["state"] = TXN_STATES.get(status, f"UNKNOWN({status})")
-    partitions = []
-    n = v.array_len(flex, nullable=True)
-    for _ in range(n or 0):
-        topic = v.string(flex)
-        ids = [v.i32() for _ in range(v.array_len(flex))]
-        if flex:
-            v.tagged()
-        partitions.append({"topic": topic, "partitions": ids})
-    out["partitions"] = partitions
-    out["last_update_timestamp"] = v.i64()
-    out["start_timestamp"] = v.i64()
-    if flex:
-        tags = v.tagged()
-        if 0 in tags and len(tags[0]) == 8:
-            out["previous_producer_id"] = _I64.unpack(tags[0])[0]
-        if 1 in tags and len(tags[1]) == 8:
-            out["next_producer_id"] = _I64.unpack(tags[1])[0]
-        if 2 in tags and len(tags[2]) == 2:
-            out["client_transaction_version"] = _I16.unpack(tags[2])[0]
+    out = _decode(key, value, {0: txn.KEY}, {0: txn.VALUE}, "__transaction_state", "transaction")
+    if "transaction_status" in out:
+        status = out["transaction_status"]
+        out["state"] = TXN_STATES.get(status, f"UNKNOWN({status})")
     return out
 
 
-# --- writing (fixtures): the classic encodings --------------------------------------------
+def share_group_state(key: bytes | None, value: bytes | None) -> dict:
+    """Decode one `__share_group_state` record. The value layout changed in Kafka 4.1 without a
+    version bump: the first layout that parses completely is used and named in ``layout``."""
+    rtype, kd = _decode_key(key, share.KEYS, "__share_group_state")
+    out = {"record": _record_name(share.KEYS[rtype]), "key_version": rtype, **kd}
+    if value is None:
+        out["tombstone"] = True
+        return out
+    version = _version(value, "value")
+    out["value_version"] = version
+    first_error = None
+    for layout, values in share.LAYOUTS.items():
+        try:
+            data = decode_all(values[rtype], value, version, 2, "value", fill=True)
+        except CorruptionError as exc:
+            first_error = first_error or exc
+            continue
+        out["layout"] = layout
+        out.update(data)
+        return out
+    raise first_error
 
 
-def _str(s: str) -> bytes:
-    b = s.encode()
-    return _I16.pack(len(b)) + b
+# --- writing (fixtures): the mirror of the decoders ---------------------------------------
 
 
-def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return _I16.pack(1) + _str(group) + _str(topic) + _I32.pack(partition)
+def encode_record(
+    keys: dict[int, Schema],
+    values: dict[int, Schema],
+    rtype: int,
+    fields: dict,
+    version: int | None = None,
+    tombstone: bool = False,
+) -> tuple[bytes, bytes | None]:
+    """(key, value) of a coordinator record from its flat fields (as the decoder gives them).
+    ``version`` defaults to the newest value version; ``tombstone`` gives a null value."""
+    key = _I16.pack(rtype) + encode(keys[rtype], fields, 0)
+    if tombstone:
+        return key, None
+    sch = values[rtype]
+    version = sch.valid[1] if version is None else version
+    data = dict(fields)
+    if rtype == 2:
+        data["members"] = [_member_bytes(m) for m in fields.get("members", [])]
+    return key, _I16.pack(version) + encode(sch, data, version)
+
+
+def _member_bytes(member: dict) -> dict:
+    """A classic member whose subscription/assignment may be given decoded (dicts)."""
+    out = dict(member)
+    for name, sch in (("subscription", cp.SUBSCRIPTION), ("assignment", cp.ASSIGNMENT)):
+        v = out.get(name)
+        if isinstance(v, dict):
+            version = v.get("version", sch.valid[1])
+            out[name] = _I16.pack(version) + encode(sch, v, min(version, sch.valid[1]))
+    return out
+
+
+def consumer_offsets_record(rtype: int, fields: dict, version: int | None = None,
+                            tombstone: bool = False) -> tuple[bytes, bytes | None]:  # fmt: skip
+    return encode_record(group.KEYS, group.VALUES, rtype, fields, version, tombstone)
+
+
+def transaction_record(fields: dict, version: int | None = None, tombstone: bool = False):
+    return encode_record({0: txn.KEY}, {0: txn.VALUE}, 0, fields, version, tombstone)
+
+
+def share_state_record(rtype: int, fields: dict, layout: str = "4.1", tombstone: bool = False):
+    return encode_record(share.KEYS, share.LAYOUTS[layout], rtype, fields, 0, tombstone)
+
+
+def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
+    return consumer_offsets_record(1, {"group": group_id, "topic": topic, "partition": partition},
+                                   tombstone=True)[0]  # fmt: skip
 
 
 def offset_commit_value(
     offset: int, commit_timestamp: int, metadata: str = "", leader_epoch: int = -1
 ) -> bytes:
-    return (
-        _I16.pack(3)
-        + _I64.pack(offset)
-        + _I32.pack(leader_epoch)
-        + _str(metadata)
-        + _I64.pack(commit_timestamp)
-    )
+    fields = {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
+              "commit_timestamp": commit_timestamp}  # fmt: skip
+    return consumer_offsets_record(1, {"group": "", "topic": "", "partition": 0, **fields}, 3)[1]
 
 
-def group_metadata_key(group: str) -> bytes:
-    return _I16.pack(2) + _str(group)
+def group_metadata_key(group_id: str) -> bytes:
+    return consumer_offsets_record(2, {"group": group_id}, tombstone=True)[0]
 
 
 def group_metadata_value(
     protocol_type: str, generation: int, protocol: str | None, leader: str | None, ts: int
 ) -> bytes:
-    def nstr(s: str | None) -> bytes:
-        return _I16.pack(-1) if s is None else _str(s)
-
-    return (
-        _I16.pack(3)
-        + _str(protocol_type)
-        + _I32.pack(generation)
-        + nstr(protocol)
-        + nstr(leader)
-        + _I64.pack(ts)
-        + _I32.pack(0)
-    )
+    fields = {"group": "", "protocol_type": protocol_type, "generation": generation,
+              "protocol": protocol, "leader": leader, "current_state_timestamp": ts}  # fmt: skip
+    return consumer_offsets_record(2, fields, 3)[1]
 
 
 def transaction_key(transactional_id: str) -> bytes:
-    return _I16.pack(0) + _str(transactional_id)
+    return transaction_record({"transactional_id": transactional_id}, tombstone=True)[0]
 
 
 def transaction_value(
@@ -272,14 +211,16 @@ def transaction_value(
     updated: int,
     started: int,
 ) -> bytes:
-    out = (
-        _I16.pack(0)
-        + _I64.pack(producer_id)
-        + _I16.pack(epoch)
-        + _I32.pack(timeout_ms)
-        + _I8.pack(state)
-    )
-    out += _I32.pack(len(partitions))
-    for topic, ids in partitions.items():
-        out += _str(topic) + _I32.pack(len(ids)) + b"".join(_I32.pack(i) for i in ids)
-    return out + _I64.pack(updated) + _I64.pack(started)
+    fields = {
+        "transactional_id": "",
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+        "transaction_timeout_ms": timeout_ms,
+        "transaction_status": state,
+        "transaction_partitions": [
+            {"topic": t, "partition_ids": ids} for t, ids in partitions.items()
+        ],
+        "transaction_last_update_timestamp_ms": updated,
+        "transaction_start_timestamp_ms": started,
+    }
+    return transaction_record(fields, 0)[1]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 LOG, INDEX, TIME_INDEX, TXN_INDEX, SNAPSHOT = "log", "index", "timeindex", "txnindex", "snapshot"
 KRAFT_CHECKPOINT = "kraft_checkpoint"
+BOOTSTRAP_CHECKPOINT = "bootstrap_checkpoint"  # log-dir root: the KRaft bootstrap snapshot
+QUORUM_STATE = "quorum_state"  # __cluster_metadata-0: the KRaft election state (JSON)
 LEADER_EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
 PARTITION_METADATA = "partition_metadata"
 OFFSET_CHECKPOINT = "offset_checkpoint"
@@ -36,12 +38,15 @@ _NAMED = {
     "meta.properties": META_PROPERTIES,
     ".kafka_cleanshutdown": CLEAN_SHUTDOWN,
     ".lock": LOCK,
+    "bootstrap.checkpoint": BOOTSTRAP_CHECKPOINT,
+    "quorum-state": QUORUM_STATE,
     **{name: OFFSET_CHECKPOINT for name in ROOT_CHECKPOINTS},
 }
 _SEGMENT_RE = re.compile(
     r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)((?:\.deleted|\.cleaned|\.swap)?)$"
 )
-_KRAFT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint((?:\.deleted|\.part)?)$")
+# a snapshot being written is `<offset>-<epoch><random digits>.checkpoint.part` (Files.createTempFile)
+_KRAFT_RE = re.compile(r"^(\d{20})-(\d{10})\d*\.checkpoint((?:\.deleted|\.part)?)$")
 _PARTITION_DIR_RE = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
 )
@@ -63,6 +68,12 @@ def file_kind(path: str | Path) -> FileKind:
     if m:
         return FileKind(KRAFT_CHECKPOINT, int(m.group(1)), m.group(3))
     return FileKind(_NAMED.get(name, UNKNOWN))
+
+
+def snapshot_id(path: str | Path) -> tuple[int, int] | None:
+    """A KRaft snapshot's (end offset, epoch) from its name, or None."""
+    m = _KRAFT_RE.match(Path(path).name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:

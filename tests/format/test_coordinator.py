@@ -33,10 +33,11 @@ def test_round_trips():
     d = co.transaction_state(
         co.transaction_key("tx"), co.transaction_value(9, 1, 60000, 1, {"t": [0, 2]}, 5, 4)
     )
-    assert (d["transactional_id"], d["state"], d["partitions"]) == (
+    # Kafka's TransactionLogValue names (kseg <= 0.1 said "partitions"; the values are the same)
+    assert (d["transactional_id"], d["state"], d["transaction_partitions"]) == (
         "tx",
         "Ongoing",
-        [{"topic": "t", "partitions": [0, 2]}],
+        [{"topic": "t", "partition_ids": [0, 2]}],
     )
 
 
@@ -93,13 +94,43 @@ def test_dump_shows_the_decoding_error_and_goes_on(tmp_path, monkeypatch, capsys
     assert code == 0 and "truncated" in decoded[0]["error"] and decoded[1]["offset"] == 5
 
 
+# what each real __consumer_offsets log holds (PROVENANCE.md of each corpus)
+_CLASSIC = {"offset_commit", "group_metadata"}
+_REAL_OFFSETS_LOGS = {
+    "kafka-4.1.0-dev/data/__consumer_offsets-0": _CLASSIC
+    | {
+        "consumer_group_metadata",
+        "consumer_group_member_metadata",
+        "consumer_group_target_assignment_metadata",
+        "consumer_group_target_assignment_member",
+        "consumer_group_current_member_assignment",
+    },
+    "kafka-4.1.0-dev/data/__consumer_offsets-1": _CLASSIC
+    | {
+        "share_group_member_metadata",
+        "share_group_metadata",
+        "share_group_target_assignment_metadata",
+        "share_group_target_assignment_member",
+        "share_group_current_member_assignment",
+        "share_group_state_partition_metadata",
+    },
+    "kafka-4.1.0-dev/data/__consumer_offsets-2": set(),  # empty
+}
+
+
 def test_real_consumer_offsets_decode_completely(real_root):
     logs = sorted(real_root.rglob("__consumer_offsets-*/*.log"))
-    assert len(logs) == 2  # Kafka 2.8 (value v3) and 0.10.1 (magic 1, value v1)
+    assert len(logs) == 5  # Kafka 2.8 (value v3), 0.10.1 (magic 1, value v1), Kafka 4.1's three
     for log in logs:
-        kinds = {
-            co.consumer_offsets(r.key, r.value)["record"]
+        decoded = [
+            co.consumer_offsets(r.key, r.value)
             for b in kseg.read_batches(log)
+            if not b.is_control
             for r in b.records()
-        }
-        assert kinds == {"offset_commit", "group_metadata"}, log
+        ]
+        kinds = {d["record"] for d in decoded}
+        rel = str(log.parent.relative_to(real_root))
+        assert kinds == _REAL_OFFSETS_LOGS.get(rel, _CLASSIC), log
+        for d in decoded:  # a member's ConsumerProtocol bytes decode whenever the type says so
+            for m in d.get("members", []) if d.get("protocol_type") == "consumer" else []:
+                assert isinstance(m["subscription"], dict) and isinstance(m["assignment"], dict)

@@ -1,0 +1,102 @@
+"""`__cluster_metadata` record values and KRaft control record values, on the schema interpreter.
+
+A metadata record value is ``uvarint frameVersion (1) | uvarint apiKey | uvarint version | body``
+(Kafka's MetadataRecordSerde); the body is the apiKey's schema at that version and nothing may
+follow it. `__remote_log_metadata` uses the same frame with its own apiKeys. KRaft control
+records (types 2-6) carry their body with no frame, always at schema version 0.
+"""
+
+from __future__ import annotations
+
+from .errors import INVALID_RECORD, CorruptionError
+from .schema import Schema, _Reader, decode_all, encode, write_uvarint
+from .schemas import kraft, metadata
+
+FRAME_VERSION = 1
+
+
+def read_frame(value, what: str = "value") -> tuple[int, int, int]:
+    """(api_key, version, body position) of a framed value; frame version 0 is an error."""
+    r = _Reader(value, 0, len(value), what)
+    frame = r.uvarint("frame_version")
+    if frame != FRAME_VERSION:
+        hint = " (the Kafka 2.8 preview format, unsupported)" if frame == 0 else ""
+        raise r.fail(f"metadata frame version {frame}{hint}; only 1 is known", "frame_version", 0)
+    api_key = r.uvarint("api_key")
+    version = r.uvarint("version")
+    if version > 0x7FFF:
+        raise r.fail(f"record version {version} does not fit an int16", "version")
+    return api_key, version, r.pos
+
+
+def decode_framed(value, schemas: dict[int, Schema], family: str) -> dict:
+    if value is None:
+        raise CorruptionError(f"{family} record without a value", kind=INVALID_RECORD)
+    api_key, version, pos = read_frame(value)
+    sch = schemas.get(api_key)
+    if sch is None:
+        raise CorruptionError(
+            f"value: unknown {family} apiKey {api_key} (version {version})",
+            kind=INVALID_RECORD,
+            field="value byte 1 (api_key)",
+        )
+    data = decode_all(sch, value, version, pos)
+    return {"record": sch.record, "api_key": api_key, "version": version, "data": data}
+
+
+def decode_metadata(key: bytes | None, value: bytes | None) -> dict:
+    """One `__cluster_metadata` record (the key is always null and is ignored)."""
+    out = decode_framed(value, metadata.BY_API_KEY, "metadata")
+    if out["api_key"] == 12 and out["data"].get("name") == "metadata.version":
+        name = metadata.METADATA_VERSIONS.get(out["data"]["feature_level"])
+        if name:
+            out["data"]["feature_level_name"] = name  # e.g. 27 -> "4.1-IV1"
+    return out
+
+
+def encode_framed(sch: Schema, data: dict, version: int) -> bytes:
+    out = bytearray()
+    write_uvarint(out, FRAME_VERSION)
+    write_uvarint(out, sch.api_key)
+    write_uvarint(out, version)
+    return bytes(out) + encode(sch, data, version)
+
+
+def encode_metadata(record: str | int, data: dict, version: int | None = None) -> bytes:
+    """A framed metadata record value; ``record`` is an apiKey or a name (``"topic_record"``);
+    ``version`` defaults to the newest."""
+    sch = metadata_schema(record)
+    return encode_framed(sch, data, sch.valid[1] if version is None else version)
+
+
+def metadata_schema(record: str | int) -> Schema:
+    if isinstance(record, int):
+        return metadata.BY_API_KEY[record]
+    for sch in metadata.RECORDS:
+        if record in (sch.record, sch.name):
+            return sch
+    raise KeyError(record)
+
+
+# --- KRaft control records ----------------------------------------------------------------
+
+CONTROL_NAMES = {  # how kafka-dump-log names them
+    2: "LeaderChange",
+    3: "SnapshotHeader",
+    4: "SnapshotFooter",
+    5: "KRaftVersion",
+    6: "KRaftVoters",
+}
+
+
+def decode_kraft_control(control_type: int, value: bytes | None) -> dict:
+    """The value of a KRaft control record (types 2-6)."""
+    sch = kraft.BY_CONTROL_TYPE[control_type]
+    if value is None:
+        raise CorruptionError(f"{sch.name} control record without a value", kind=INVALID_RECORD)
+    data = decode_all(sch, value, 0)
+    return {"record": sch.record, "control_type": control_type, "version": 0, "data": data}
+
+
+def encode_kraft_control(control_type: int, data: dict) -> bytes:
+    return encode(kraft.BY_CONTROL_TYPE[control_type], data, 0)
