@@ -46,6 +46,8 @@ class Decoder(str, Enum):
     auto = "auto"
     consumer_offsets = "consumer-offsets"
     transaction_state = "transaction-state"
+    share_group_state = "share-group-state"
+    cluster_metadata = "cluster-metadata"
     none = "none"
 
 
@@ -118,8 +120,19 @@ def dump(
         bool, typer.Option("--batches-only", help="Batch headers only; no record decoding.")
     ] = False,
     decoder: Annotated[
-        Decoder, typer.Option(help="Decode internal-topic records (auto: by topic name).")
+        Decoder,
+        typer.Option(
+            help="Decode internal-topic records (auto: by topic name; KRaft snapshots and "
+            "bootstrap.checkpoint as cluster-metadata)."
+        ),
     ] = Decoder.auto,
+    skip_record_metadata: Annotated[
+        bool,
+        typer.Option(
+            "--skip-record-metadata",
+            help="Records as offset and decoded payload only (no batch lines), like kafka-dump-log.",
+        ),
+    ] = False,
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     from_offset: Annotated[
@@ -158,6 +171,7 @@ def dump(
         topic=topic,
         partition=partition,
         decoder={"auto": None, "none": "none"}.get(decoder.value, decoder.value),
+        skip_record_metadata=skip_record_metadata,
         json_lines=fmt is OutputFormat.json,
     )
     code = Exit.OK
@@ -878,6 +892,7 @@ def demo(
         Payload.auto,
         False,
         Decoder.auto,
+        False,
         None,
         None,
         None,

@@ -22,7 +22,7 @@ from ..format.compression import DEFAULT_MAX_DECOMPRESSED
 from ..format.control import parse_control
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
-from ..format.metadata import CONTROL_NAMES, decode_kraft_control
+from ..format.metadata import CONTROL_NAMES, decode_kraft_control, read_quorum_state
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
@@ -664,6 +664,8 @@ def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]
             yield {"type": "partition_metadata", "file": name, **cp.read_partition_metadata(data)}
         elif kind == F.META_PROPERTIES:
             yield {"type": "meta_properties", "file": name, "properties": cp.read_properties(data)}
+        elif kind == F.QUORUM_STATE:
+            yield {"type": "quorum_state", "file": name, **read_quorum_state(data)}
         elif kind == F.CLEAN_SHUTDOWN:
             yield {"type": "clean_shutdown", "file": name, **cp.read_clean_shutdown(data)}
     except CorruptionError as exc:

@@ -8,6 +8,13 @@ from typing import BinaryIO
 import orjson
 
 _OPTS = orjson.OPT_APPEND_NEWLINE
+_CONTROL_NAMES = {
+    2: "LeaderChange",
+    3: "SnapshotHeader",
+    4: "SnapshotFooter",
+    5: "KRaftVersion",
+    6: "KRaftVoters",
+}
 
 
 def _q(value: object) -> str:
@@ -31,8 +38,31 @@ def _payload(value: object, encoding: str | None) -> str:
     return f"{encoding}:{_q(value)}"
 
 
+def _framed(decoded: dict) -> str:
+    """A metadata / KRaft control decoding as one readable piece: ``topic_record v0: {...}``."""
+    return f"{decoded['record']} v{decoded['version']}: {_q(decoded['data'])}"
+
+
+def _is_framed(decoded: object) -> bool:
+    return isinstance(decoded, dict) and "data" in decoded and "record" in decoded
+
+
 def text_line(ev: dict) -> str:
     t = ev["type"]
+    if t == "record" and "timestamp" not in ev:  # --skip-record-metadata: the payload only
+        if "decoded" in ev:
+            d = ev["decoded"]
+            shown = _framed(d) if _is_framed(d) else "decoded: " + _q(d)
+        else:
+            shown = "key: " + _payload(ev.get("key"), ev.get("key_encoding"))
+            shown += " payload: " + _payload(ev.get("value"), ev.get("value_encoding"))
+        return f"offset: {ev['offset']} {shown}"
+    if t == "record" and _is_framed(ev.get("decoded")):  # metadata: the decoding replaces bytes
+        return (
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} "
+            f"keySize: {ev['key_size']} valueSize: {ev['value_size']} sequence: {ev['sequence']} "
+            f"{_framed(ev['decoded'])}"
+        )
     if t == "record":
         parts = [
             f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} keySize: {ev['key_size']}",
@@ -64,6 +94,13 @@ def text_line(ev: dict) -> str:
             f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
         )
         return line
+    if t == "control" and "decoded" in ev:  # KRaft control records, named as Kafka names them
+        d = ev["decoded"]
+        if "error" in d:
+            shown = f"{ev['control_type']}: ERROR {d['error']}"
+        else:
+            shown = f"{_CONTROL_NAMES.get(d['control_type'], ev['control_type'])}: {_q(d['data'])}"
+        return f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} {shown}"
     if t == "control":
         return (
             f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} endTxnMarker: {ev['control_type']} "
@@ -71,7 +108,12 @@ def text_line(ev: dict) -> str:
         )
     if t == "file":
         state = f" ({ev['state']})" if ev.get("state") else ""
-        return f"Dumping {ev['file']}{state}"
+        line = f"Dumping {ev['file']}{state}"
+        if "snapshot_end_offset" in ev:
+            line += (
+                f"\nSnapshot end offset: {ev['snapshot_end_offset']}, epoch: {ev['snapshot_epoch']}"
+            )
+        return line
     if t == "index_entry":
         return f"offset: {ev['offset']} position: {ev['position']}"
     if t == "timeindex_entry":
@@ -206,12 +248,22 @@ def write_table(events: Iterable[dict], out: BinaryIO, chunk: int = 500) -> Iter
             current = None
             yield ev
             continue
-        if ev["type"] != current or len(rows) >= chunk:
+        group, row = _table_row(ev)
+        if group != current or len(rows) >= chunk:
             flush()
-            current = ev["type"]
-        rows.append(ev)
+            current = group
+        rows.append(row)
         yield ev
     flush()
+
+
+def _table_row(ev: dict) -> tuple[str, dict]:
+    """A decoded metadata / KRaft control record gets a table of its own record kind, with a
+    column per field of its data; everything else its event type's columns."""
+    d = ev.get("decoded")
+    if ev["type"] in ("record", "control") and _is_framed(d):
+        return d["record"], {"offset": ev["offset"], **d["data"]}
+    return ev["type"], ev
 
 
 def _cell(v: object) -> str:

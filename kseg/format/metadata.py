@@ -100,3 +100,44 @@ def decode_kraft_control(control_type: int, value: bytes | None) -> dict:
 
 def encode_kraft_control(control_type: int, data: dict) -> bytes:
     return encode(kraft.BY_CONTROL_TYPE[control_type], data, 0)
+
+
+# --- quorum-state -------------------------------------------------------------------------
+
+
+def read_quorum_state(data: bytes) -> dict:
+    """`__cluster_metadata-0/quorum-state`: Kafka's QuorumStateData as JSON (data_version 0:
+    leaderId, leaderEpoch, votedId, appliedOffset, currentVoters; 1: leaderId, leaderEpoch,
+    votedId, votedDirectoryId). Fields in snake_case; the version is checked."""
+    import json
+
+    from .schema import snake
+
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        pos = getattr(exc, "pos", None) if isinstance(exc, json.JSONDecodeError) else exc.start
+        raise CorruptionError(
+            f"quorum-state is not JSON: {exc}", kind="invalid_file", position=pos
+        ) from None
+    if not isinstance(doc, dict):
+        raise CorruptionError("quorum-state is not a JSON object", kind="invalid_file", position=0)
+    version = doc.get("data_version")
+    if version not in (0, 1):
+        raise CorruptionError(
+            f"quorum-state data_version {version!r} is unknown (known: 0, 1)",
+            kind="invalid_file",
+            field="data_version",
+        )
+
+    def convert(v):
+        if isinstance(v, dict):
+            return {
+                ("data_version" if k == "data_version" else snake(k[0].upper() + k[1:])): convert(x)
+                for k, x in v.items()
+            }
+        if isinstance(v, list):
+            return [convert(x) for x in v]
+        return v
+
+    return convert(doc)

@@ -227,6 +227,72 @@ class LogWriter:
         )
         return info
 
+    def append_metadata(
+        self, records: Iterable[tuple], *, timestamp: int | None = None
+    ) -> AppendInfo:
+        """Append one batch of `__cluster_metadata` records, each ``(record, data)`` or
+        ``(record, data, version)``: ``record`` an apiKey or a name (``"topic_record"``),
+        ``data`` the fields in snake_case (missing ones take Kafka's defaults), ``version`` the
+        newest when left out. Encoded by the schema interpreter, framed as Kafka frames them."""
+        from ..format.metadata import encode_metadata
+
+        recs = [
+            Record(None, encode_metadata(r[0], r[1], r[2] if len(r) > 2 else None), timestamp)
+            for r in records
+        ]
+        return self.append(recs)
+
+    def append_coordinator(
+        self, topic: str, records: Iterable[tuple], *, timestamp: int | None = None
+    ) -> AppendInfo:
+        """Append one batch of coordinator records for ``topic`` ("__consumer_offsets",
+        "__transaction_state" or "__share_group_state"), each ``(record type, fields)``,
+        ``(record type, fields, version)`` or ``(record type, fields, version, True)`` for a
+        tombstone (null value). ``fields`` are flat, as the decoder gives them; ``version`` None
+        is the newest (for share state: a layout name, "4.1" or "4.0")."""
+        from ..format import coordinator as co
+
+        out = []
+        for r in records:
+            rtype, fields = r[0], r[1]
+            version = r[2] if len(r) > 2 else None
+            tombstone = len(r) > 3 and r[3]
+            if topic == "__consumer_offsets":
+                key, value = co.consumer_offsets_record(rtype, fields, version, tombstone)
+            elif topic == "__transaction_state":
+                key, value = co.transaction_record(fields, version, tombstone)
+            elif topic == "__share_group_state":
+                layout = version if isinstance(version, str) else "4.1"
+                key, value = co.share_state_record(rtype, fields, layout, tombstone)
+            else:
+                raise ValueError(f"no coordinator records for topic {topic!r}")
+            out.append(Record(key, value, timestamp))
+        return self.append(out)
+
+    def append_kraft_control(
+        self, records: Iterable[tuple[int, dict]], *, timestamp: int | None = None
+    ) -> AppendInfo:
+        """Append one control batch of KRaft control records, each ``(control type, data)``:
+        2 LeaderChange, 3 SnapshotHeader, 4 SnapshotFooter, 5 KRaftVersion, 6 KRaftVoters."""
+        from ..format.metadata import encode_kraft_control
+
+        ts = self.clock() if timestamp is None else timestamp
+        base = self.next_offset
+        recs = [
+            Record(control.KEY.pack(0, ctype), encode_kraft_control(ctype, data), ts, [], base + i)
+            for i, (ctype, data) in enumerate(records)
+        ]
+        data = v2.build_batch(
+            recs,
+            base,
+            log_append_time=ts if self.timestamp_type == LOG_APPEND_TIME else None,
+            control=True,
+            partition_leader_epoch=self.partition_leader_epoch,
+        )
+        info = self._write(data, base, base + len(recs) - 1, 2)
+        self._track_epoch(self.partition_leader_epoch, base)
+        return info
+
     def _track_producer(self, batch: v2.RecordBatch) -> None:
         prev = self._producers.get(batch.producer_id)
         self._txns.on_data_batch(batch.producer_id, batch.base_offset, batch.is_transactional)
