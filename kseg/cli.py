@@ -48,6 +48,7 @@ class Decoder(str, Enum):
     transaction_state = "transaction-state"
     share_group_state = "share-group-state"
     cluster_metadata = "cluster-metadata"
+    remote_log_metadata = "remote-log-metadata"
     none = "none"
 
 

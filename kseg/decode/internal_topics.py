@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..format.coordinator import consumer_offsets, share_group_state, transaction_state
-from ..format.metadata import decode_metadata
+from ..format.metadata import decode_metadata, decode_remote_log_metadata
 from ..storage import files as F
 
 DECODERS = {
@@ -13,6 +13,7 @@ DECODERS = {
     "transaction-state": transaction_state,
     "share-group-state": share_group_state,
     "cluster-metadata": decode_metadata,
+    "remote-log-metadata": decode_remote_log_metadata,
 }
 BY_TOPIC = {
     "__consumer_offsets": "consumer-offsets",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .errors import INVALID_RECORD, CorruptionError
 from .schema import Schema, _Reader, decode_all, encode, write_uvarint
-from .schemas import kraft, metadata
+from .schemas import kraft, metadata, remote_log
 
 FRAME_VERSION = 1
 
@@ -52,6 +52,16 @@ def decode_metadata(key: bytes | None, value: bytes | None) -> dict:
         if name:
             out["data"]["feature_level_name"] = name  # e.g. 27 -> "4.1-IV1"
     return out
+
+
+def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict:
+    """One `__remote_log_metadata` record (tiered storage); the key is ignored."""
+    return decode_framed(value, remote_log.BY_API_KEY, "remote log metadata")
+
+
+def encode_remote_log_metadata(api_key: int, data: dict, version: int | None = None) -> bytes:
+    sch = remote_log.BY_API_KEY[api_key]
+    return encode_framed(sch, data, sch.valid[1] if version is None else version)
 
 
 def encode_framed(sch: Schema, data: dict, version: int) -> bytes:

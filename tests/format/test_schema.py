@@ -14,7 +14,7 @@ from kseg.format import coordinator as co
 from kseg.format import metadata as md
 from kseg.format.errors import CorruptionError
 from kseg.format.schema import UNKNOWN_TAGS, Field, Schema, _in, decode_all, encode, write_uvarint
-from kseg.format.schemas import consumer_protocol, group, kraft, metadata, share, txn
+from kseg.format.schemas import consumer_protocol, group, kraft, metadata, remote_log, share, txn
 
 _INTS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -63,6 +63,7 @@ def _struct(fields, version: int):
 
 ALL = [(s, v) for s in metadata.RECORDS for v in range(s.valid[0], s.valid[1] + 1)]
 ALL += [(s, 0) for s in kraft.BY_CONTROL_TYPE.values()]
+ALL += [(s, v) for s in remote_log.RECORDS for v in (0, 1)]
 ALL += [(s, v) for s in group.VALUES.values() for v in range(s.valid[0], s.valid[1] + 1)]
 ALL += [(s, 0) for s in group.KEYS.values()]
 ALL += [(s, v) for s in (txn.VALUE,) for v in (0, 1)] + [(txn.KEY, 0)]

@@ -154,3 +154,20 @@ def test_a_lie_is_shown_on_its_record_and_dump_goes_on(tmp_path):
     assert recs[2]["decoded"]["data"]["name"] == "t"
     text = run_kseg("dump", str(pdir)).stdout.decode()
     assert "frame version 0" in text and 'topic_record v0: {"name":"t"' in text
+
+
+def test_remote_log_metadata_auto_selected(tmp_path):
+    from kseg.format.schemas import remote_log
+
+    pdir = tmp_path / "__remote_log_metadata-0"
+    expected = []
+    with kseg.LogWriter(pdir) as w:
+        for sch in remote_log.RECORDS:
+            for v in _versions(sch):
+                data = example(sch.fields, v)
+                w.append([kseg.Record(None, md.encode_remote_log_metadata(sch.api_key, data, v))])
+                expected.append((sch.record, v, data))
+    proc = run_kseg("dump", str(pdir), "-f", "json", "--skip-record-metadata")
+    got = [e["decoded"] for e in _events(proc.stdout) if e["type"] == "record"]
+    assert proc.returncode == 0 and not [e for e in _events(proc.stdout) if e["type"] == "batch"]
+    assert [(d["record"], d["version"], d["data"]) for d in got] == expected

@@ -3,7 +3,8 @@
 A record's key is ``int16 type`` + the key schema at version 0 (never flexible); its value is
 ``int16 version`` + the value schema (flexible from the version given). ``KEYS[type]`` and
 ``VALUES[type]`` give the pair; types 0 and 1 are both OffsetCommit (key versions 0 and 1).
-Streams-group records (types 17-23) are not declared yet: they decode as an unknown type.
+Streams groups (types 17-23, KIP-1071, early access in Kafka 4.1) are transcribed from the newest
+definitions found in Kafka's history; no real 4.1 broker record has checked them yet.
 """
 
 from __future__ import annotations
@@ -48,7 +49,27 @@ KEYS = {
     14: _key("ShareGroupCurrentMemberAssignmentKey", _GROUP, _MEMBER),
     15: _key("ShareGroupStatePartitionMetadataKey", _GROUP),
     16: _key("ConsumerGroupRegularExpressionKey", _GROUP, f("RegularExpression string 0+")),
+    17: _key("StreamsGroupMetadataKey", _GROUP),
+    18: _key("StreamsGroupPartitionMetadataKey", _GROUP),
+    19: _key("StreamsGroupMemberMetadataKey", _GROUP, _MEMBER),
+    20: _key("StreamsGroupTargetAssignmentMetadataKey", _GROUP),
+    21: _key("StreamsGroupTargetAssignmentMemberKey", _GROUP, _MEMBER),
+    22: _key("StreamsGroupCurrentMemberAssignmentKey", _GROUP, _MEMBER),
+    23: _key("StreamsGroupTopologyKey", _GROUP),
 }
+
+
+def _tasks(name: str):
+    return f(f"{name} []TaskIds 0+", f("SubtopologyId string 0+"), f("Partitions []int32 0+"))
+
+
+def _topic_info(name: str):
+    return f(f"{name} []TopicInfo 0+",
+             f("Name string 0+"),
+             f("Partitions int32 0+"),
+             f("ReplicationFactor int16 0+"),
+             f("TopicConfigs []TopicConfig 0+", f("key string 0+"), f("value string 0+")))  # fmt: skip
+
 
 _PARTITION_METADATA = f("Topics []TopicMetadata 0+",
     f("TopicId uuid 0+"),
@@ -134,4 +155,45 @@ VALUES = {
         f("Topics []string 0+"),
         f("Version int64 0+"),
         f("Timestamp int64 0+")),
+    17: schema("StreamsGroupMetadataValue", "0", "0+",
+        f("Epoch int32 0+"),
+        f("MetadataHash int64 0+"),
+        f("ValidatedTopologyEpoch int32 0+", tag=0, default=-1),
+        f("AssignmentConfigs []AssignmentConfig 0+", f("Key string 0+"), f("Value string 0+"))),
+    18: schema("StreamsGroupPartitionMetadataValue", "0", "0+", _PARTITION_METADATA),
+    19: schema("StreamsGroupMemberMetadataValue", "0", "0+",
+        f("InstanceId string 0+", nullable="0+"),
+        f("RackId string 0+", nullable="0+"),
+        f("ClientId string 0+"),
+        f("ClientHost string 0+"),
+        f("RebalanceTimeoutMs int32 0+", default=-1),
+        f("TopologyEpoch int32 0+"),
+        f("ProcessId string 0+"),
+        f("UserEndpoint Endpoint 0+", f("Host string 0+"), f("Port uint16 0+"),
+          nullable="0+", default=None),
+        f("ClientTags []KeyValue 0+", f("Key string 0+"), f("Value string 0+"))),
+    20: schema("StreamsGroupTargetAssignmentMetadataValue", "0", "0+",
+        f("AssignmentEpoch int32 0+")),
+    21: schema("StreamsGroupTargetAssignmentMemberValue", "0", "0+",
+        *(_tasks(n) for n in ("ActiveTasks", "StandbyTasks", "WarmupTasks"))),
+    22: schema("StreamsGroupCurrentMemberAssignmentValue", "0", "0+",
+        f("MemberEpoch int32 0+"),
+        f("PreviousMemberEpoch int32 0+"),
+        f("State int8 0+"),
+        *(_tasks(n) for n in ("ActiveTasks", "StandbyTasks", "WarmupTasks",
+                              "ActiveTasksPendingRevocation", "StandbyTasksPendingRevocation",
+                              "WarmupTasksPendingRevocation"))),
+    23: schema("StreamsGroupTopologyValue", "0", "0+",
+        f("Epoch int32 0+"),
+        f("Subtopologies []Subtopology 0+",
+          f("SubtopologyId string 0+"),
+          f("SourceTopics []string 0+"),
+          f("SourceTopicRegex []string 0+"),
+          _topic_info("StateChangelogTopics"),
+          f("RepartitionSinkTopics []string 0+"),
+          _topic_info("RepartitionSourceTopics"),
+          f("CopartitionGroups []CopartitionGroup 0+",
+            f("SourceTopics []int16 0+"),
+            f("SourceTopicRegex []int16 0+"),
+            f("RepartitionSourceTopics []int16 0+")))),
 }  # fmt: skip
