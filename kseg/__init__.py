@@ -31,6 +31,8 @@ _EXPORTS = {
     "RecordBatch": "kseg.format.batch",
     "TimeIndex": "kseg.format.time_index",
     "iter_entries": "kseg.format.log",
+    "LeaderAt": "kseg.lookup.leaders",
+    "partition_leader": "kseg.lookup.leaders",
 }
 
 __all__ = sorted(_EXPORTS)
