@@ -47,9 +47,10 @@ def _is_framed(decoded: object) -> bool:
     return isinstance(decoded, dict) and "data" in decoded and "record" in decoded
 
 
-def text_line(ev: dict) -> str:
-    t = ev["type"]
-    if t == "record" and "timestamp" not in ev:  # --skip-record-metadata: the payload only
+def _record_special(ev: dict) -> str | None:
+    """Record lines that are not kafka-dump-log's usual one: --skip-record-metadata (the payload
+    only) and decoded metadata records (the decoding replaces the bytes)."""
+    if "timestamp" not in ev:
         if "decoded" in ev:
             d = ev["decoded"]
             shown = _framed(d) if _is_framed(d) else "decoded: " + _q(d)
@@ -57,13 +58,22 @@ def text_line(ev: dict) -> str:
             shown = "key: " + _payload(ev.get("key"), ev.get("key_encoding"))
             shown += " payload: " + _payload(ev.get("value"), ev.get("value_encoding"))
         return f"offset: {ev['offset']} {shown}"
-    if t == "record" and _is_framed(ev.get("decoded")):  # metadata: the decoding replaces bytes
+    if _is_framed(ev["decoded"]):
         return (
             f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} "
             f"keySize: {ev['key_size']} valueSize: {ev['value_size']} sequence: {ev['sequence']} "
             f"{_framed(ev['decoded'])}"
         )
+    return None
+
+
+def text_line(ev: dict) -> str:
+    t = ev["type"]
     if t == "record":
+        if "decoded" in ev or "timestamp" not in ev:
+            special = _record_special(ev)
+            if special is not None:
+                return special
         parts = [
             f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} keySize: {ev['key_size']}",
             f"valueSize: {ev['value_size']} sequence: {ev['sequence']}",

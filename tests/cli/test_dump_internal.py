@@ -1,0 +1,68 @@
+"""`kseg dump` on Kafka 4.1's internal files, through the real entry point: decoders chosen by
+path or by --decoder, --skip-record-metadata, snapshot names, quorum-state, root listings."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import run_kseg
+
+DATA = "kafka-4.1.0-dev/data"
+
+
+def _events(out: bytes) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_root_dump_lists_bootstrap_and_quorum_state_by_kind(real_root):
+    proc = run_kseg("dump", str(real_root / DATA), "--topic", "__cluster_metadata", "-f", "json")
+    evs = _events(proc.stdout)
+    kinds = {e["kind"] for e in evs if e["type"] == "file"}
+    assert (
+        proc.returncode == 0
+        and {"bootstrap_checkpoint", "quorum_state", "kraft_checkpoint"} <= kinds
+    )
+    (qs,) = [e for e in evs if e["type"] == "quorum_state"]
+    assert (qs["leader_id"], qs["leader_epoch"], qs["voted_id"], qs["data_version"]) == (
+        1,
+        1,
+        -1,
+        1,
+    )
+    snaps = [e for e in evs if e["type"] == "file" and e["kind"] == "kraft_checkpoint"]
+    assert {(e["snapshot_end_offset"], e["snapshot_epoch"]) for e in snaps} >= {(144, 1), (565, 1)}
+    decoded = [e["decoded"] for e in evs if e["type"] in ("record", "control") and "decoded" in e]
+    assert decoded and not [d for d in decoded if "error" in d]
+
+
+def test_text_names_kraft_control_records_and_skip_record_metadata(real_root):
+    log = real_root / DATA / "__cluster_metadata-0" / "00000000000000000000.log"
+    text = run_kseg("dump", str(log), "--to-offset", "4").stdout.decode()
+    assert "| offset: 0 CreateTime: 1795416734913 LeaderChange: {" in text
+    assert "KRaftVoters: {" in text and "endTxnMarker" not in text
+    assert 'feature_level_record v0: {"name":"metadata.version","feature_level":27,' in text
+    skipped = run_kseg("dump", str(log), "--to-offset", "4", "--skip-record-metadata").stdout
+    lines = skipped.decode().splitlines()
+    assert not [ln for ln in lines if ln.startswith("baseOffset")]
+    assert 'offset: 3 begin_transaction_record v0: {"name":"Bootstrap records"}' in lines
+
+
+def test_explicit_decoder_on_a_copied_file(real_root, tmp_path):
+    # a snapshot copied out of its directory still decodes (by its name); a share-state segment
+    # renamed out of its partition needs --decoder
+    src = real_root / DATA / "__share_group_state-0" / "00000000000000000000.log"
+    copy = tmp_path / "00000000000000000000.log"
+    copy.write_bytes(src.read_bytes())
+    plain = [
+        e
+        for e in _events(run_kseg("dump", str(copy), "-f", "json").stdout)
+        if e["type"] == "record"
+    ]
+    assert plain and not [e for e in plain if "decoded" in e]
+    proc = run_kseg("dump", str(copy), "-f", "json", "--decoder", "share-group-state")
+    recs = [e["decoded"] for e in _events(proc.stdout) if e["type"] == "record"]
+    assert proc.returncode == 0 and {d["layout"] for d in recs} == {"4.1"}
+    assert {d["record"] for d in recs} == {"share_snapshot", "share_update"}
+    wrong = run_kseg("dump", str(copy), "-f", "json", "--decoder", "cluster-metadata")
+    errs = [e["decoded"] for e in _events(wrong.stdout) if e["type"] == "record"]
+    assert wrong.returncode == 0 and all("error" in d and "byte" in d["field"] for d in errs)
