@@ -171,3 +171,24 @@ def test_remote_log_metadata_auto_selected(tmp_path):
     got = [e["decoded"] for e in _events(proc.stdout) if e["type"] == "record"]
     assert proc.returncode == 0 and not [e for e in _events(proc.stdout) if e["type"] == "batch"]
     assert [(d["record"], d["version"], d["data"]) for d in got] == expected
+
+
+def test_snapshot_being_written_is_known_by_its_name(tmp_path):
+    from kseg.storage import files as F
+
+    name = "00000000000000000144-00000000017316372261234567.checkpoint.part"  # Kafka's random infix
+    kind = F.file_kind(name)
+    assert (kind.kind, kind.base_offset, kind.temp_suffix) == ("kraft_checkpoint", 144, ".part")
+    assert F.snapshot_id(name) == (144, 1)
+    pdir = tmp_path / "__cluster_metadata-0"
+    with kseg.LogWriter(pdir) as w:
+        w.append_kraft_control([(3, {"last_contained_log_timestamp": 5})])
+        w.append_metadata([("no_op_record", {})])
+    (pdir / "00000000000000000000.log").rename(pdir / name)
+    proc = run_kseg("dump", str(pdir / name), "-f", "json")
+    evs = _events(proc.stdout)
+    assert proc.returncode == 0 and evs[0]["state"] == "part" and evs[0]["snapshot_end_offset"] == 144
+    assert [e["decoded"]["record"] for e in evs if "decoded" in e] == [
+        "snapshot_header_record",
+        "no_op_record",
+    ]
