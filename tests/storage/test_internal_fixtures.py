@@ -9,7 +9,7 @@ import json
 import kseg
 from kseg.format import metadata as md
 from kseg.format.schema import Field, _in
-from kseg.format.schemas import group, kraft, metadata, share
+from kseg.format.schemas import group, kraft, metadata, share, txn
 from tests.helpers import run_kseg
 
 UUID = "bb7pOvAQRgy5C6qqu14vfA"
@@ -95,17 +95,25 @@ def test_every_coordinator_record_round_trips_through_dump(tmp_path):
                                              "rack_id": "r"}  # fmt: skip
                         m["assignment"] = {"version": 0, "user_data": "",
                                            "assigned_partitions": [{"topic": "t", "partitions": [0]}]}  # fmt: skip
+                key_only = example(group.KEYS[rtype].fields, 0)
                 w.append_coordinator("__consumer_offsets", [(rtype, fields, v)])
+                w.append_coordinator("__consumer_offsets", [(rtype, key_only, v)])
                 w.append_coordinator("__consumer_offsets", [(rtype, fields, v, True)])
-                expected.append((rtype, v, fields))
+                expected.append((rtype, v, fields, vsch))
     proc = run_kseg("dump", str(pdir), "-f", "json")
     assert proc.returncode == 0, proc.stderr
     got = [e["decoded"] for e in _events(proc.stdout) if e["type"] == "record"]
-    assert len(got) == 2 * len(expected)
-    for (rtype, v, fields), d, tomb in zip(expected, got[::2], got[1::2], strict=True):
+    assert len(got) == 3 * len(expected)
+    for (rtype, v, fields, vsch), d, bare, tomb in zip(
+        expected, got[::3], got[1::3], got[2::3], strict=True
+    ):
         assert d["key_version"] == rtype and d["value_version"] == v and tomb["tombstone"] is True
         for name, value in fields.items():  # nested structs also show the version's defaults
             assert _contains(d[name], value), (rtype, v, name)
+        # tagged fields absent from the bytes come back at Kafka's defaults
+        for fl in vsch.fields:
+            if fl.tag is not None and _in(fl.tagged, v):
+                assert bare[fl.name] == fl.default_value() != d[fl.name], (rtype, v, fl.name)
 
 
 def test_share_state_both_layouts_and_txn_state(tmp_path):
@@ -120,19 +128,18 @@ def test_share_state_both_layouts_and_txn_state(tmp_path):
     assert proc.returncode == 0 and [d["layout"] for d in got] == ["4.0", "4.0", "4.1", "4.1"]
     tdir = tmp_path / "__transaction_state-0"
     with kseg.LogWriter(tdir) as w:
-        w.append_coordinator(
-            "__transaction_state",
-            [(0, {"transactional_id": "tx", "next_producer_epoch": 3, "transaction_status": 2}, 1)],
-        )
-    d = [
-        e
-        for e in _events(run_kseg("dump", str(tdir), "-f", "json").stdout)
-        if e["type"] == "record"
-    ]
-    assert (d[0]["decoded"]["next_producer_epoch"], d[0]["decoded"]["state"]) == (
-        3,
-        "PrepareCommit",
-    )
+        for v in (0, 1):
+            fields = {**example(txn.KEY.fields, 0), **example(txn.VALUE.fields, v)}
+            bare = {"transactional_id": "t"}
+            w.append_coordinator("__transaction_state", [(0, fields, v), (0, bare, v)])
+    out = run_kseg("dump", str(tdir), "-f", "json").stdout
+    d = [e["decoded"] for e in _events(out) if e["type"] == "record"]
+    assert [x["value_version"] for x in d] == [0, 0, 1, 1]
+    assert (d[2]["next_producer_epoch"], d[2]["client_transaction_version"]) == (7, 7)
+    assert (d[2]["transaction_status"], d[2]["state"]) == (7, "PrepareEpochFence")
+    # tagged fields: absent in v0 (defaults), absent from the bytes in the bare v1 record
+    assert d[0]["next_producer_epoch"] == d[3]["next_producer_epoch"] == -1
+    assert d[0]["previous_producer_id"] == d[3]["previous_producer_id"] == -1
 
 
 def test_a_lie_is_shown_on_its_record_and_dump_goes_on(tmp_path):
@@ -187,7 +194,9 @@ def test_snapshot_being_written_is_known_by_its_name(tmp_path):
     (pdir / "00000000000000000000.log").rename(pdir / name)
     proc = run_kseg("dump", str(pdir / name), "-f", "json")
     evs = _events(proc.stdout)
-    assert proc.returncode == 0 and evs[0]["state"] == "part" and evs[0]["snapshot_end_offset"] == 144
+    assert (
+        proc.returncode == 0 and evs[0]["state"] == "part" and evs[0]["snapshot_end_offset"] == 144
+    )
     assert [e["decoded"]["record"] for e in evs if "decoded" in e] == [
         "snapshot_header_record",
         "no_op_record",
