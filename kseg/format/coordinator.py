@@ -60,8 +60,18 @@ def _decode(key, value, keys, values, topic: str, name: str | None = None) -> di
         return out
     version = _version(value, "value")
     out["value_version"] = version
+    _check_version(values[rtype], version)
     out.update(decode_all(values[rtype], value, version, 2, "value", fill=True))
     return out
+
+
+def _check_version(sch: Schema, version: int) -> None:
+    if not sch.supports(version):
+        raise CorruptionError(
+            f"value: {sch.name} version {version} is unknown (known: {sch.valid[0]}-{sch.valid[1]})",
+            kind=INVALID_RECORD,
+            field="value byte 0 (version)",
+        )
 
 
 def consumer_offsets(key: bytes | None, value: bytes | None) -> dict:
@@ -112,6 +122,7 @@ def share_group_state(key: bytes | None, value: bytes | None) -> dict:
         return out
     version = _version(value, "value")
     out["value_version"] = version
+    _check_version(share.LAYOUTS["4.1"][rtype], version)
     first_error = None
     for layout, values in share.LAYOUTS.items():
         try:

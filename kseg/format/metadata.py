@@ -40,6 +40,12 @@ def decode_framed(value, schemas: dict[int, Schema], family: str) -> dict:
             kind=INVALID_RECORD,
             field="value byte 1 (api_key)",
         )
+    if not sch.supports(version):
+        raise CorruptionError(
+            f"value: {sch.name} version {version} is unknown (known: {sch.valid[0]}-{sch.valid[1]})",
+            kind=INVALID_RECORD,
+            field="value byte 2 (version)" if api_key < 128 else "value (version)",
+        )
     data = decode_all(sch, value, version, pos)
     return {"record": sch.record, "api_key": api_key, "version": version, "data": data}
 
