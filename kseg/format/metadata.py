@@ -9,7 +9,7 @@ records (types 2-6) carry their body with no frame, always at schema version 0.
 from __future__ import annotations
 
 from .errors import INVALID_RECORD, CorruptionError
-from .schema import Schema, _Reader, decode_all, encode, write_uvarint
+from .schema import Reader, Schema, decode_all, encode, write_uvarint
 from .schemas import kraft, metadata, remote_log
 
 FRAME_VERSION = 1
@@ -17,7 +17,7 @@ FRAME_VERSION = 1
 
 def read_frame(value, what: str = "value") -> tuple[int, int, int]:
     """(api_key, version, body position) of a framed value; frame version 0 is an error."""
-    r = _Reader(value, 0, len(value), what)
+    r = Reader(value, 0, len(value), what)
     frame = r.uvarint("frame_version")
     if frame != FRAME_VERSION:
         hint = " (the Kafka 2.8 preview format, unsupported)" if frame == 0 else ""

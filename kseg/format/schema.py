@@ -61,7 +61,7 @@ def _versions(spec: str | None) -> tuple[int, int]:
     return (int(lo), int(hi or lo))
 
 
-def _in(r: tuple[int, int], v: int) -> bool:
+def in_range(r: tuple[int, int], v: int) -> bool:
     return r[0] <= v <= r[1]
 
 
@@ -132,7 +132,7 @@ class Schema:
     record: str = field(default="")  # snake_case name shown in output
 
     def supports(self, version: int) -> bool:
-        return _in(self.valid, version)
+        return in_range(self.valid, version)
 
 
 def schema(name: str, valid: str, flexible: str | None, *fields: Field,
@@ -143,7 +143,7 @@ def schema(name: str, valid: str, flexible: str | None, *fields: Field,
 # --- decoding -----------------------------------------------------------------------------
 
 
-class _Reader:
+class Reader:
     __slots__ = ("buf", "pos", "end", "what")
 
     def __init__(self, buf, pos: int, end: int, what: str) -> None:
@@ -205,7 +205,7 @@ def uuid_bytes(text: str) -> bytes:
     return raw
 
 
-def _read_value(r: _Reader, fl: Field, version: int, flex: bool, path: str, fill: bool):
+def _read_value(r: Reader, fl: Field, version: int, flex: bool, path: str, fill: bool):
     """One value of a field's base type (an array element, or the field itself)."""
     t = fl.type
     st = _FIXED.get(t)
@@ -218,7 +218,7 @@ def _read_value(r: _Reader, fl: Field, version: int, flex: bool, path: str, fill
     if t == "string":
         at = r.pos
         n = r.length(flex, False, path)
-        if n == -1 and _in(fl.nullable, version):
+        if n == -1 and in_range(fl.nullable, version):
             return None
         raw = r.take(n, path, at)
         try:
@@ -228,24 +228,24 @@ def _read_value(r: _Reader, fl: Field, version: int, flex: bool, path: str, fill
     if t in ("bytes", "records"):
         at = r.pos
         n = r.length(flex, True, path)
-        if n == -1 and (_in(fl.nullable, version) or t == "records"):
+        if n == -1 and (in_range(fl.nullable, version) or t == "records"):
             return None
         return base64.b64encode(r.take(n, path, at)).decode()
     return _read_struct(r, fl.fields, version, flex, path, fill)
 
 
-def _read_field(r: _Reader, fl: Field, version: int, flex: bool, path: str, fill: bool):
+def _read_field(r: Reader, fl: Field, version: int, flex: bool, path: str, fill: bool):
     if fl.array:
         at = r.pos
         n = r.length(flex, True, path)
-        if n == -1 and _in(fl.nullable, version):
+        if n == -1 and in_range(fl.nullable, version):
             return None
         if n < 0 or n > r.end - r.pos:  # every element takes at least one byte
             raise r.fail(
                 f"array length {n} exceeds the data ({r.end - r.pos} bytes left)", path, at
             )
         return [_read_value(r, fl, version, flex, f"{path}[{i}]", fill) for i in range(n)]
-    if fl.type == "struct" and _in(fl.nullable, version):
+    if fl.type == "struct" and in_range(fl.nullable, version):
         at = r.pos
         marker = r.fixed(_I8, path)
         # Kafka writes -1 for null; Kafka 4.1 wrote a null tagged ClassicMemberMetadata as 0,
@@ -257,15 +257,15 @@ def _read_field(r: _Reader, fl: Field, version: int, flex: bool, path: str, fill
     return _read_value(r, fl, version, flex, path, fill)
 
 
-def _read_struct(r: _Reader, fields, version: int, flex: bool, path: str, fill: bool) -> dict:
+def _read_struct(r: Reader, fields, version: int, flex: bool, path: str, fill: bool) -> dict:
     out: dict = {}
     tagged: dict[int, Field] = {}
     for fl in fields:
-        if not _in(fl.versions, version):
+        if not in_range(fl.versions, version):
             if fill:
                 out[fl.name] = fl.default_value()
             continue
-        if flex and fl.tag is not None and _in(fl.tagged, version):
+        if flex and fl.tag is not None and in_range(fl.tagged, version):
             tagged[fl.tag] = fl
             out[fl.name] = fl.default_value()
             continue
@@ -276,7 +276,7 @@ def _read_struct(r: _Reader, fields, version: int, flex: bool, path: str, fill: 
     return out
 
 
-def _read_tagged(r: _Reader, tagged: dict, out: dict, version: int, path: str, fill: bool) -> None:
+def _read_tagged(r: Reader, tagged: dict, out: dict, version: int, path: str, fill: bool) -> None:
     where = f"{path}.tagged_fields" if path else "tagged_fields"
     at = r.pos
     count = r.uvarint(where)
@@ -301,7 +301,7 @@ def _read_tagged(r: _Reader, tagged: dict, out: dict, version: int, path: str, f
             ).decode()
             r.pos += size
             continue
-        sub = _Reader(r.buf, r.pos, r.pos + size, r.what)
+        sub = Reader(r.buf, r.pos, r.pos + size, r.what)
         name = f"{path}.{fl.name}" if path else fl.name
         out[fl.name] = _read_field(sub, fl, version, True, name, fill)
         if sub.pos != sub.end:
@@ -325,8 +325,8 @@ def decode(sch: Schema, buf, version: int, pos: int = 0, end: int | None = None,
             kind=INVALID_RECORD,
             field=f"{what} byte {pos}",
         )
-    r = _Reader(buf, pos, len(buf) if end is None else end, what)
-    return _read_struct(r, sch.fields, version, _in(sch.flexible, version), "", fill), r.pos
+    r = Reader(buf, pos, len(buf) if end is None else end, what)
+    return _read_struct(r, sch.fields, version, in_range(sch.flexible, version), "", fill), r.pos
 
 
 def decode_all(sch: Schema, buf, version: int, pos: int = 0, what: str = "value",
@@ -395,7 +395,7 @@ def _write_field(out: bytearray, fl: Field, value, version: int, flex: bool) -> 
         for v in value:
             _write_value(out, fl, v, version, flex)
         return
-    if fl.type == "struct" and _in(fl.nullable, version):
+    if fl.type == "struct" and in_range(fl.nullable, version):
         if value is None:
             out += _I8.pack(-1)
             return
@@ -406,10 +406,10 @@ def _write_field(out: bytearray, fl: Field, value, version: int, flex: bool) -> 
 def _write_struct(out: bytearray, fields, data: dict, version: int, flex: bool) -> None:
     tagged: dict[int, bytes] = {}
     for fl in fields:
-        if not _in(fl.versions, version):
+        if not in_range(fl.versions, version):
             continue
         value = data.get(fl.name, fl.default_value()) if data is not None else fl.default_value()
-        if flex and fl.tag is not None and _in(fl.tagged, version):
+        if flex and fl.tag is not None and in_range(fl.tagged, version):
             if value != fl.default_value():  # Kafka writes a tagged field only when not default
                 buf = bytearray()
                 _write_field(buf, fl, value, version, True)
@@ -431,5 +431,5 @@ def encode(sch: Schema, data: dict, version: int) -> bytes:
     if not sch.supports(version):
         raise ValueError(f"{sch.name} has no version {version}")
     out = bytearray()
-    _write_struct(out, sch.fields, data, version, _in(sch.flexible, version))
+    _write_struct(out, sch.fields, data, version, in_range(sch.flexible, version))
     return bytes(out)

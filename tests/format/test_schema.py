@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 from kseg.format import coordinator as co
 from kseg.format import metadata as md
 from kseg.format.errors import CorruptionError
-from kseg.format.schema import UNKNOWN_TAGS, Field, Schema, _in, decode_all, encode, write_uvarint
+from kseg.format.schema import (
+    UNKNOWN_TAGS,
+    Field,
+    Schema,
+    decode_all,
+    encode,
+    in_range,
+    write_uvarint,
+)
 from kseg.format.schemas import consumer_protocol, group, kraft, metadata, remote_log, share, txn
 
 _INTS = {
@@ -51,13 +59,13 @@ def _base(fl: Field, version: int):
 
 def _field(fl: Field, version: int):
     s = st.lists(_base(fl, version), max_size=3) if fl.array else _base(fl, version)
-    if _in(fl.nullable, version):
+    if in_range(fl.nullable, version):
         s = st.none() | s
     return s
 
 
 def _struct(fields, version: int):
-    present = {fl.name: _field(fl, version) for fl in fields if _in(fl.versions, version)}
+    present = {fl.name: _field(fl, version) for fl in fields if in_range(fl.versions, version)}
     return st.fixed_dictionaries(present)
 
 
@@ -79,7 +87,7 @@ ALL += [
 @given(data=st.data())
 def test_round_trip_every_record_at_every_version(sch: Schema, version: int, data):
     value = data.draw(_struct(sch.fields, version))
-    flexible = _in(sch.flexible, version)
+    flexible = in_range(sch.flexible, version)
     if flexible and data.draw(st.booleans()):  # unknown tagged fields are kept, byte for byte
         known = {fl.tag for fl in sch.fields if fl.tag is not None}
         tags = data.draw(st.sets(st.integers(0, 40).filter(lambda t: t not in known), max_size=2))

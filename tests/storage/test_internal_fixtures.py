@@ -8,7 +8,7 @@ import json
 
 import kseg
 from kseg.format import metadata as md
-from kseg.format.schema import Field, _in
+from kseg.format.schema import Field, in_range
 from kseg.format.schemas import group, kraft, metadata, share, txn
 from tests.helpers import run_kseg
 
@@ -27,7 +27,7 @@ def example(fields, version: int) -> dict:
 
     out = {}
     for fl in fields:
-        if _in(fl.versions, version):
+        if in_range(fl.versions, version):
             out[fl.name] = [base(fl)] if fl.array else base(fl)
     return out
 
@@ -112,7 +112,7 @@ def test_every_coordinator_record_round_trips_through_dump(tmp_path):
             assert _contains(d[name], value), (rtype, v, name)
         # tagged fields absent from the bytes come back at Kafka's defaults
         for fl in vsch.fields:
-            if fl.tag is not None and _in(fl.tagged, v):
+            if fl.tag is not None and in_range(fl.tagged, v):
                 assert bare[fl.name] == fl.default_value() != d[fl.name], (rtype, v, fl.name)
 
 
