@@ -234,7 +234,9 @@ def _read_value(r: Reader, fl: Field, version: int, flex: bool, path: str, fill:
     return _read_struct(r, fl.fields, version, flex, path, fill)
 
 
-def _read_field(r: Reader, fl: Field, version: int, flex: bool, path: str, fill: bool):
+def _read_field(
+    r: Reader, fl: Field, version: int, flex: bool, path: str, fill: bool, tagged: bool = False
+):
     if fl.array:
         at = r.pos
         n = r.length(flex, True, path)
@@ -246,14 +248,19 @@ def _read_field(r: Reader, fl: Field, version: int, flex: bool, path: str, fill:
             )
         return [_read_value(r, fl, version, flex, f"{path}[{i}]", fill) for i in range(n)]
     if fl.type == "struct" and in_range(fl.nullable, version):
+        # Kafka's generated code: an int8 marker (< 0 null) in the body; inside a tagged field
+        # an unsigned varint (0 null, 1 present), as Kafka 4.1 writes a null ClassicMemberMetadata
         at = r.pos
-        marker = r.fixed(_I8, path)
-        # Kafka writes -1 for null; Kafka 4.1 wrote a null tagged ClassicMemberMetadata as 0,
-        # which its own reader (and kafka-dump-log) take as null too
-        if marker in (-1, 0):
-            return None
+        if tagged:
+            marker = r.uvarint(path)
+            if marker == 0:
+                return None
+        else:
+            marker = r.fixed(_I8, path)
+            if marker < 0:
+                return None
         if marker != 1:
-            raise r.fail(f"nullable struct marker {marker} (expected -1, 0 or 1)", path, at)
+            raise r.fail(f"nullable struct marker {marker} (expected null or 1)", path, at)
     return _read_value(r, fl, version, flex, path, fill)
 
 
@@ -303,7 +310,7 @@ def _read_tagged(r: Reader, tagged: dict, out: dict, version: int, path: str, fi
             continue
         sub = Reader(r.buf, r.pos, r.pos + size, r.what)
         name = f"{path}.{fl.name}" if path else fl.name
-        out[fl.name] = _read_field(sub, fl, version, True, name, fill)
+        out[fl.name] = _read_field(sub, fl, version, True, name, fill, tagged=True)
         if sub.pos != sub.end:
             raise r.fail(
                 f"tagged field {tag} has {sub.end - sub.pos} bytes left over", name, sub.pos
@@ -386,7 +393,9 @@ def _write_value(out: bytearray, fl: Field, value, version: int, flex: bool) -> 
         _write_struct(out, fl.fields, value, version, flex)
 
 
-def _write_field(out: bytearray, fl: Field, value, version: int, flex: bool) -> None:
+def _write_field(
+    out: bytearray, fl: Field, value, version: int, flex: bool, tagged: bool = False
+) -> None:
     if fl.array:
         if value is None:
             _write_length(out, -1, flex, True)
@@ -396,10 +405,12 @@ def _write_field(out: bytearray, fl: Field, value, version: int, flex: bool) -> 
             _write_value(out, fl, v, version, flex)
         return
     if fl.type == "struct" and in_range(fl.nullable, version):
+        if tagged:  # the mirror of _read_field: a varint marker inside a tagged field
+            out.append(0 if value is None else 1)
+        else:
+            out += _I8.pack(-1 if value is None else 1)
         if value is None:
-            out += _I8.pack(-1)
             return
-        out += _I8.pack(1)
     _write_value(out, fl, value, version, flex)
 
 
@@ -412,7 +423,7 @@ def _write_struct(out: bytearray, fields, data: dict, version: int, flex: bool) 
         if flex and fl.tag is not None and in_range(fl.tagged, version):
             if value != fl.default_value():  # Kafka writes a tagged field only when not default
                 buf = bytearray()
-                _write_field(buf, fl, value, version, True)
+                _write_field(buf, fl, value, version, True, tagged=True)
                 tagged[fl.tag] = bytes(buf)
             continue
         _write_field(out, fl, value, version, flex)

@@ -162,3 +162,20 @@ def test_share_state_layout_is_reported():
             and d["snapshot_epoch"] == 3
             and d["state_batches"][0]["last_offset"] == 2
         )
+
+
+def test_nullable_struct_markers_as_kafka_generates_them():
+    # in the body: int8, -1 null / 1 present (StreamsGroupMemberMetadataValue.UserEndpoint)
+    sch = group.VALUES[19]
+    body = encode(sch, {"user_endpoint": None}, 0)
+    assert b"\xff" in body and decode_all(sch, body, 0)["user_endpoint"] is None
+    # inside a tagged field: unsigned varint, 0 null / 1 present (ClassicMemberMetadata, tag 0);
+    # Kafka 4.1 writes a null one explicitly: tag 0, size 1, marker 0
+    sch = group.VALUES[5]
+    plain = encode(sch, {}, 0)
+    explicit_null = plain[:-1] + b"\x01\x00\x01\x00"
+    assert decode_all(sch, explicit_null, 0)["classic_member_metadata"] is None
+    present = {"session_timeout_ms": 3, "supported_protocols": []}
+    body = encode(sch, {"classic_member_metadata": present}, 0)
+    assert body.endswith(b"\x01\x00\x07\x01\x00\x00\x00\x03\x01\x00")
+    assert decode_all(sch, body, 0)["classic_member_metadata"] == present
