@@ -220,6 +220,8 @@ def _read_value(r: Reader, fl: Field, version: int, flex: bool, path: str, fill:
         n = r.length(flex, False, path)
         if n == -1 and in_range(fl.nullable, version):
             return None
+        if n > 0x7FFF:  # Kafka's readers refuse it too
+            raise r.fail(f"string length {n} exceeds 32767", path, at)
         raw = r.take(n, path, at)
         try:
             return raw.decode("utf-8")
@@ -380,6 +382,8 @@ def _write_value(out: bytearray, fl: Field, value, version: int, flex: bool) -> 
             _write_length(out, -1, flex, False)
         else:
             raw = value.encode()
+            if len(raw) > 0x7FFF:
+                raise ValueError(f"{fl.name}: a string of {len(raw)} bytes (Kafka's limit: 32767)")
             _write_length(out, len(raw), flex, False)
             out += raw
     elif t in ("bytes", "records"):
