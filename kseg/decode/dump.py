@@ -19,10 +19,9 @@ from ..format import producer_snapshot as ps
 from ..format import txn_index as tx
 from ..format.batch import RecordBatch
 from ..format.compression import DEFAULT_MAX_DECOMPRESSED
-from ..format.control import parse_control
+from ..format.control import KRAFT_CONTROL_NAMES, parse_control
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
-from ..format.metadata import CONTROL_NAMES, decode_kraft_control, read_quorum_state
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
@@ -393,7 +392,9 @@ def _control_event(rec: tuple, name: str) -> dict:
     except CorruptionError as exc:
         ev.update(control_type=None, version=None, coordinator_epoch=None, error=exc.message)
         return ev
-    if ctl.type in CONTROL_NAMES:  # KRaft: LeaderChange, SnapshotHeader/Footer, KRaftVersion/Voters
+    if ctl.type in KRAFT_CONTROL_NAMES:  # LeaderChange, SnapshotHeader/Footer, KRaftVersion/Voters
+        from ..format.metadata import decode_kraft_control  # the schema tables load on first use
+
         try:
             ev["decoded"] = decode_kraft_control(ctl.type, rec[1])
         except CorruptionError as exc:
@@ -665,6 +666,8 @@ def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]
         elif kind == F.META_PROPERTIES:
             yield {"type": "meta_properties", "file": name, "properties": cp.read_properties(data)}
         elif kind == F.QUORUM_STATE:
+            from ..format.metadata import read_quorum_state
+
             yield {"type": "quorum_state", "file": name, **read_quorum_state(data)}
         elif kind == F.CLEAN_SHUTDOWN:
             yield {"type": "clean_shutdown", "file": name, **cp.read_clean_shutdown(data)}

@@ -7,14 +7,9 @@ from typing import BinaryIO
 
 import orjson
 
+from ..format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
+
 _OPTS = orjson.OPT_APPEND_NEWLINE
-_CONTROL_NAMES = {
-    2: "LeaderChange",
-    3: "SnapshotHeader",
-    4: "SnapshotFooter",
-    5: "KRaftVersion",
-    6: "KRaftVoters",
-}
 
 
 def _q(value: object) -> str:

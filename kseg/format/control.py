@@ -21,6 +21,14 @@ CONTROL_TYPES = {
     6: "KRAFT_VOTERS",
 }
 CURRENT_END_TXN_VERSION = 0
+# KRaft control record types, as kafka-dump-log names them (their values: format/metadata.py)
+KRAFT_CONTROL_NAMES = {
+    2: "LeaderChange",
+    3: "SnapshotHeader",
+    4: "SnapshotFooter",
+    5: "KRaftVersion",
+    6: "KRaftVoters",
+}
 
 
 @dataclass(slots=True, frozen=True)

@@ -8,6 +8,7 @@ records (types 2-6) carry their body with no frame, always at schema version 0.
 
 from __future__ import annotations
 
+from .control import KRAFT_CONTROL_NAMES
 from .errors import INVALID_RECORD, CorruptionError
 from .schema import Reader, Schema, decode_all, encode, write_uvarint
 from .schemas import kraft, metadata, remote_log
@@ -96,13 +97,7 @@ def metadata_schema(record: str | int) -> Schema:
 
 # --- KRaft control records ----------------------------------------------------------------
 
-CONTROL_NAMES = {  # how kafka-dump-log names them
-    2: "LeaderChange",
-    3: "SnapshotHeader",
-    4: "SnapshotFooter",
-    5: "KRaftVersion",
-    6: "KRaftVoters",
-}
+CONTROL_NAMES = KRAFT_CONTROL_NAMES  # how kafka-dump-log names them
 
 
 def decode_kraft_control(control_type: int, value: bytes | None) -> dict:
