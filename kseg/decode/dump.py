@@ -220,7 +220,7 @@ def _decoder_for(
     choice = opts.decoder
     if choice is None:
         choice = internal_topics.decoder_for_path(path)
-    return internal_topics.DECODERS.get(choice) if choice else None
+    return internal_topics.decoder(choice) if choice else None
 
 
 def _dump_log(

@@ -1,19 +1,23 @@
-"""Decoders for the internal topics, selected with --decoder or by the partition's topic."""
+"""Decoders for the internal topics, selected with --decoder or by the partition's topic.
+
+The decoders (and the schema tables behind them) are imported on first use: dumping an ordinary
+topic never loads them."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 
-from ..format.coordinator import consumer_offsets, share_group_state, transaction_state
-from ..format.metadata import decode_metadata, decode_remote_log_metadata
 from ..storage import files as F
 
+# --decoder name -> (module, function): function(key bytes | None, value bytes | None) -> dict
 DECODERS = {
-    "consumer-offsets": consumer_offsets,
-    "transaction-state": transaction_state,
-    "share-group-state": share_group_state,
-    "cluster-metadata": decode_metadata,
-    "remote-log-metadata": decode_remote_log_metadata,
+    "consumer-offsets": ("kseg.format.coordinator", "consumer_offsets"),
+    "transaction-state": ("kseg.format.coordinator", "transaction_state"),
+    "share-group-state": ("kseg.format.coordinator", "share_group_state"),
+    "cluster-metadata": ("kseg.format.metadata", "decode_metadata"),
+    "remote-log-metadata": ("kseg.format.metadata", "decode_remote_log_metadata"),
 }
 BY_TOPIC = {
     "__consumer_offsets": "consumer-offsets",
@@ -22,6 +26,14 @@ BY_TOPIC = {
     "__cluster_metadata": "cluster-metadata",
     "__remote_log_metadata": "remote-log-metadata",
 }
+
+
+def decoder(name: str) -> Callable[[bytes | None, bytes | None], dict] | None:
+    """The decoding function for a --decoder name (None for "none" or an unknown name)."""
+    where = DECODERS.get(name)
+    if where is None:
+        return None
+    return getattr(importlib.import_module(where[0]), where[1])
 
 
 def decoder_for_path(path: Path) -> str | None:
