@@ -248,6 +248,16 @@ def _read_field(
             raise r.fail(
                 f"array length {n} exceeds the data ({r.end - r.pos} bytes left)", path, at
             )
+        st = _FIXED.get(fl.type)
+        if st is not None:  # a run of fixed-width numbers: check the whole run, unpack at once
+            size = st.size * n
+            if size > r.end - r.pos:
+                raise r.fail(
+                    f"array of {n} {fl.type} needs {size} bytes, {r.end - r.pos} left", path, at
+                )
+            values = list(struct.unpack_from(f">{n}{st.format[-1]}", r.buf, r.pos))
+            r.pos += size
+            return values
         return [_read_value(r, fl, version, flex, f"{path}[{i}]", fill) for i in range(n)]
     if fl.type == "struct" and in_range(fl.nullable, version):
         # Kafka's generated code: an int8 marker (< 0 null) in the body; inside a tagged field
@@ -266,20 +276,49 @@ def _read_field(
     return _read_value(r, fl, version, flex, path, fill)
 
 
+_ABSENT, _TAGGED, _FIXED_WIDTH, _OTHER = range(4)
+_PLANS: dict[tuple[int, int, bool], tuple] = {}
+
+
+def _plan(fields: tuple[Field, ...], version: int, flex: bool) -> tuple:
+    """How to read ``fields`` at ``version``, worked out once: per field, absent / tagged /
+    fixed-width (read inline) / anything else, and the tagged fields by tag."""
+    key = (id(fields), version, flex)
+    plan = _PLANS.get(key)
+    if plan is None:
+        steps, tagged = [], {}
+        for fl in fields:
+            if not in_range(fl.versions, version):
+                steps.append((fl, _ABSENT, None))
+            elif flex and fl.tag is not None and in_range(fl.tagged, version):
+                tagged[fl.tag] = fl
+                steps.append((fl, _TAGGED, None))
+            elif not fl.array and fl.type in _FIXED:
+                steps.append((fl, _FIXED_WIDTH, _FIXED[fl.type]))
+            else:
+                steps.append((fl, _OTHER, None))
+        plan = (fields, steps, tagged)  # holding ``fields`` keeps its id from being reused
+        _PLANS[key] = plan
+    return plan
+
+
 def _read_struct(r: Reader, fields, version: int, flex: bool, path: str, fill: bool) -> dict:
     out: dict = {}
-    tagged: dict[int, Field] = {}
-    for fl in fields:
-        if not in_range(fl.versions, version):
-            if fill:
-                out[fl.name] = fl.default_value()
-            continue
-        if flex and fl.tag is not None and in_range(fl.tagged, version):
-            tagged[fl.tag] = fl
+    _, steps, tagged = _plan(fields, version, flex)
+    buf = r.buf
+    for fl, mode, st in steps:
+        if mode == _FIXED_WIDTH:
+            pos = r.pos
+            if pos + st.size > r.end:
+                sub = f"{path}.{fl.name}" if path else fl.name
+                raise r.fail(f"truncated: {st.size} bytes needed, {r.end - pos} left", sub)
+            out[fl.name] = st.unpack_from(buf, pos)[0]
+            r.pos = pos + st.size
+        elif mode == _OTHER:
+            sub = f"{path}.{fl.name}" if path else fl.name
+            out[fl.name] = _read_field(r, fl, version, flex, sub, fill)
+        elif mode == _TAGGED or fill:
             out[fl.name] = fl.default_value()
-            continue
-        sub = f"{path}.{fl.name}" if path else fl.name
-        out[fl.name] = _read_field(r, fl, version, flex, sub, fill)
     if flex:
         _read_tagged(r, tagged, out, version, path, fill)
     return out
