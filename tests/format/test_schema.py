@@ -179,3 +179,20 @@ def test_nullable_struct_markers_as_kafka_generates_them():
     body = encode(sch, {"classic_member_metadata": present}, 0)
     assert body.endswith(b"\x01\x00\x07\x01\x00\x00\x00\x03\x01\x00")
     assert decode_all(sch, body, 0)["classic_member_metadata"] == present
+
+
+def test_quorum_state_both_data_versions():
+    v0 = md.read_quorum_state(
+        b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+        b'"currentVoters":[{"voterId":1},{"voterId":2}],"data_version":0}'
+    )
+    assert v0 == {"cluster_id": "", "leader_id": 1, "leader_epoch": 2, "voted_id": -1,
+                  "applied_offset": 0, "current_voters": [{"voter_id": 1}, {"voter_id": 2}],
+                  "data_version": 0}  # fmt: skip
+    v1 = md.read_quorum_state(b'{"leaderId":1,"leaderEpoch":1,"votedId":-1,'
+                              b'"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}')  # fmt: skip
+    assert v1["voted_directory_id"] == "AAAAAAAAAAAAAAAAAAAAAA" and v1["data_version"] == 1
+    for bad, where in ((b'{"leaderId":1,', 14), (b"[1]", 0)):
+        e = _err(md.read_quorum_state, bad)
+        assert e.kind == "invalid_file" and e.position == where
+    assert "data_version 2 is unknown" in _err(md.read_quorum_state, b'{"data_version":2}').message
