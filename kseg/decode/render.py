@@ -234,7 +234,11 @@ def write_table(events: Iterable[dict], out: BinaryIO, chunk: int = 500) -> Iter
         nonlocal rows
         if not rows:
             return
-        cols = TABLE_COLUMNS.get(current) or tuple(k for k in rows[0] if k not in ("type", "file"))
+        # columns: the event type's, else every key of the run's rows in first-seen order (a
+        # tombstone row has fewer fields than the records around it)
+        cols = TABLE_COLUMNS.get(current) or tuple(
+            dict.fromkeys(k for r in rows for k in r if k not in ("type", "file"))
+        )
         table = Table(title=current, title_justify="left")
         for c in cols:
             table.add_column(c, overflow="fold")
@@ -263,12 +267,15 @@ def write_table(events: Iterable[dict], out: BinaryIO, chunk: int = 500) -> Iter
 
 
 def _table_row(ev: dict) -> tuple[str, dict]:
-    """A decoded metadata / KRaft control record gets a table of its own record kind, with a
-    column per field of its data; everything else its event type's columns."""
+    """A decoded internal-topic record gets a table of its own record kind with a column per
+    field (metadata and KRaft control: the fields of ``data``; coordinator records: their flat
+    fields); everything else, and a record that did not decode, its event type's columns."""
     d = ev.get("decoded")
-    if ev["type"] in ("record", "control") and _is_framed(d):
+    if d is None or ev["type"] not in ("record", "control") or "error" in d:
+        return ev["type"], ev
+    if _is_framed(d):
         return d["record"], {"offset": ev["offset"], **d["data"]}
-    return ev["type"], ev
+    return d["record"], {"offset": ev["offset"], **{k: v for k, v in d.items() if k != "record"}}
 
 
 def _cell(v: object) -> str:

@@ -66,3 +66,16 @@ def test_explicit_decoder_on_a_copied_file(real_root, tmp_path):
     wrong = run_kseg("dump", str(copy), "-f", "json", "--decoder", "cluster-metadata")
     errs = [e["decoded"] for e in _events(wrong.stdout) if e["type"] == "record"]
     assert wrong.returncode == 0 and all("error" in d and "byte" in d["field"] for d in errs)
+
+
+def test_table_has_a_column_per_field_of_each_record_kind(real_root):
+    log = real_root / DATA / "__cluster_metadata-0" / "00000000000000000000.log"
+    out = run_kseg("dump", str(log), "-f", "table", "--from-offset", "283", "--to-offset", "283")
+    text = out.stdout.decode()
+    assert out.returncode == 0 and "partition_record" in text
+    header = next(ln for ln in text.splitlines() if "partition_id" in ln)
+    assert all(c in header for c in ("offset", "topic_id", "replicas", "isr", "leader"))
+    offsets = real_root / DATA / "__transaction_state-1"
+    text = run_kseg("dump", str(offsets), "-f", "table", "--limit", "2").stdout.decode()
+    # a table titled by the record kind, its rows carrying the decoded fields (wide headers fold)
+    assert "\ntransaction " in text and "dev-pytx" in text and "60000" in text
