@@ -344,7 +344,7 @@ def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_eve
         except CorruptionError as exc:
             problems.append(exc)
     out = [ev] + [error_event(p, name) for p in problems]
-    if opts.skip_record_metadata:
+    if opts.skip_record_metadata and not opts.batches_only:
         out = out[1:]  # like kafka-dump-log: the records' payloads, no batch lines
     if opts.batches_only:
         if not budget.take():
