@@ -135,10 +135,10 @@ def test_share_state_both_layouts_and_txn_state(tmp_path):
     out = run_kseg("dump", str(tdir), "-f", "json").stdout
     d = [e["decoded"] for e in _events(out) if e["type"] == "record"]
     assert [x["value_version"] for x in d] == [0, 0, 1, 1]
-    assert (d[2]["next_producer_epoch"], d[2]["client_transaction_version"]) == (7, 7)
+    assert (d[2]["next_producer_id"], d[2]["client_transaction_version"]) == (7, 7)
     assert (d[2]["transaction_status"], d[2]["state"]) == (7, "PrepareEpochFence")
     # tagged fields: absent in v0 (defaults), absent from the bytes in the bare v1 record
-    assert d[0]["next_producer_epoch"] == d[3]["next_producer_epoch"] == -1
+    assert d[0]["next_producer_id"] == d[3]["next_producer_id"] == -1
     assert d[0]["previous_producer_id"] == d[3]["previous_producer_id"] == -1
 
 

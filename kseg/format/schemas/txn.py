@@ -11,9 +11,8 @@ VALUE = schema("TransactionLogValue", "0-1", "1+",
     f("PreviousProducerId int64 1+", tag=0, default=-1),
     f("NextProducerId int64 1+", tag=1, default=-1),
     f("ProducerEpoch int16 0+"),
-    # KIP-890 (transaction.version 2). Not in the definitions fetched (they stop at tag 2) and
-    # absent from the real 4.1 records: declared from the issue, unverified
-    f("NextProducerEpoch int16 1+", tag=3, default=-1),
+    # Tags past 2 (e.g. a later Kafka's next-producer epoch) are not declared: no definition of
+    # them could be checked, so they are shown raw under unknown_tagged_fields, never guessed.
     f("TransactionTimeoutMs int32 0+"),
     f("TransactionStatus int8 0+"),
     f("TransactionPartitions []PartitionsSchema 0+",
