@@ -232,18 +232,6 @@ def _emit(events, fmt: OutputFormat, line) -> object:
     return write_text(events, out, line)
 
 
-def _check_lock(target, force: bool) -> bool:
-    from .storage.lock import broker_lock_held
-
-    if force or not broker_lock_held(target.log_dir):
-        return True
-    _stderr(
-        f"{target.log_dir}/.lock is held: a broker is using this log dir. Stop it first, or pass --force "
-        "if you are sure (a running broker does not expect its files to change)."
-    )
-    return False
-
-
 def _targets(paths: list[Path], topic: str | None, partition: int | None):
     from .storage.tree import targets
 
@@ -285,17 +273,35 @@ def index_rebuild(
     is `verify --repair`). Exit codes: 0 done, 4 corruption found (indexes cover the valid prefix),
     8 operational error (broker lock held, write failed), 16 usage.
     """
+    from .storage.lock import LogDirLocks, held_message
     from .verify.rebuild import UNCHANGED, rebuild_target
 
     code = Exit.OK
     tlist = _targets(paths, topic, partition)
+    locks = LogDirLocks(force=force)
+    refused: set[Path] = set()
+    if not dry_run:  # every log dir's lock before anything is written
+        for t in tlist:
+            log_dir = t.log_dir.resolve()
+            if log_dir in refused:
+                continue
+            try:
+                ok = locks.acquire(log_dir)
+            except OSError as exc:
+                _stderr(f"{exc.filename}: {exc.strerror}: not rebuilding anything in {log_dir}")
+                ok = False
+            else:
+                if not ok:
+                    _stderr(held_message(log_dir) + "; not rebuilding anything there")
+            if not ok:
+                refused.add(log_dir)
+                code |= Exit.OPERATIONAL
 
     def events():
         nonlocal code
         segments = changed = 0
         for t in tlist:
-            if not dry_run and not _check_lock(t, force):
-                code |= Exit.OPERATIONAL
+            if t.log_dir.resolve() in refused:
                 continue
             try:
                 results = rebuild_target(
@@ -346,8 +352,9 @@ def index_rebuild(
             text += f"\n  ERROR {e['kind']} at byte {e['position']}: {e['message']} (indexes cover the bytes before it)"
         return text
 
-    for _ in _emit(events(), fmt, line):
-        pass
+    with locks:
+        for _ in _emit(events(), fmt, line):
+            pass
     raise typer.Exit(int(code))
 
 
@@ -483,9 +490,18 @@ def verify(
     )
     _targets(paths, topic, partition)  # validate paths up front: usage errors exit 16
     run = VerifyRun(opts)
-    for _ in _emit(run.events(paths), fmt, _verify_line):
+    for _ in _emit(_data_only(run.events(paths)), fmt, _verify_line):
         pass
     raise typer.Exit(int(run.code))
+
+
+def _data_only(events):
+    """Failures and notices go to stderr as one line each; everything else is data for stdout."""
+    for ev in events:
+        if ev["type"] in ("failure", "notice"):
+            _stderr(ev["message"])
+        else:
+            yield ev
 
 
 def _verify_line(ev: dict) -> str | None:
@@ -512,8 +528,6 @@ def _verify_line(ev: dict) -> str | None:
         return f"repaired {ev['partition']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
     if t == "repair_resumed":
         return f"resumed an interrupted repair of {ev['partition']} ({ev['quarantine']})"
-    if t == "repair_failed":
-        return f"REPAIR FAILED for {ev['partition']}: {ev['message']}"
     if t == "summary":
         return (
             f"{ev['partitions']} partitions, {ev['segments']} segments: {ev['errors']} errors, "
@@ -527,50 +541,86 @@ def restore(
     quarantine_dir: Annotated[
         Path,
         typer.Argument(
-            help="A quarantine directory written by verify --repair (holds manifest.json)."
+            help="A partition's quarantine dir (holds manifest.json) or a run's dir (one per "
+            "partition), as written by verify --repair.",
         ),
     ],
     force: Annotated[
         bool, typer.Option(help="Restore even though a broker holds <log.dir>/.lock.")
     ] = False,
+    base_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="For a manifest written by an older kseg with relative paths: the directory "
+            "the repair was run from."
+        ),
+    ] = None,
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """Undo a repair: truncated bytes appended back, quarantined segments and old index files put back.
 
-    Exit codes: 0 restored, 8 the files changed since the repair (nothing more is touched), 16 usage.
+    Everything is checked before anything changes: each file is as the repair left it (or already
+    restored), each quarantined file matches the sha256 in the manifest, free space suffices.
+    Exit codes: 0 restored, 8 refused or failed (the partition changed since the repair, a
+    manifest or quarantined file does not check out, lock held, no space), 16 usage.
     """
-    import json
-
     from .format.errors import KsegError
-    from .storage.lock import broker_lock_held
-    from .verify.repair import MANIFEST
-    from .verify.repair import restore as do_restore
+    from .storage.lock import LogDirLocks
+    from .verify.restore import NotAQuarantine, apply_restore, plan_restore
 
-    manifest = quarantine_dir / MANIFEST
-    if not manifest.is_file():
-        raise typer.BadParameter(
-            f"{quarantine_dir}: no {MANIFEST} here", param_hint="QUARANTINE_DIR"
-        )
-    log_dir = Path(json.loads(manifest.read_text())["log_dir"])
-    if not force and broker_lock_held(log_dir):
-        _stderr(f"{log_dir}/.lock is held: a broker is using this log dir (--force overrides)")
-        raise typer.Exit(int(Exit.OPERATIONAL))
-    try:
-        done = do_restore(quarantine_dir)
-    except (KsegError, OSError) as exc:
-        _stderr(f"restore stopped: {exc}")
-        raise typer.Exit(int(Exit.OPERATIONAL)) from None
-    events = [{"type": "restored", "action": a.action, "file": a.file} for a in done]
-    events.append({"type": "summary", "restored": len(done), "exit_code": 0})
+    with LogDirLocks(force=force) as locks:
+        try:
+            plans = plan_restore(quarantine_dir, locks, base_dir=base_dir)
+        except NotAQuarantine as exc:
+            raise typer.BadParameter(str(exc), param_hint="QUARANTINE_DIR") from None
+        except (KsegError, OSError) as exc:
+            _stderr(f"{_describe(exc)}; nothing was changed")
+            raise typer.Exit(int(Exit.OPERATIONAL)) from None
 
-    def line(ev):
-        if ev["type"] == "summary":
-            return f"restored {ev['restored']} actions from {quarantine_dir}"
-        return f"undid {ev['action']} of {ev['file']}"
+        def events():
+            total = 0
+            for pr in plans:
+                if pr.note:
+                    _stderr(f"{pr.qdir}: {pr.note}")
+                for a in apply_restore(pr):
+                    total += 1
+                    yield {
+                        "type": "restored",
+                        "action": a.action,
+                        "file": a.file,
+                        "quarantine": str(pr.qdir),
+                    }
+            yield {
+                "type": "summary",
+                "partitions": len(plans),
+                "restored": total,
+                "exit_code": 0,
+            }
 
-    for _ in _emit(iter(events), fmt, line):
-        pass
+        def line(ev):
+            if ev["type"] == "summary":
+                return (
+                    f"restored {ev['restored']} actions in {ev['partitions']} partitions "
+                    f"from {quarantine_dir}"
+                )
+            return f"undid {ev['action']} of {ev['file']}"
+
+        try:
+            for _ in _emit(events(), fmt, line):
+                pass
+        except (KsegError, OSError) as exc:
+            _stderr(
+                f"restore stopped: {_describe(exc)}; fix the cause and run the same `kseg restore` "
+                "again to finish"
+            )
+            raise typer.Exit(int(Exit.OPERATIONAL)) from None
     raise typer.Exit(0)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
 
 
 class SeekFormat(str, Enum):

@@ -1,9 +1,19 @@
-"""Replace a file atomically: write a temp file beside it, fsync, rename, fsync the directory."""
+"""Replace a file atomically: write a temp file beside it, fsync, rename, fsync the directory.
+
+Temp names are unique per call (pid and random), so two processes never write the same temp
+file, and a temp file is removed when the write fails or is interrupted.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
+
+TEMP_MARK = ".kseg-tmp-"
+_CHUNK = 1 << 20
 
 
 def fsync_dir(directory: str | Path) -> None:
@@ -14,15 +24,90 @@ def fsync_dir(directory: str | Path) -> None:
         os.close(fd)
 
 
+def temp_name(path: str | Path) -> Path:
+    """A hidden name beside ``path``, unique to this process and call."""
+    path = Path(path)
+    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and TEMP_MARK in name
+
+
+def _write_replace(path: Path, fill: Callable[[object], None]) -> None:
+    tmp = temp_name(path)
+    try:
+        with open(tmp, "xb") as f:
+            fill(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
 def atomic_write(path: str | Path, data: bytes, *, padded_to: int | None = None) -> None:
     """Write ``data`` (zero-padded to ``padded_to`` bytes if given) to ``path`` atomically."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.kseg-tmp")
-    with open(tmp, "wb") as f:
+
+    def fill(f) -> None:
         f.write(data)
         if padded_to is not None and padded_to > len(data):
             f.truncate(padded_to)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+
+    _write_replace(Path(path), fill)
+
+
+class CopyMismatch(Exception):
+    """The source did not hold the bytes expected (it changed, or is shorter)."""
+
+
+def atomic_copy(
+    src: str | Path, dest: str | Path, start: int, length: int, sha256: str | None = None
+) -> None:
+    """Copy ``length`` bytes of ``src`` from ``start`` to ``dest`` atomically (temp, fsync, rename).
+
+    With ``sha256`` the copied bytes are hashed on the way and must match, else CopyMismatch and
+    ``dest`` is left as it was. A copy cut short (no space, killed) leaves no ``dest`` behind.
+    """
+    h = hashlib.sha256()
+
+    def fill(fo) -> None:
+        with open(src, "rb") as fi:
+            fi.seek(start)
+            left = length
+            while left > 0:
+                chunk = fi.read(min(left, _CHUNK))
+                if not chunk:
+                    raise CopyMismatch(f"{src}: shorter than expected")
+                h.update(chunk)
+                fo.write(chunk)
+                left -= len(chunk)
+        if sha256 is not None and h.hexdigest() != sha256:
+            raise CopyMismatch(f"{src}: bytes differ from the sha256 recorded")
+
+    _write_replace(Path(dest), fill)
+
+
+def sha256_range(path: str | Path, start: int, end: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = f.read(min(left, _CHUNK))
+            if not chunk:
+                break
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+def sha256_file(path: str | Path) -> tuple[int, str]:
+    """(size, sha256) of a whole file."""
+    size = os.stat(path).st_size
+    return size, sha256_range(path, 0, size)

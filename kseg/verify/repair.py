@@ -1,76 +1,106 @@
 """`kseg verify --repair`: truncate like Kafka's recovery, and lose nothing.
 
-A repair is a plan, then its application:
+A repair is a plan, then its application (the caller holds the log dir's `.lock`):
 
-1. every byte to be removed is copied into a quarantine directory (tails of truncated logs, old
-   index files, the old leader-epoch checkpoint) and fsynced; later segments will be moved there;
-2. a manifest (status ``in_progress``) naming every action, with sha256 and lengths, is written
-   atomically;
-3. logs are truncated, later segments moved, indexes rebuilt (temp file, fsync, rename), the
-   leader-epoch checkpoint rewritten; each step is idempotent;
-4. the manifest becomes ``complete``.
+0. free space for everything the plan copies is checked (statvfs) before anything is written;
+1. the partition's quarantine dir gets its manifest first (status ``in_progress``, naming every
+   action with sha256 and lengths, ``changes_started: false``);
+2. every byte to be removed is copied into the quarantine (temp file, fsync, rename; the copy is
+   hashed and must match the plan);
+3. the manifest records ``changes_started: true``; then logs are truncated, later segments moved,
+   indexes rebuilt (temp file, fsync, rename), the leader-epoch checkpoint rewritten; each step
+   is idempotent and checks the files still match the plan;
+4. the manifest becomes ``complete``, with the state the repair left (sizes and sha256 of the
+   files it wrote, the live segments), which `restore` checks before it changes anything.
 
-Killed at any point, the data is either untouched (no manifest yet) or resumable: the next
-``verify --repair`` finds the ``in_progress`` manifest and finishes it. ``kseg restore`` puts
-everything back. The default quarantine lies BESIDE the log dir, never inside it: Kafka refuses to
-start with a directory in a log dir that is not a partition.
+Killed or failed at any point, the data is untouched (a failure before step 3 removes the
+quarantine dir again: nothing in it is needed) or resumable: the next ``verify --repair`` finds the
+manifest of the partition (by its real path, however it is spelled) and finishes it. If the
+partition changed before step 3 the stale plan is dropped and a new one made. ``kseg restore``
+puts everything back (see restore.py).
+
+Each action kind is one class below (what it quarantines, how it is applied, how it is undone);
+a new kind of repair is a new class in ACTIONS.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import os
-import shutil
-import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..format import checkpoint as cp
 from ..format.errors import CorruptionError, KsegError
 from ..storage import files as F
-from ..storage.atomic import atomic_write, fsync_dir
-from ..storage.tree import Target
+from ..storage.atomic import (
+    CopyMismatch,
+    atomic_copy,
+    atomic_write,
+    fsync_dir,
+    is_temp_name,
+    sha256_file,
+    sha256_range,
+)
+from ..storage.space import check_space, device
+from ..storage.tree import Target, segment_logs
+from .manifest import (
+    COMPLETE,
+    FAILED,
+    IN_PROGRESS,
+    INCOMPLETE,
+    Action,
+    Manifest,
+    ManifestError,
+    Plan,
+    load,
+    manifest_dirs,
+    new_partition_dir,
+    new_run_dir,
+    peek_status,
+    quarantine_file,
+    remove_quarantine_dir,
+    same_partition,
+    save,
+)
 from .partition import PartitionReport
 from .rebuild import rebuild_target
 
-MANIFEST = "manifest.json"
-IN_PROGRESS, COMPLETE, RESTORED = "in_progress", "complete", "restored"
 TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-CRASH_ENV = "KSEG_TEST_CRASH_AT"  # fault injection for the kill-during-repair tests
+CRASH_ENV = (
+    "KSEG_TEST_CRASH_AT"  # fault injection: exit at a named point (kill-during-repair tests)
+)
+STALL_ENV = "KSEG_TEST_STALL_AT"  # fault injection: stop at a named point until stdin closes
+
+__all__ = [
+    "Action",
+    "Plan",
+    "RepairError",
+    "RepairFailed",
+    "Quarantine",
+    "plan_repair",
+    "apply_plan",
+    "resume",
+    "incomplete_repairs",
+    "default_quarantine_root",
+]
 
 
 class RepairError(KsegError):
     """The files changed in a way the manifest does not explain: stop, change nothing more."""
 
 
-@dataclass(slots=True)
-class Action:
-    action: str  # truncate | move | replace | create
-    file: str
-    reason: str
-    position: int | None = None  # truncate: the new size
-    length: int | None = None  # bytes removed, moved or replaced
-    sha256: str | None = None
-    quarantine_file: str | None = None  # relative to the quarantine dir
-
-    def to_event(self, dry_run: bool) -> dict:
-        return {"type": "repair_action", "dry_run": dry_run, **asdict(self)}
+class MovedOn(RepairError):
+    """(restore) The partition is no longer as the repair left it: a broker wrote to it since."""
 
 
-@dataclass(slots=True)
-class Plan:
-    partition_dir: Path
-    actions: list[Action] = field(default_factory=list)
-    rebuild_logs: list[str] = field(default_factory=list)
-    epoch_truncate_to: int | None = None
-    index_interval_bytes: int = 4096
+class RepairFailed(KsegError):
+    """A repair stopped. ``changed``: whether the partition was touched (then it is resumable)."""
 
-    @property
-    def empty(self) -> bool:
-        return not self.actions and not self.rebuild_logs
+    def __init__(self, message: str, qdir: Path | None, changed: bool) -> None:
+        super().__init__(message)
+        self.qdir, self.changed = qdir, changed
 
 
 def default_quarantine_root(log_dir: Path) -> Path:
@@ -78,30 +108,330 @@ def default_quarantine_root(log_dir: Path) -> Path:
     return log_dir.parent / "kseg-quarantine" / log_dir.name
 
 
-def _sha256_range(path: Path, start: int, end: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = f.read(min(left, 1 << 20))
-            if not chunk:
-                break
-            h.update(chunk)
-            left -= len(chunk)
-    return h.hexdigest()
+# --- action kinds ------------------------------------------------------------------------------
+
+
+def _matches(path: Path, length: int | None, sha: str | None) -> bool:
+    """Is ``path`` a regular file holding exactly the recorded bytes?"""
+    try:
+        return path.is_file() and not path.is_symlink() and sha256_file(path) == (length, sha)
+    except OSError:
+        return False
+
+
+def _secure_copy(a: Action, q: Path, start: int, *, source_ok: bool) -> None:
+    """Make ``q`` hold the action's bytes (copied from ``a.file`` at ``start``) unless it does."""
+    if _matches(q, a.length, a.sha256):
+        return
+    if not source_ok:
+        raise RepairError(
+            f"{a.file}: changed since the repair was planned, and its quarantined copy {q} is "
+            "missing or damaged; stopping"
+        )
+    try:
+        atomic_copy(a.file, q, start, a.length, a.sha256)
+    except CopyMismatch as exc:
+        raise RepairError(f"{exc}; changed since the repair was planned") from None
+    fsync_dir(q.parent)
+
+
+class ActionKind:
+    """How one kind of action is secured, applied, checked for restore and undone."""
+
+    name = ""
+    required: tuple[str, ...] = ()  # fields a manifest must give for this kind
+    crash_point: str | None = None  # fault-injection name after applying all actions of the kind
+
+    def quarantine_bytes(self, a: Action) -> int:
+        """Bytes copied into the quarantine before any change."""
+        return 0
+
+    def moved_bytes(self, a: Action) -> int:
+        """Bytes moved at change time (copied when the quarantine is on another filesystem)."""
+        return 0
+
+    def partition_bytes(self, a: Action) -> int:
+        """Bytes written beside the file in the partition dir while applying (temp files)."""
+        return 0
+
+    def planned(self, a: Action) -> bool:
+        """Is the file still exactly as the plan saw it?"""
+        return True
+
+    def secure(self, a: Action, q: Path | None) -> None:
+        """Before any change: make sure the quarantine holds every byte this action removes."""
+
+    def apply(self, a: Action, q: Path | None) -> None:
+        """Carry the action out; a no-op if done before (resume)."""
+
+    def record_after(self, a: Action) -> None:
+        """At completion: note the state the repair left, for restore to check."""
+
+    # restore side
+    def restore_pending(self, a: Action, q: Path | None) -> bool:
+        """True if the action still has to be undone, False if it is (or never was) applied;
+        MovedOn if the file is in neither state."""
+        return False
+
+    def restore_bytes(self, a: Action, q: Path | None, cross_device: bool) -> int:
+        return 0
+
+    def undo(self, a: Action, q: Path | None) -> None:
+        pass
+
+
+class Truncate(ActionKind):
+    name = TRUNCATE
+    required = ("position", "length", "sha256", "quarantine_file")
+    crash_point = "truncated"
+
+    def quarantine_bytes(self, a):
+        return a.length
+
+    def planned(self, a):
+        path = Path(a.file)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return False
+        end = a.position + a.length
+        return size == end and sha256_range(path, a.position, end) == a.sha256
+
+    def secure(self, a, q):
+        _secure_copy(a, q, a.position, source_ok=self.planned(a))
+
+    def apply(self, a, q):
+        path = Path(a.file)
+        size = path.stat().st_size
+        if size == a.position:
+            return  # done before a crash
+        if not self.planned(a):
+            raise RepairError(
+                f"{path}: changed since the repair was planned (size {size}); not truncating"
+            )
+        with open(path, "r+b") as f:
+            f.truncate(a.position)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        size = path.stat().st_size if path.exists() else None
+        if size == a.position + a.length and self.planned(a):
+            return False
+        if not _matches(q, a.length, a.sha256):
+            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
+        if size == a.position:
+            return True
+        if (
+            size is not None
+            and a.position < size < a.position + a.length
+            and sha256_range(path, a.position, size) == sha256_range(q, 0, size - a.position)
+        ):
+            return True  # an append-back cut short: its bytes are ours
+        raise MovedOn(
+            f"{path}: {size} bytes, but the repair left {a.position} (and the original had "
+            f"{a.position + a.length}): the log changed since the repair (did a broker run?)"
+        )
+
+    def restore_bytes(self, a, q, cross_device):
+        return a.length
+
+    def undo(self, a, q):
+        path = Path(a.file)
+        with open(path, "r+b") as f, open(q, "rb") as src:
+            f.truncate(a.position)  # drops only a cut-short append of our own (checked)
+            f.seek(a.position)
+            while chunk := src.read(1 << 20):
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        if not self.planned(a):
+            raise RepairError(
+                f"{path}: appending the quarantined bytes back did not give the original"
+            )
+
+
+class Move(ActionKind):
+    name = MOVE
+    required = ("length", "sha256", "quarantine_file")
+    crash_point = "moved"
+
+    def moved_bytes(self, a):
+        return a.length
+
+    def planned(self, a):
+        return _matches(Path(a.file), a.length, a.sha256)
+
+    def apply(self, a, q):
+        src = Path(a.file)
+        if not src.exists():
+            if _matches(q, a.length, a.sha256):
+                return  # done before a crash
+            raise RepairError(f"{src}: missing, and not in the quarantine either")
+        if q.exists():
+            if not _matches(q, a.length, a.sha256):
+                raise RepairError(f"{q} exists and differs from {src}")
+            src.unlink()  # a cross-device copy finished but the unlink did not
+            fsync_dir(src.parent)
+            return
+        if src.stat().st_size != a.length:
+            raise RepairError(f"{src}: changed since the repair was planned; not moving it")
+        try:
+            os.rename(src, q)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            try:  # the quarantine is on another filesystem: copy (checked), then unlink
+                atomic_copy(src, q, 0, a.length, a.sha256)
+            except CopyMismatch as exc2:
+                raise RepairError(f"{exc2}; changed since the repair was planned") from None
+            fsync_dir(q.parent)
+            src.unlink()
+        fsync_dir(q.parent)
+        fsync_dir(src.parent)
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        if path.exists():
+            if _matches(path, a.length, a.sha256):
+                return False
+            raise MovedOn(
+                f"{path}: exists with other bytes than the segment the repair moved away: the "
+                "partition changed since the repair (did a broker run?)"
+            )
+        if not _matches(q, a.length, a.sha256):
+            raise RepairError(
+                f"{path}: not in place, and {q} is missing or does not match the manifest's sha256"
+            )
+        return True
+
+    def restore_bytes(self, a, q, cross_device):
+        return a.length if cross_device else 0
+
+    def undo(self, a, q):
+        path = Path(a.file)
+        if os.stat(q).st_dev == os.stat(path.parent).st_dev:
+            os.rename(q, path)
+        else:
+            atomic_copy(q, path, 0, a.length, a.sha256)
+            fsync_dir(path.parent)
+            q.unlink()
+        fsync_dir(path.parent)
+        fsync_dir(q.parent)
+
+
+class Replace(ActionKind):
+    """A file rewritten by a later step (index rebuild, epoch checkpoint): the old one is kept."""
+
+    name = REPLACE
+    required = ("length", "sha256", "quarantine_file")
+
+    def quarantine_bytes(self, a):
+        return a.length
+
+    def partition_bytes(self, a):
+        return a.length  # the rewritten file's temp copy, about as large
+
+    def planned(self, a):
+        return _matches(Path(a.file), a.length, a.sha256)
+
+    def secure(self, a, q):
+        _secure_copy(a, q, 0, source_ok=self.planned(a))
+
+    def record_after(self, a):
+        p = Path(a.file)
+        a.after_length, a.after_sha256 = sha256_file(p) if p.exists() else (None, None)
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        now = sha256_file(path) if path.exists() else None
+        if now == (a.length, a.sha256):
+            return False
+        if not _matches(q, a.length, a.sha256):
+            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
+        if now is None:
+            return True
+        if a.after_sha256 is None or now == (a.after_length, a.after_sha256):
+            return True
+        raise MovedOn(
+            f"{path}: differs from what the repair wrote: the partition changed since the "
+            "repair (did a broker run?)"
+        )
+
+    def restore_bytes(self, a, q, cross_device):
+        return a.length
+
+    def undo(self, a, q):
+        atomic_copy(q, a.file, 0, a.length, a.sha256)
+
+
+class Create(ActionKind):
+    """A file the repair created (a missing index): undone by deleting it, if still ours."""
+
+    name = CREATE
+
+    def record_after(self, a):
+        p = Path(a.file)
+        a.after_length, a.after_sha256 = sha256_file(p) if p.exists() else (None, None)
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        if not path.exists():
+            return False
+        if a.after_sha256 is not None:
+            if sha256_file(path) == (a.after_length, a.after_sha256):
+                return True
+        elif path.suffix in INDEX_SUFFIXES:
+            return True  # an older manifest: an index is always rebuildable from its log
+        raise MovedOn(
+            f"{path}: differs from what the repair created: the partition changed since the "
+            "repair (did a broker run?)"
+        )
+
+    def undo(self, a, q):
+        Path(a.file).unlink(missing_ok=True)
+        fsync_dir(Path(a.file).parent)
+
+
+# applied in this order (truncations before moves, as Kafka's recovery); undone in reverse
+ACTIONS: dict[str, ActionKind] = {k.name: k for k in (Truncate(), Move(), Replace(), Create())}
+
+
+def kind_of(a: Action) -> ActionKind:
+    try:
+        return ACTIONS[a.action]
+    except KeyError:
+        raise ManifestError(f"{a.file}: unknown action {a.action!r}") from None
+
+
+def check_actions(m: Manifest, where: Path) -> None:
+    """Every action of a loaded manifest is of a known kind and gives what that kind needs."""
+    for a in m.actions:
+        kind = kind_of(a)
+        missing = [f for f in kind.required if getattr(a, f) is None]
+        if missing:
+            raise ManifestError(f"{where}: {a.action} of {a.file} lacks {', '.join(missing)}")
+
+
+def qfile(qdir: Path, a: Action) -> Path | None:
+    return quarantine_file(qdir, a.quarantine_file) if a.quarantine_file else None
+
+
+# --- planning ------------------------------------------------------------------------------------
 
 
 def plan_repair(
     report: PartitionReport, *, keep_later_segments: bool = False, index_interval_bytes: int = 4096
 ) -> Plan:
-    pdir = report.target.partition_dir
+    """What a repair of ``report``'s partition would do. Paths are absolute and resolved: a
+    manifest must mean the same files whatever directory a later command runs in."""
+    pdir = report.target.partition_dir.resolve()
     plan = Plan(pdir, index_interval_bytes=index_interval_bytes)
-    qprefix = pdir.name
     rebuild: list[Path] = []
     first = report.first_corrupt
     for i, scan in enumerate(report.scans):
-        log = scan.log
+        log = pdir / scan.log.name
         if scan.corrupt and (first == i or keep_later_segments):
             if scan.valid_bytes < scan.size:
                 reason = f"{scan.first_error.kind} at byte {scan.valid_bytes}: {scan.first_error.message}"
@@ -112,8 +442,8 @@ def plan_repair(
                         reason,
                         position=scan.valid_bytes,
                         length=scan.size - scan.valid_bytes,
-                        sha256=_sha256_range(log, scan.valid_bytes, scan.size),
-                        quarantine_file=f"{qprefix}/{log.name}.tail-at-{scan.valid_bytes}",
+                        sha256=sha256_range(log, scan.valid_bytes, scan.size),
+                        quarantine_file=f"{log.name}.tail-at-{scan.valid_bytes}",
                     )
                 )
             rebuild.append(log)
@@ -121,7 +451,7 @@ def plan_repair(
             for p in [log] + [log.with_suffix(s) for s in INDEX_SUFFIXES]:
                 if p.exists():
                     why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
-                    plan.actions.append(_whole_file(MOVE, p, why, qprefix))
+                    plan.actions.append(_whole_file(MOVE, p, why))
         elif any(
             st is not None and st.status in ("wrong", "missing")
             for st in (scan.offset_index, scan.time_index)
@@ -134,7 +464,7 @@ def plan_repair(
                 k = F.file_kind(p)
                 if k.kind == F.SNAPSHOT and not k.temp_suffix and k.base_offset > end:
                     why = f"producer snapshot past the new log end {end}"
-                    plan.actions.append(_whole_file(MOVE, p, why, qprefix))
+                    plan.actions.append(_whole_file(MOVE, p, why))
         epochs = pdir / "leader-epoch-checkpoint"
         if epochs.exists() and not keep_later_segments:
             try:
@@ -144,236 +474,200 @@ def plan_repair(
             if any(e.start_offset >= end for e in entries):
                 plan.epoch_truncate_to = end
                 why = f"leader epochs starting at or past the new log end {end}"
-                plan.actions.append(_whole_file(REPLACE, epochs, why, qprefix))
+                plan.actions.append(_whole_file(REPLACE, epochs, why))
     for log in rebuild:
         for suffix in INDEX_SUFFIXES:
             p = log.with_suffix(suffix)
             if p.exists():
-                plan.actions.append(_whole_file(REPLACE, p, "index rebuilt from the log", qprefix))
+                plan.actions.append(_whole_file(REPLACE, p, "index rebuilt from the log"))
             elif suffix != ".txnindex":
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     plan.rebuild_logs = [str(p) for p in rebuild]
     return plan
 
 
-def _whole_file(action: str, path: Path, reason: str, qprefix: str) -> Action:
+def _whole_file(action: str, path: Path, reason: str) -> Action:
     """An action on a whole file (moved, or replaced after a copy): its size and sha256 now."""
-    size = path.stat().st_size
-    return Action(
-        action,
-        str(path),
-        reason,
-        length=size,
-        sha256=_sha256_range(path, 0, size),
-        quarantine_file=f"{qprefix}/{path.name}",
-    )
+    size, sha = sha256_file(path)
+    return Action(action, str(path), reason, length=size, sha256=sha, quarantine_file=path.name)
 
 
-# --- applying -----------------------------------------------------------------------------
+# --- applying ------------------------------------------------------------------------------------
 
 
-def _crash_point(name: str) -> None:
+def fault_point(name: str) -> None:
     if os.environ.get(CRASH_ENV) == name:
         os._exit(99)
+    if os.environ.get(STALL_ENV) == name:
+        import sys
+
+        sys.stderr.write(f"kseg: stalled at {name}\n")
+        sys.stderr.flush()
+        sys.stdin.read()  # until the test closes our stdin
 
 
-def _copy_range(src: Path, dest: Path, start: int, length: int) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(src, "rb") as fi, open(dest, "wb") as fo:
-        fi.seek(start)
-        left = length
-        while left > 0:
-            chunk = fi.read(min(left, 1 << 20))
-            if not chunk:
-                raise RepairError(f"{src}: shorter than planned while copying to quarantine")
-            fo.write(chunk)
-            left -= len(chunk)
-        fo.flush()
-        os.fsync(fo.fileno())
+class Quarantine:
+    """One run's quarantine under ``root``: the run dir is made when the first partition needs it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.run_dir: Path | None = None
+
+    def partition_dir(self, partition: str) -> Path:
+        if self.run_dir is None or not self.run_dir.is_dir():
+            self.run_dir = new_run_dir(self.root)
+        return new_partition_dir(self.run_dir, partition)
 
 
-def _write_manifest(qdir: Path, plan: Plan, status: str, log_dir: Path) -> None:
-    doc = {
-        "version": 1,
-        "tool": "kseg",
-        "status": status,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "log_dir": str(log_dir),
-        "partition_dir": str(plan.partition_dir),
-        "index_interval_bytes": plan.index_interval_bytes,
-        "rebuild_logs": plan.rebuild_logs,
-        "epoch_truncate_to": plan.epoch_truncate_to,
-        "actions": [asdict(a) for a in plan.actions],
-    }
-    atomic_write(qdir / MANIFEST, json.dumps(doc, indent=2).encode() + b"\n")
-
-
-def new_quarantine_dir(root: Path, partition: str) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for n in range(1000):
-        qdir = root / (f"{stamp}-{partition}" if n == 0 else f"{stamp}-{partition}-{n}")
-        try:
-            qdir.mkdir(parents=True)
-            return qdir
-        except FileExistsError:
-            continue
-    raise RepairError(f"cannot create a quarantine directory under {root}")
-
-
-def apply_plan(plan: Plan, quarantine_root: Path, log_dir: Path) -> Path:
-    """Carry out ``plan``; return the quarantine dir (holding the manifest and the bytes)."""
-    qdir = new_quarantine_dir(quarantine_root, plan.partition_dir.name)
+def _check_plan_space(plan: Manifest, qroot: Path) -> None:
+    cross = device(qroot) != device(plan.partition_dir)
+    q = p = 0
     for a in plan.actions:
-        if a.action == TRUNCATE:
-            _copy_range(Path(a.file), qdir / a.quarantine_file, a.position, a.length)
-        elif a.action == REPLACE:
-            _copy_range(Path(a.file), qdir / a.quarantine_file, 0, a.length)
-    for d in {(qdir / a.quarantine_file).parent for a in plan.actions if a.quarantine_file} | {
-        qdir
-    }:
-        d.mkdir(parents=True, exist_ok=True)
-        fsync_dir(d)
-    _crash_point("copied")
-    _write_manifest(qdir, plan, IN_PROGRESS, log_dir)
-    fsync_dir(qdir.parent)
-    _crash_point("manifest")
-    _carry_out(qdir, plan, log_dir)
+        k = kind_of(a)
+        q += k.quarantine_bytes(a) + (k.moved_bytes(a) if cross else 0)
+        p += k.partition_bytes(a)
+    check_space([(qroot, q), (plan.partition_dir, p)])
+
+
+def remove_temps(directory: Path) -> None:
+    """Temp files a killed kseg left (its own hidden names only; we hold the lock)."""
+    try:
+        names = [p for p in directory.iterdir() if is_temp_name(p.name)]
+    except OSError:
+        return
+    for p in names:
+        p.unlink(missing_ok=True)
+
+
+def apply_plan(plan: Plan, quarantine: Quarantine) -> Path:
+    """Carry out ``plan``; return the partition's quarantine dir (manifest and removed bytes).
+
+    Raises RepairFailed; its message names the path and what to do.
+    """
+    _check_plan_space(plan, quarantine.root)
+    remove_temps(plan.partition_dir)
+    qdir = quarantine.partition_dir(plan.partition_dir.name)
+    plan.run = qdir.parent.name
+    plan.status, plan.changes_started = IN_PROGRESS, False
+    try:
+        save(qdir, plan)
+    except BaseException:
+        remove_quarantine_dir(qdir)
+        raise
+    _run(qdir, plan)
     return qdir
 
 
-def _carry_out(qdir: Path, plan: Plan, log_dir: Path) -> None:
-    for a in plan.actions:
-        if a.action == TRUNCATE:
-            _truncate(a)
-            _crash_point("truncated")
-    for a in plan.actions:
-        if a.action == MOVE:
-            _move(a, qdir)
-            _crash_point("moved")
-    if plan.rebuild_logs:
-        logs = [Path(p) for p in plan.rebuild_logs]
-        rebuild_target(
-            Target(plan.partition_dir, logs), index_interval_bytes=plan.index_interval_bytes
-        )
-        _crash_point("rebuilt")
-    if plan.epoch_truncate_to is not None:
-        path = plan.partition_dir / "leader-epoch-checkpoint"
-        entries = cp.read_leader_epoch_checkpoint(path.read_bytes())
-        kept = [e for e in entries if e.start_offset < plan.epoch_truncate_to]
-        atomic_write(path, cp.encode_leader_epoch_checkpoint(kept))
-    _write_manifest(qdir, plan, COMPLETE, log_dir)
-
-
-def _truncate(a: Action) -> None:
-    path = Path(a.file)
-    size = path.stat().st_size
-    if size == a.position:
-        return  # done before a crash
-    if size != a.position + a.length or _sha256_range(path, a.position, size) != a.sha256:
-        raise RepairError(
-            f"{path}: changed since the repair was planned (size {size}); not truncating"
-        )
-    with open(path, "r+b") as f:
-        f.truncate(a.position)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _move(a: Action, qdir: Path) -> None:
-    src, dst = Path(a.file), qdir / a.quarantine_file
-    if not src.exists() and dst.exists():
-        return  # done before a crash
-    if dst.exists() and src.exists():
-        if _sha256_range(dst, 0, dst.stat().st_size) == a.sha256 and dst.stat().st_size == a.length:
-            src.unlink()  # a cross-device copy finished but the unlink did not
-            fsync_dir(src.parent)
-            return
-        raise RepairError(f"{dst} exists and differs from {src}")
-    if not src.exists():
-        raise RepairError(f"{src}: missing, and not in the quarantine either")
-    dst.parent.mkdir(parents=True, exist_ok=True)
+def _run(qdir: Path, m: Manifest) -> None:
     try:
-        os.rename(src, dst)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:  # the quarantine is on another filesystem: copy
-            raise
-        _copy_range(src, dst, 0, a.length)
-        src.unlink()
-    fsync_dir(dst.parent)
-    fsync_dir(src.parent)
+        for a in m.actions:
+            kind_of(a).secure(a, qfile(qdir, a))
+        fsync_dir(qdir)
+        fault_point("copied")
+        if not m.changes_started:
+            m.changes_started = True
+            save(qdir, m)
+        fault_point("manifest")
+        _carry_out(qdir, m)
+    except BaseException as exc:
+        raise _failed(qdir, m, exc) from None
 
 
-def _load(qdir: Path) -> tuple[dict, Plan]:
-    doc = json.loads((qdir / MANIFEST).read_text())
-    plan = Plan(
-        Path(doc["partition_dir"]),
-        [Action(**a) for a in doc["actions"]],
-        doc["rebuild_logs"],
-        doc["epoch_truncate_to"],
-        doc["index_interval_bytes"],
-    )
-    return doc, plan
-
-
-def incomplete_repairs(quarantine_root: Path, partition_dir: Path) -> list[Path]:
-    """Quarantine dirs whose manifest says a repair of ``partition_dir`` was interrupted."""
-    if not quarantine_root.is_dir():
-        return []
-    out = []
-    for m in sorted(quarantine_root.glob(f"*/{MANIFEST}")):
+def _failed(qdir: Path, m: Manifest, exc: BaseException) -> BaseException:
+    """Record a failure: drop the quarantine if nothing changed, else mark the manifest failed."""
+    if isinstance(exc, OSError):
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc.strerror or exc)
+    elif isinstance(exc, KeyboardInterrupt):
+        what = "interrupted"
+    else:
+        what = str(exc)
+    if not m.changes_started:
+        remove_quarantine_dir(qdir)
+        msg = f"{m.partition_dir}: repair failed before changing anything: {what}"
+        hint = _hint(exc)
+        failure: BaseException = RepairFailed(f"{msg}{hint}", None, False)
+    else:
+        m.status, m.error = FAILED, what
         try:
-            doc = json.loads(m.read_text())
-        except (OSError, ValueError):
-            continue
-        if doc.get("status") == IN_PROGRESS and Path(doc.get("partition_dir", "")) == partition_dir:
-            out.append(m.parent)
-    return out
+            save(qdir, m)
+        except OSError:
+            pass  # the manifest still says in_progress: resumable all the same
+        failure = RepairFailed(
+            f"{m.partition_dir}: repair stopped half-way: {what}{_hint(exc)}; then re-run "
+            f"`kseg verify --repair` to finish it, or `kseg restore {qdir}` to undo it",
+            qdir,
+            True,
+        )
+    if isinstance(exc, KeyboardInterrupt):
+        return exc  # an interrupt stays an interrupt (exit 32); the manifest says what to do
+    return failure
 
 
-def resume(qdir: Path) -> Plan:
-    doc, plan = _load(qdir)
-    _carry_out(qdir, plan, Path(doc["log_dir"]))
-    return plan
+def _hint(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+            return " (make it writable: check permissions, `lsattr` for the immutable flag, a read-only mount)"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return " (free space, or choose another place with --quarantine)"
+    return ""
 
 
-def restore(qdir: Path) -> list[Action]:
-    """Undo a repair recorded in ``qdir``: bytes appended back, segments moved back, old files back."""
-    doc, plan = _load(qdir)
-    if doc["status"] == RESTORED:
-        return []
-    done = []
-    for a in reversed(plan.actions):
-        path = Path(a.file)
-        if a.action == CREATE:
-            if path.exists():
-                path.unlink()
-        elif a.action == REPLACE:
-            atomic_write(path, (qdir / a.quarantine_file).read_bytes())
-        elif a.action == MOVE:
-            src = qdir / a.quarantine_file
-            if src.exists() and not path.exists():
-                os.rename(
-                    src, path
-                ) if src.stat().st_dev == path.parent.stat().st_dev else shutil.move(src, path)
-                fsync_dir(path.parent)
-            elif not path.exists():
-                raise RepairError(f"{path}: neither in place nor in the quarantine")
-        elif a.action == TRUNCATE:
-            size = path.stat().st_size
-            if size == a.position + a.length and _sha256_range(path, a.position, size) == a.sha256:
-                pass
-            elif size == a.position:
-                with open(path, "ab") as f, open(qdir / a.quarantine_file, "rb") as q:
-                    shutil.copyfileobj(q, f, 1 << 20)
-                    f.flush()
-                    os.fsync(f.fileno())
-            else:
-                raise RepairError(
-                    f"{path}: size {size} is neither the truncated {a.position} nor the original {a.position + a.length}"
-                )
-        done.append(a)
-    if plan.rebuild_logs:
-        fsync_dir(plan.partition_dir)
-    doc["status"] = RESTORED
-    atomic_write(qdir / MANIFEST, json.dumps(doc, indent=2).encode() + b"\n")
-    return done
+def _carry_out(qdir: Path, m: Manifest) -> None:
+    for kind in ACTIONS.values():
+        todo = [a for a in m.actions if a.action == kind.name]
+        for a in todo:
+            kind.apply(a, qfile(qdir, a))
+        if todo and kind.crash_point:
+            fault_point(kind.crash_point)
+    if m.rebuild_logs:
+        logs = [Path(p) for p in m.rebuild_logs]
+        rebuild_target(Target(m.partition_dir, logs), index_interval_bytes=m.index_interval_bytes)
+        fault_point("rebuilt")
+    if m.epoch_truncate_to is not None:
+        path = m.partition_dir / "leader-epoch-checkpoint"
+        entries = cp.read_leader_epoch_checkpoint(path.read_bytes())
+        kept = [e for e in entries if e.start_offset < m.epoch_truncate_to]
+        atomic_write(path, cp.encode_leader_epoch_checkpoint(kept))
+    for a in m.actions:
+        kind_of(a).record_after(a)
+    m.after_logs = {p.name: p.stat().st_size for p in segment_logs(m.partition_dir)}
+    m.status, m.error = COMPLETE, None
+    save(qdir, m)
+
+
+# --- resuming ------------------------------------------------------------------------------------
+
+
+def incomplete_repairs(quarantine_roots: list[Path], partition_dir: Path) -> Iterator[Path]:
+    """Quarantine dirs whose manifest says a repair of ``partition_dir`` did not finish.
+
+    The partition is matched by its real identity (resolved path, or device and inode), never
+    by how a path was spelled on the command line.
+    """
+    seen: set[Path] = set()
+    for root in quarantine_roots:
+        for qdir in manifest_dirs(root):
+            status, pdir, _ = peek_status(qdir)
+            if status in INCOMPLETE and pdir and same_partition(pdir, partition_dir):
+                real = qdir.resolve()
+                if real not in seen:
+                    seen.add(real)
+                    yield qdir
+
+
+def resume(qdir: Path) -> Manifest | None:
+    """Finish an interrupted repair. None if it had not begun changing the partition and the
+    partition changed since it was planned: its quarantine is dropped and the caller plans anew.
+    """
+    try:
+        m = load(qdir)
+        check_actions(m, qdir)
+    except ManifestError as exc:
+        raise RepairFailed(f"cannot resume: {exc}", qdir, True) from None
+    remove_temps(qdir)
+    remove_temps(m.partition_dir)
+    if not m.changes_started and not all(kind_of(a).planned(a) for a in m.actions):
+        remove_quarantine_dir(qdir)
+        return None
+    _run(qdir, m)
+    return m

@@ -7,12 +7,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exitcodes import Exit
-from ..format.errors import KsegError
-from ..storage.lock import broker_lock_held
+from ..storage.lock import LogDirLocks, held_message
+from ..storage.space import NoSpace
 from ..storage.tree import ROOT, Target, path_kind, targets
 from . import findings as K
+from .manifest import ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
-from .repair import apply_plan, default_quarantine_root, incomplete_repairs, plan_repair, resume
+from .repair import (
+    Quarantine,
+    RepairError,
+    RepairFailed,
+    apply_plan,
+    default_quarantine_root,
+    incomplete_repairs,
+    plan_repair,
+    resume,
+)
 
 _COUNTED = (K.ERROR, K.WARNING)
 
@@ -36,33 +46,80 @@ class VerifyRun:
         self.code = Exit.OK
         self.counts = {K.ERROR: 0, K.WARNING: 0, K.INFO: 0}
         self.partitions = self.segments = self.repaired = 0
-        self._locks: dict[Path, bool] = {}
+        self.writing = opts.repair and not opts.dry_run
+        self._locks = LogDirLocks(force=opts.force)
+        self._quarantines: dict[Path, Quarantine] = {}
 
     def _finding(self, f: K.Finding, **extra) -> dict:
         self.counts[f.severity] += 1
         return {**f.to_event(), **extra}
 
-    def _lock_ok(self, log_dir: Path) -> bool:
-        if self.opts.force:
-            return True
-        if log_dir not in self._locks:
-            self._locks[log_dir] = not broker_lock_held(log_dir)
-        return self._locks[log_dir]
+    def _failure(self, message: str) -> dict:
+        """A failure event: the CLI writes it to stderr (one line), never to stdout."""
+        self.code |= Exit.OPERATIONAL
+        return {"type": "failure", "message": message}
 
-    def _quarantine_root(self, t: Target) -> Path:
-        return self.opts.quarantine or default_quarantine_root(t.log_dir)
+    def _quarantine(self, t: Target) -> Quarantine:
+        root = self.opts.quarantine or default_quarantine_root(t.log_dir)
+        key = root.absolute()
+        if key not in self._quarantines:
+            self._quarantines[key] = Quarantine(key)
+        return self._quarantines[key]
+
+    def _quarantine_roots(self, t: Target) -> list[Path]:
+        """Where an unfinished repair of ``t`` may be: the default place and --quarantine."""
+        roots = [default_quarantine_root(t.log_dir)]
+        if self.opts.quarantine is not None:
+            roots.insert(0, self.opts.quarantine)
+        return roots
+
+    def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
+        """Take every log dir's `.lock` before anything is planned; report each refusal once."""
+        for t in tlist:
+            log_dir = t.log_dir
+            try:
+                forced_before = len(self._locks.forced)
+                ok = self._locks.acquire(log_dir)
+            except OSError as exc:
+                yield self._failure(
+                    f"{exc.filename}: {exc.strerror}: kseg locks the log dir while it writes and "
+                    "needs write access to it; not repairing anything there"
+                )
+                self._refused.add(log_dir.resolve())
+                continue
+            if not ok:
+                yield self._failure(held_message(log_dir) + "; not repairing anything there")
+                self._refused.add(log_dir.resolve())
+            elif len(self._locks.forced) > forced_before:
+                yield {
+                    "type": "notice",
+                    "message": f"{log_dir / '.lock'} is held by another process; --force: "
+                    "repairing anyway",
+                }
 
     def events(self, paths: list[Path]) -> Iterator[dict]:
+        try:
+            yield from self._events(paths)
+        finally:
+            self._locks.release()
+
+    def _events(self, paths: list[Path]) -> Iterator[dict]:
         roots = [p for p in paths if path_kind(p) == ROOT]
         reports: dict[Path, list[PartitionReport]] = {r: [] for r in roots}
-        for t in targets(paths, self.opts.topic, self.opts.partition):
+        tlist = list(targets(paths, self.opts.topic, self.opts.partition))
+        self._refused: set[Path] = set()
+        if self.writing:
+            yield from self._lock_log_dirs(tlist)
+        for t in tlist:
+            if t.log_dir.resolve() in self._refused:
+                reports.pop(t.log_dir, None)
+                continue
             report = yield from self._target(t)
             if report is not None and t.log_dir in reports:
                 reports[t.log_dir].append(report)
         for root, reps in reports.items():
             for f in verify_root_checkpoints(root, reps):
-                if f.severity in _COUNTED:
-                    self.code |= Exit.PROBLEMS
+                self.code |= _code([f])
                 yield self._finding(f)
         yield {
             "type": "summary",
@@ -78,46 +135,32 @@ class VerifyRun:
     def _target(self, t: Target):
         opts = self.opts
         self.partitions += 1
-        writing = opts.repair and not opts.dry_run
-        if writing and not self._lock_ok(t.log_dir):
-            self.code |= Exit.OPERATIONAL
-            yield self._finding(
-                K.Finding(
-                    K.ERROR,
-                    "broker_running",
-                    str(t.log_dir / ".lock"),
-                    None,
-                    None,
-                    "a broker holds this log dir's lock: not repairing (--force overrides)",
-                )
-            )
-            writing = False
-        qroot = self._quarantine_root(t)
+        writing = self.writing
         if writing:
-            for qdir in incomplete_repairs(qroot, t.partition_dir):
+            for qdir in incomplete_repairs(self._quarantine_roots(t), t.partition_dir):
                 try:
-                    resume(qdir)
-                    self.code |= Exit.REPAIRED
-                    self.repaired += 1
-                    yield {
-                        "type": "repair_resumed",
-                        "partition": str(t.partition_dir),
-                        "quarantine": str(qdir),
-                    }
-                except (KsegError, OSError) as exc:
-                    self.code |= Exit.OPERATIONAL
-                    yield {
-                        "type": "repair_failed",
-                        "partition": str(t.partition_dir),
-                        "quarantine": str(qdir),
-                        "message": str(exc),
-                    }
+                    done = resume(qdir)
+                except RepairFailed as exc:
+                    yield self._failure(str(exc))
                     return None
+                if done is None:
+                    yield {
+                        "type": "notice",
+                        "message": f"{qdir}: dropped an unfinished repair that had not changed "
+                        f"{t.partition_dir} yet, which changed since; planning anew",
+                    }
+                    continue
+                self.code |= Exit.REPAIRED
+                self.repaired += 1
+                yield {
+                    "type": "repair_resumed",
+                    "partition": str(t.partition_dir),
+                    "quarantine": str(qdir),
+                }
             t = _refresh(t)  # a resumed repair may have moved segments away
         report = verify_target(t, deep=opts.deep, index_interval_bytes=opts.index_interval_bytes)
         for f in report.all_findings:
             yield self._finding(f)
-        problems = any(f.severity in _COUNTED for f in report.all_findings)
         plan = (
             plan_repair(
                 report,
@@ -132,36 +175,38 @@ class VerifyRun:
             for a in plan.actions:
                 yield a.to_event(opts.dry_run or not writing)
             if writing:
+                failure = None
                 try:
-                    qdir = apply_plan(plan, qroot, t.log_dir)
-                except (KsegError, OSError) as exc:
-                    self.code |= Exit.OPERATIONAL
+                    qdir = apply_plan(plan, self._quarantine(t))
+                except RepairFailed as exc:
+                    failure = str(exc)
+                except (NoSpace, RepairError, ManifestError) as exc:
+                    failure = f"{t.partition_dir}: not repaired: {exc}"
+                except OSError as exc:  # before the quarantine dir existed: nothing changed
+                    where = exc.filename or t.partition_dir
+                    failure = f"{where}: {exc.strerror or exc}: not repaired, nothing was changed"
+                if failure is not None:
+                    yield self._failure(failure)
+                else:
+                    self.repaired += 1
                     yield {
-                        "type": "repair_failed",
+                        "type": "repair_done",
                         "partition": str(t.partition_dir),
-                        "quarantine": None,
-                        "message": str(exc),
+                        "quarantine": str(qdir),
+                        "actions": len(plan.actions),
                     }
-                    return report
-                self.repaired += 1
-                yield {
-                    "type": "repair_done",
-                    "partition": str(t.partition_dir),
-                    "quarantine": str(qdir),
-                    "actions": len(plan.actions),
-                }
-                after = verify_target(
-                    _refresh(t),
-                    deep=opts.deep,
-                    index_interval_bytes=opts.index_interval_bytes,
-                )
-        remaining = [f for f in after.all_findings if f.severity in _COUNTED]
+                    after = verify_target(
+                        _refresh(t),
+                        deep=opts.deep,
+                        index_interval_bytes=opts.index_interval_bytes,
+                    )
         if after is not report:
+            remaining = [f for f in after.all_findings if f.severity in _COUNTED]
             for f in remaining:
                 yield {**f.to_event(), "remaining": True}
-            self.code |= Exit.PROBLEMS if remaining else Exit.REPAIRED
-        elif problems:
-            self.code |= Exit.PROBLEMS
+            self.code |= _code(remaining) or Exit.REPAIRED
+        else:
+            self.code |= _code(report.all_findings)
         yield from self._segment_events(report, after)
         return after
 
@@ -187,6 +232,17 @@ class VerifyRun:
                 "size": size,
                 "valid_bytes": valid,
             }
+
+
+def _code(found: list[K.Finding]) -> Exit:
+    """A file kseg could not read is an operational error (8), anything else invalid data (4)."""
+    code = Exit.OK
+    for f in found:
+        if f.kind == K.UNREADABLE:
+            code |= Exit.OPERATIONAL
+        elif f.severity in _COUNTED:
+            code |= Exit.PROBLEMS
+    return code
 
 
 def _refresh(t: Target) -> Target:

@@ -1,0 +1,169 @@
+"""`kseg restore`: undo repairs, checking everything before changing anything.
+
+Given one partition's quarantine dir (``<run>/<partition>/``) or a run dir (every partition one
+``verify --repair`` touched), restore:
+
+1. loads every manifest, which checks its paths (see manifest.py): only Kafka files directly in
+   the partition dir it names, only plain names inside the quarantine dir;
+2. takes the `.lock` of every log dir involved (as the broker does);
+3. checks every file: each action is either still as the repair left it (to be undone) or
+   already undone (an interrupted restore), every quarantined file it needs matches its sha256,
+   no segment appeared or grew since the repair; anything else means the partition moved on (a
+   broker ran) and nothing is touched;
+4. checks free space for every byte it will write;
+5. then, per partition: marks the manifest ``restoring``, undoes each action (idempotent, so an
+   interrupted restore is finished by running it again) and marks it ``restored``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format.errors import KsegError
+from ..storage.lock import LogDirLocks, held_message
+from ..storage.space import check_space, device
+from ..storage.tree import segment_logs
+from .manifest import (
+    INCOMPLETE,
+    MANIFEST,
+    RESTORED,
+    RESTORING,
+    Action,
+    Manifest,
+    load,
+    peek_status,
+    save,
+)
+from .repair import (
+    MOVE,
+    TRUNCATE,
+    MovedOn,
+    check_actions,
+    fault_point,
+    kind_of,
+    qfile,
+    remove_temps,
+)
+
+
+class NotAQuarantine(KsegError):
+    """The path given is not a quarantine dir or a run dir (a usage mistake)."""
+
+
+class LockRefused(KsegError):
+    pass
+
+
+@dataclass(slots=True)
+class PartitionRestore:
+    qdir: Path
+    manifest: Manifest
+    pending: list[Action] = field(default_factory=list)  # in the order they are undone
+    note: str | None = None  # why there is nothing to do
+
+
+def quarantines(path: Path) -> list[Path]:
+    """The partition quarantine dirs ``path`` stands for: itself, or every partition of a run."""
+    if (path / MANIFEST).is_file():
+        return [path]
+    if not path.is_dir():
+        raise NotAQuarantine(f"{path}: no such directory")
+    children = sorted(p.parent for p in path.glob(f"*/{MANIFEST}"))
+    if children:
+        runs = {peek_status(q)[2] for q in children}
+        if len(runs) == 1 and None not in runs:
+            return children
+        raise NotAQuarantine(
+            f"{path}: holds the quarantines of {len(children)} separate repairs; restore them one "
+            f"at a time, newest first (e.g. kseg restore {children[-1]})"
+        )
+    runs = sorted({p.parent.parent for p in path.glob(f"*/*/{MANIFEST}")})
+    if runs:
+        raise NotAQuarantine(
+            f"{path}: a quarantine root holding {len(runs)} repair runs; restore one run at a "
+            f"time, newest first (e.g. kseg restore {runs[-1]})"
+        )
+    raise NotAQuarantine(
+        f"{path}: no {MANIFEST} here or in its subdirectories; give a quarantine dir written by "
+        "`kseg verify --repair`"
+    )
+
+
+def check(qdir: Path, m: Manifest) -> PartitionRestore:
+    """What restoring ``qdir`` would undo; raises (MovedOn, RepairError) if it cannot be done."""
+    pr = PartitionRestore(qdir, m)
+    if m.status == RESTORED:
+        pr.note = "already restored"
+        return pr
+    if m.status in INCOMPLETE and not m.changes_started:
+        pr.note = "the repair never changed the partition"
+        return pr
+    pending = []
+    for a in reversed(m.actions):  # undo in the reverse order of the repair
+        if kind_of(a).restore_pending(a, qfile(qdir, a)):
+            pending.append(a)
+    if m.after_logs is not None:
+        _check_segments(m)
+    pr.pending = pending
+    if not pending:
+        pr.note = "nothing left to undo"
+    return pr
+
+
+def _check_segments(m: Manifest) -> None:
+    """No segment appeared and none grew since the repair completed."""
+    ours = {Path(a.file).name for a in m.actions if a.action in (TRUNCATE, MOVE)}
+    for log in segment_logs(m.partition_dir):
+        if log.name in ours:
+            continue  # checked by its action
+        size = m.after_logs.get(log.name)
+        if size is None:
+            raise MovedOn(
+                f"{log}: a segment that appeared after the repair: the partition moved on (a "
+                "broker ran); restoring now would lose or mix its new data"
+            )
+        if log.stat().st_size != size:
+            raise MovedOn(
+                f"{log}: {log.stat().st_size} bytes, {size} when the repair completed: the "
+                "partition moved on (a broker ran)"
+            )
+
+
+def plan_restore(
+    path: Path, locks: LogDirLocks, *, base_dir: Path | None = None
+) -> list[PartitionRestore]:
+    """Every check of a restore, nothing changed. Takes the log dirs' locks (kept by ``locks``)."""
+    loaded = []
+    for qdir in quarantines(path):
+        m = load(qdir, base_dir=base_dir)
+        check_actions(m, qdir / MANIFEST)
+        loaded.append((qdir, m))
+    for _, m in loaded:
+        if not locks.acquire(m.log_dir):
+            raise LockRefused(held_message(m.log_dir))
+    plans = [check(qdir, m) for qdir, m in loaded]
+    needs = []
+    for pr in plans:
+        cross = device(pr.qdir) != device(pr.manifest.partition_dir)
+        n = sum(kind_of(a).restore_bytes(a, qfile(pr.qdir, a), cross) for a in pr.pending)
+        needs.append((pr.manifest.partition_dir, n))
+    check_space(needs)
+    return plans
+
+
+def apply_restore(pr: PartitionRestore) -> Iterator[Action]:
+    """Undo the pending actions of one checked partition; yields each as it is done."""
+    m = pr.manifest
+    if pr.pending:
+        remove_temps(m.partition_dir)  # of a restore killed before (we hold the lock)
+        m.status = RESTORING
+        save(pr.qdir, m)
+        for a in pr.pending:
+            kind_of(a).undo(a, qfile(pr.qdir, a))
+            yield a
+            fault_point("restoring")
+    if m.status != RESTORED:
+        m.status = RESTORED
+        save(pr.qdir, m)
