@@ -121,7 +121,16 @@ def targets(
                 )
             yield Target(path.parent, [path])
         elif kind == PARTITION:
-            yield Target(path, segment_logs(path))
+            yield Target(path, _logs_or_none(path))
         else:
             for pdir in partitions(path, topic, partition):
-                yield Target(pdir.path, segment_logs(pdir.path))
+                yield Target(pdir.path, _logs_or_none(pdir.path))
+
+
+def _logs_or_none(pdir: Path) -> list[Path]:
+    """The partition's logs; none if the directory cannot be listed (whoever checks the
+    partition reports that, and the walk goes on to the next one)."""
+    try:
+        return segment_logs(pdir)
+    except OSError:
+        return []

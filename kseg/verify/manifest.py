@@ -233,16 +233,15 @@ def quarantine_name(name: str, where: Path | str) -> None:
 def quarantine_file(qdir: Path, name: str) -> Path:
     """The quarantined copy, checked to be a regular file inside ``qdir`` (no symlink out)."""
     p = qdir / name
-    real_q = qdir.resolve()
-    try:
-        p.resolve().relative_to(real_q)
-    except ValueError:
-        raise ManifestError(f"{p}: resolves outside the quarantine dir {qdir}") from None
     cur = p
     while cur != qdir:
         if cur.is_symlink():
             raise ManifestError(f"{cur}: a symlink in the quarantine; kseg does not follow it")
         cur = cur.parent
+    try:
+        p.resolve().relative_to(qdir.resolve())
+    except ValueError:
+        raise ManifestError(f"{p}: resolves outside the quarantine dir {qdir}") from None
     return p
 
 

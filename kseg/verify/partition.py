@@ -55,14 +55,27 @@ def verify_target(
 ) -> PartitionReport:
     report = PartitionReport(target)
     pdir = target.partition_dir
-    all_logs = segment_logs(pdir)
+    try:
+        all_logs = segment_logs(pdir)
+    except OSError as exc:  # an unreadable partition dir: report it; the caller goes on
+        report.findings.append(
+            Finding(K.ERROR, K.UNREADABLE, str(pdir), None, None, exc.strerror or str(exc))
+        )
+        return report
     logs = target.logs
     for log in logs:
         try:
             scan = scan_segment(log, index_interval_bytes=index_interval_bytes, deep=deep)
-        except OSError as exc:
+        except OSError as exc:  # name the file that failed: the log or one of its indexes
             report.findings.append(
-                Finding(K.ERROR, K.UNREADABLE, str(log), None, None, exc.strerror or str(exc))
+                Finding(
+                    K.ERROR,
+                    K.UNREADABLE,
+                    str(exc.filename or log),
+                    None,
+                    None,
+                    exc.strerror or str(exc),
+                )
             )
             continue
         active = log == all_logs[-1]

@@ -615,8 +615,10 @@ def _hint(exc: BaseException) -> str:
 def _carry_out(qdir: Path, m: Manifest) -> None:
     for kind in ACTIONS.values():
         todo = [a for a in m.actions if a.action == kind.name]
-        for a in todo:
+        for i, a in enumerate(todo):
             kind.apply(a, qfile(qdir, a))
+            if kind.crash_point:
+                fault_point(f"{kind.crash_point}:{i}")  # e.g. moved:0, after the first move
         if todo and kind.crash_point:
             fault_point(kind.crash_point)
     if m.rebuild_logs:

@@ -75,8 +75,12 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
+        seen: set[Path] = set()
         for t in tlist:
             log_dir = t.log_dir
+            if log_dir.resolve() in seen:
+                continue
+            seen.add(log_dir.resolve())
             try:
                 forced_before = len(self._locks.forced)
                 ok = self._locks.acquire(log_dir)
