@@ -313,7 +313,7 @@ def index_rebuild(
                     backup_dir=backup,
                 )
             except OSError as exc:
-                _stderr(f"{t.partition_dir}: {exc}")
+                _stderr(f"{exc.filename or t.partition_dir}: {exc.strerror or exc}: not rebuilt")
                 code |= Exit.OPERATIONAL
                 continue
             for r in results:
@@ -386,8 +386,8 @@ def index_check(
             for log in t.logs:
                 try:
                     scan = scan_segment(log, index_interval_bytes=index_interval_bytes)
-                except OSError as exc:
-                    _stderr(f"{log}: {exc.strerror or exc}")
+                except OSError as exc:  # name the file that failed: the log or an index
+                    _stderr(f"{exc.filename or log}: {exc.strerror or exc}")
                     code |= Exit.OPERATIONAL
                     continue
                 status = max(

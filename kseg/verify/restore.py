@@ -65,7 +65,8 @@ class PartitionRestore:
 
 
 def quarantines(path: Path) -> list[Path]:
-    """The partition quarantine dirs ``path`` stands for: itself, or every partition of a run."""
+    """The partition quarantine dirs ``path`` stands for: itself, every partition of a run, or
+    of the only run under a quarantine root (several runs: the operator picks one)."""
     if (path / MANIFEST).is_file():
         return [path]
     if not path.is_dir():
@@ -80,6 +81,8 @@ def quarantines(path: Path) -> list[Path]:
             f"at a time, newest first (e.g. kseg restore {children[-1]})"
         )
     runs = sorted({p.parent.parent for p in path.glob(f"*/*/{MANIFEST}")})
+    if len(runs) == 1:
+        return quarantines(runs[0])  # a quarantine root holding one run: no doubt which
     if runs:
         raise NotAQuarantine(
             f"{path}: a quarantine root holding {len(runs)} repair runs; restore one run at a "
