@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..format import checkpoint as cp
@@ -71,6 +70,7 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 CRASH_ENV = (
     "KSEG_TEST_CRASH_AT"  # fault injection: exit at a named point (kill-during-repair tests)
 )
+MARKER_PREFIX = ".kseg-repair-"
 STALL_ENV = "KSEG_TEST_STALL_AT"  # fault injection: stop at a named point until stdin closes
 
 __all__ = [
@@ -565,6 +565,7 @@ def _run(qdir: Path, m: Manifest) -> None:
         fsync_dir(qdir)
         fault_point("copied")
         if not m.changes_started:
+            atomic_write(marker_path(m.partition_dir), str(qdir.absolute()).encode() + b"\n")
             m.changes_started = True
             save(qdir, m)
         fault_point("manifest")
@@ -583,6 +584,7 @@ def _failed(qdir: Path, m: Manifest, exc: BaseException) -> BaseException:
         what = str(exc)
     if not m.changes_started:
         remove_quarantine_dir(qdir)
+        _remove_marker(m.partition_dir, qdir)
         msg = f"{m.partition_dir}: repair failed before changing anything: {what}"
         hint = _hint(exc)
         failure: BaseException = RepairFailed(f"{msg}{hint}", None, False)
@@ -635,26 +637,71 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
     m.after_logs = {p.name: p.stat().st_size for p in segment_logs(m.partition_dir)}
     m.status, m.error = COMPLETE, None
     save(qdir, m)
+    _remove_marker(m.partition_dir, qdir)
 
 
 # --- resuming ------------------------------------------------------------------------------------
 
 
-def incomplete_repairs(quarantine_roots: list[Path], partition_dir: Path) -> Iterator[Path]:
-    """Quarantine dirs whose manifest says a repair of ``partition_dir`` did not finish.
+def marker_path(partition_dir: Path) -> Path:
+    """``<log.dir>/.kseg-repair-<partition>``: names the quarantine dir of a repair that has begun
+    changing the partition, until it completes. A resume finds it from the partition itself,
+    wherever the quarantine is; Kafka ignores plain files in a log dir."""
+    return partition_dir.parent / f"{MARKER_PREFIX}{partition_dir.name}"
+
+
+def _remove_marker(partition_dir: Path, qdir: Path) -> None:
+    marker = marker_path(partition_dir)
+    try:
+        if Path(marker.read_text().strip()) == qdir.absolute():
+            marker.unlink()
+            fsync_dir(marker.parent)
+    except OSError:
+        pass
+
+
+def incomplete_repairs(
+    quarantine_roots: list[Path],
+    partition_dir: Path,
+    cache: dict[Path, list[tuple[Path, str]]] | None = None,
+) -> list[Path]:
+    """Quarantine dirs whose manifest says a repair of ``partition_dir`` did not finish: the one
+    the partition's marker names, and any under ``quarantine_roots``.
 
     The partition is matched by its real identity (resolved path, or device and inode), never
-    by how a path was spelled on the command line.
+    by how a path was spelled on the command line. ``cache`` keeps each root's unfinished
+    manifests across the partitions of one run (a root is scanned once).
     """
-    seen: set[Path] = set()
+    cache = {} if cache is None else cache
+    candidates: list[tuple[Path, str]] = []
+    try:
+        named = Path(marker_path(partition_dir).read_text().strip())
+    except (OSError, ValueError):
+        named = None
+    if named is not None and named.is_absolute():
+        status, pdir, _ = peek_status(named)
+        if status in INCOMPLETE and pdir:
+            candidates.append((named, pdir))
     for root in quarantine_roots:
-        for qdir in manifest_dirs(root):
-            status, pdir, _ = peek_status(qdir)
-            if status in INCOMPLETE and pdir and same_partition(pdir, partition_dir):
-                real = qdir.resolve()
-                if real not in seen:
-                    seen.add(real)
-                    yield qdir
+        key = root.absolute()
+        if key not in cache:
+            cache[key] = []
+            for qdir in manifest_dirs(key):
+                status, pdir, _ = peek_status(qdir)
+                if status in INCOMPLETE and pdir:
+                    cache[key].append((qdir, pdir))
+        candidates.extend(cache[key])
+    out, seen = [], set()
+    for qdir, pdir in candidates:
+        real = qdir.resolve()
+        if (
+            real not in seen
+            and same_partition(pdir, partition_dir)
+            and peek_status(qdir)[0] in INCOMPLETE  # not finished since the cache was made
+        ):
+            seen.add(real)
+            out.append(qdir)
+    return out
 
 
 def resume(qdir: Path) -> Manifest | None:

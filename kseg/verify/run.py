@@ -49,6 +49,7 @@ class VerifyRun:
         self.writing = opts.repair and not opts.dry_run
         self._locks = LogDirLocks(force=opts.force)
         self._quarantines: dict[Path, Quarantine] = {}
+        self._unfinished: dict[Path, list] = {}  # quarantine root -> its unfinished manifests
 
     def _finding(self, f: K.Finding, **extra) -> dict:
         self.counts[f.severity] += 1
@@ -141,7 +142,8 @@ class VerifyRun:
         self.partitions += 1
         writing = self.writing
         if writing:
-            for qdir in incomplete_repairs(self._quarantine_roots(t), t.partition_dir):
+            found = incomplete_repairs(self._quarantine_roots(t), t.partition_dir, self._unfinished)
+            for qdir in found:
                 try:
                     done = resume(qdir)
                 except RepairFailed as exc:

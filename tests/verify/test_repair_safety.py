@@ -294,6 +294,23 @@ def test_killed_repair_resumes_whatever_the_path_spelling(tree, tmp_path, spelli
     assert snapshot_tree(pdir) == original
 
 
+def test_killed_repair_is_found_from_the_partition_without_its_quarantine_option(tree, tmp_path):
+    expected = _reference(tree, tmp_path)
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
+    q = tmp_path / "elsewhere"
+    env = {**os.environ, "KSEG_TEST_CRASH_AT": "moved:0"}
+    assert run_kseg("verify", pdir, "--repair", "--quarantine", q, env=env).returncode == 99
+    marker = pdir.parent / f".kseg-repair-{pdir.name}"
+    assert marker.is_file()
+    proc = run_kseg("verify", pdir, "--repair")  # the operator forgot --quarantine
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert snapshot_tree(pdir) == expected
+    assert not marker.exists()  # gone once the repair completed
+    assert not (tmp_path / "work" / "kseg-quarantine").exists()  # no second repair elsewhere
+    (m,) = _manifests(q)
+    assert json.loads(m.read_text())["status"] == "complete"
+
+
 # --- D/E: restore checks first, then acts; a hostile manifest touches nothing ----------------
 
 
