@@ -574,7 +574,8 @@ def restore(
         except NotAQuarantine as exc:
             raise typer.BadParameter(str(exc), param_hint="QUARANTINE_DIR") from None
         except (KsegError, OSError) as exc:
-            _stderr(f"{_describe(exc)}; nothing was changed")
+            text = _describe(exc)
+            _stderr(text if "nothing was changed" in text else f"{text}; nothing was changed")
             raise typer.Exit(int(Exit.OPERATIONAL)) from None
 
         def events():

@@ -31,8 +31,8 @@ class NoSpace(Exception):
     def __init__(self, path: Path, needed: int, free: int) -> None:
         self.path, self.needed, self.free = path, needed, free
         super().__init__(
-            f"{path}: not enough free space: {needed} bytes needed, {free} free; free space there "
-            "(or choose another place with --quarantine) and re-run. Nothing was changed"
+            f"{path}: not enough free space: {needed} bytes needed, {free} free; nothing was "
+            "changed: free space there and re-run"
         )
 
 

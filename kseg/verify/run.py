@@ -186,7 +186,9 @@ class VerifyRun:
                     qdir = apply_plan(plan, self._quarantine(t))
                 except RepairFailed as exc:
                     failure = str(exc)
-                except (NoSpace, RepairError, ManifestError) as exc:
+                except NoSpace as exc:
+                    failure = f"{t.partition_dir}: not repaired: {exc}, or pass --quarantine DIR"
+                except (RepairError, ManifestError) as exc:
                     failure = f"{t.partition_dir}: not repaired: {exc}"
                 except OSError as exc:  # before the quarantine dir existed: nothing changed
                     where = exc.filename or t.partition_dir

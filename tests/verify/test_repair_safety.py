@@ -541,11 +541,8 @@ def test_not_enough_space_in_the_quarantine_is_refused_before_any_change(tmp_pat
     proc = _repair(pdir, "--quarantine", small_tmpfs / "q")
     assert proc.returncode & 8
     lines = _stderr_lines(proc)
-    assert (
-        len(lines) == 1
-        and "not enough free space" in lines[0]
-        and "Nothing was changed" in lines[0]
-    )
+    assert len(lines) == 1 and "not enough free space" in lines[0]
+    assert "nothing was changed" in lines[0] and "--quarantine" in lines[0]
     assert snapshot_tree(pdir) == before
     assert not (small_tmpfs / "q").exists() or not any((small_tmpfs / "q").rglob("*"))
 
@@ -605,3 +602,30 @@ def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monk
     assert snapshot_tree(pdir) == before
     qroot = tmp_path / "kseg-quarantine" / "logs"
     assert not qroot.exists() or not any(qroot.iterdir())
+
+
+def test_restore_checks_free_space_before_changing_anything(tmp_path, small_tmpfs):
+    """The partition on a small filesystem, its quarantine elsewhere: restore must write the moved
+    segments back across filesystems; without room for them it refuses and changes nothing."""
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_tmpfs)], check=True)
+    pdir = _big_partition(small_tmpfs / "logs")
+    original = snapshot_tree(pdir)
+    q = tmp_path / "q"
+    proc = _repair(pdir, "--quarantine", q)
+    assert proc.returncode == 1, proc.stderr
+    repaired = snapshot_tree(pdir)
+    filler = small_tmpfs / "filler"
+    free = os.statvfs(small_tmpfs).f_bavail * os.statvfs(small_tmpfs).f_frsize
+    with open(filler, "wb") as f:
+        f.write(b"\0" * (free - (256 << 10)))
+    (run,) = q.iterdir()
+    proc = run_kseg("restore", run)
+    assert proc.returncode == 8
+    (line,) = _stderr_lines(proc)
+    assert "not enough free space" in line and str(small_tmpfs) in line
+    assert snapshot_tree(pdir) == repaired
+    assert json.loads(next(run.glob("*/manifest.json")).read_text())["status"] == "complete"
+    filler.unlink()
+    proc = run_kseg("restore", run)
+    assert proc.returncode == 0, proc.stderr
+    assert snapshot_tree(pdir) == original
