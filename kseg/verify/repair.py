@@ -48,6 +48,7 @@ from .manifest import (
     FAILED,
     IN_PROGRESS,
     INCOMPLETE,
+    RESTORING,
     Action,
     Manifest,
     ManifestError,
@@ -660,13 +661,17 @@ def _remove_marker(partition_dir: Path, qdir: Path) -> None:
         pass
 
 
-def incomplete_repairs(
+UNFINISHED = (*INCOMPLETE, RESTORING)
+
+
+def unfinished_work(
     quarantine_roots: list[Path],
     partition_dir: Path,
     cache: dict[Path, list[tuple[Path, str]]] | None = None,
-) -> list[Path]:
-    """Quarantine dirs whose manifest says a repair of ``partition_dir`` did not finish: the one
-    the partition's marker names, and any under ``quarantine_roots``.
+) -> list[tuple[Path, str]]:
+    """(quarantine dir, status) of every repair of ``partition_dir`` that did not finish
+    (in_progress, failed) and every restore of it that did not (restoring): the repair the
+    partition's marker names, and any under ``quarantine_roots``.
 
     The partition is matched by its real identity (resolved path, or device and inode), never
     by how a path was spelled on the command line. ``cache`` keeps each root's unfinished
@@ -680,7 +685,7 @@ def incomplete_repairs(
         named = None
     if named is not None and named.is_absolute():
         status, pdir, _ = peek_status(named)
-        if status in INCOMPLETE and pdir:
+        if status in UNFINISHED and pdir:
             candidates.append((named, pdir))
     for root in quarantine_roots:
         key = root.absolute()
@@ -688,20 +693,26 @@ def incomplete_repairs(
             cache[key] = []
             for qdir in manifest_dirs(key):
                 status, pdir, _ = peek_status(qdir)
-                if status in INCOMPLETE and pdir:
+                if status in UNFINISHED and pdir:
                     cache[key].append((qdir, pdir))
         candidates.extend(cache[key])
     out, seen = [], set()
     for qdir, pdir in candidates:
         real = qdir.resolve()
-        if (
-            real not in seen
-            and same_partition(pdir, partition_dir)
-            and peek_status(qdir)[0] in INCOMPLETE  # not finished since the cache was made
-        ):
+        if real in seen or not same_partition(pdir, partition_dir):
+            continue
+        status = peek_status(qdir)[0]  # now: it may have finished since the cache was made
+        if status in UNFINISHED:
             seen.add(real)
-            out.append(qdir)
+            out.append((qdir, status))
     return out
+
+
+def incomplete_repairs(quarantine_roots: list[Path], partition_dir: Path) -> list[Path]:
+    """Quarantine dirs of the unfinished repairs of ``partition_dir`` (see unfinished_work)."""
+    return [
+        q for q, status in unfinished_work(quarantine_roots, partition_dir) if status in INCOMPLETE
+    ]
 
 
 def resume(qdir: Path) -> Manifest | None:

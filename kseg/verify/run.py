@@ -11,7 +11,7 @@ from ..storage.lock import LogDirLocks, held_message
 from ..storage.space import NoSpace
 from ..storage.tree import ROOT, Target, path_kind, targets
 from . import findings as K
-from .manifest import ManifestError
+from .manifest import RESTORING, ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
 from .repair import (
     Quarantine,
@@ -19,9 +19,9 @@ from .repair import (
     RepairFailed,
     apply_plan,
     default_quarantine_root,
-    incomplete_repairs,
     plan_repair,
     resume,
+    unfinished_work,
 )
 
 _COUNTED = (K.ERROR, K.WARNING)
@@ -142,8 +142,15 @@ class VerifyRun:
         self.partitions += 1
         writing = self.writing
         if writing:
-            found = incomplete_repairs(self._quarantine_roots(t), t.partition_dir, self._unfinished)
-            for qdir in found:
+            found = unfinished_work(self._quarantine_roots(t), t.partition_dir, self._unfinished)
+            restoring = [q for q, status in found if status == RESTORING]
+            if restoring:
+                yield self._failure(
+                    f"{t.partition_dir}: a restore from {restoring[0]} was interrupted; finish it "
+                    f"first (`kseg restore {restoring[0]}`), then verify again; not repairing"
+                )
+                return None
+            for qdir, _ in found:
                 try:
                     done = resume(qdir)
                 except RepairFailed as exc:

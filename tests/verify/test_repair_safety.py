@@ -340,6 +340,11 @@ def test_interrupted_restore_resumes(tree, tmp_path):
     assert run_kseg("restore", qdir, env=env).returncode == 99
     doc = json.loads((qdir / "manifest.json").read_text())
     assert doc["status"] == "restoring"  # never `complete` once half-restored
+    # a repair now would quarantine the half-restored state on top: refused until restore finishes
+    half = snapshot_tree(pdir)
+    proc = run_kseg("verify", pdir, "--repair")
+    assert proc.returncode == 8 and f"kseg restore {qdir}" in proc.stderr.decode()
+    assert snapshot_tree(pdir) == half
     proc = run_kseg("restore", qdir)
     assert proc.returncode == 0, proc.stderr
     assert snapshot_tree(pdir) == original
