@@ -579,7 +579,7 @@ def _failed(qdir: Path, m: Manifest, exc: BaseException) -> BaseException:
     """Record a failure: drop the quarantine if nothing changed, else mark the manifest failed."""
     if isinstance(exc, OSError):
         what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc.strerror or exc)
-    elif isinstance(exc, KeyboardInterrupt):
+    elif not isinstance(exc, Exception):  # KeyboardInterrupt, kseg's Interrupted, SystemExit
         what = "interrupted"
     else:
         what = str(exc)
@@ -601,7 +601,7 @@ def _failed(qdir: Path, m: Manifest, exc: BaseException) -> BaseException:
             qdir,
             True,
         )
-    if isinstance(exc, KeyboardInterrupt):
+    if not isinstance(exc, Exception):
         return exc  # an interrupt stays an interrupt (exit 32); the manifest says what to do
     return failure
 

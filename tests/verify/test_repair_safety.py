@@ -258,6 +258,9 @@ def test_unreadable_index_and_partition_dir_are_operational_errors(tree, tmp_pat
         assert {e["file"] for e in unreadable} == {str(index), str(root / "compacted-0")}
         # the rest of the root was still checked
         assert any(e["type"] == "segment" and "/txn-0/" in e["file"] for e in evs)
+        proc = _run_unprivileged(prefix, "index", "check", root / "orders-0")
+        assert proc.returncode == 8
+        assert f"{index}: Permission denied" in proc.stderr.decode()
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -634,3 +637,40 @@ def test_restore_checks_free_space_before_changing_anything(tmp_path, small_tmpf
     proc = run_kseg("restore", run)
     assert proc.returncode == 0, proc.stderr
     assert snapshot_tree(pdir) == original
+
+
+@pytest.mark.parametrize("point", ["copied", "moved:0"])
+def test_interrupted_repair_leaves_a_manifest_or_nothing(tree, tmp_path, point):
+    """SIGTERM before the first change: no quarantine dir, partition untouched. After it: the
+    manifest says `failed` (interrupted), and a re-run finishes the repair."""
+    import signal
+
+    expected = _reference(tree, tmp_path)
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
+    original = snapshot_tree(pdir)
+    proc = subprocess.Popen(
+        [*kseg_command(), "verify", str(pdir), "--repair"],
+        env={**os.environ, "KSEG_TEST_STALL_AT": point},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr.readline().startswith(b"kseg: stalled at")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode not in (0, 1, -signal.SIGTERM)  # handled, not killed; exit 32 per #12
+    qroot = tmp_path / "work" / "kseg-quarantine" / "logs"
+    if point == "copied":
+        assert snapshot_tree(pdir) == original
+        assert not qroot.exists() or not any(qroot.rglob("*"))
+    else:
+        (m,) = _manifests(qroot)
+        doc = json.loads(m.read_text())
+        assert doc["status"] == "failed" and doc["error"] == "interrupted"
+    proc = run_kseg("verify", pdir, "--repair")
+    assert proc.returncode == 1, proc.stderr
+    assert snapshot_tree(pdir) == expected
