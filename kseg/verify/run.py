@@ -111,9 +111,10 @@ class VerifyRun:
     def _events(self, paths: list[Path]) -> Iterator[dict]:
         roots = [p for p in paths if path_kind(p) == ROOT]
         reports: dict[Path, list[PartitionReport]] = {r: [] for r in roots}
-        tlist = list(targets(paths, self.opts.topic, self.opts.partition))
+        tlist = targets(paths, self.opts.topic, self.opts.partition)
         self._refused: set[Path] = set()
-        if self.writing:
+        if self.writing:  # every lock before anything is verified or planned
+            tlist = list(tlist)
             yield from self._lock_log_dirs(tlist)
         for t in tlist:
             if t.log_dir.resolve() in self._refused:

@@ -37,9 +37,10 @@ def _quarantine_of(proc) -> Path:
     )
 
 
-def _reference(tree, tmp_path) -> dict[str, bytes]:
+@pytest.fixture(scope="module")
+def reference(tree, tmp_path_factory) -> dict[str, bytes]:
     """What a clean repair of the corrupt-middle-segment partition leaves."""
-    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "reference")
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path_factory.mktemp("reference"))
     assert _repair(pdir).returncode == 1
     return snapshot_tree(pdir)
 
@@ -270,8 +271,10 @@ def test_unreadable_index_and_partition_dir_are_operational_errors(tree, tmp_pat
 
 @pytest.mark.parametrize("spelling", ["absolute", "symlink", "root"])
 @pytest.mark.parametrize("point", ["moved:0", "truncated", "manifest"])
-def test_killed_repair_resumes_whatever_the_path_spelling(tree, tmp_path, spelling, point):
-    expected = _reference(tree, tmp_path)
+def test_killed_repair_resumes_whatever_the_path_spelling(
+    tree, tmp_path, spelling, point, reference
+):
+    expected = reference
     work = tmp_path / "work"
     pdir, _, _ = _corrupt_middle_segment(tree, work)
     original = snapshot_tree(pdir)
@@ -297,8 +300,10 @@ def test_killed_repair_resumes_whatever_the_path_spelling(tree, tmp_path, spelli
     assert snapshot_tree(pdir) == original
 
 
-def test_killed_repair_is_found_from_the_partition_without_its_quarantine_option(tree, tmp_path):
-    expected = _reference(tree, tmp_path)
+def test_killed_repair_is_found_from_the_partition_without_its_quarantine_option(
+    tree, tmp_path, reference
+):
+    expected = reference
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
     q = tmp_path / "elsewhere"
     env = {**os.environ, "KSEG_TEST_CRASH_AT": "moved:0"}
@@ -450,8 +455,8 @@ def test_restore_follows_no_symlink(corrupt_cases, tmp_path):
 # --- F: concurrent repairs -------------------------------------------------------------------
 
 
-def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path):
-    expected = _reference(tree, tmp_path)
+def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path, reference):
+    expected = reference
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
     env = {**os.environ, "KSEG_TEST_STALL_AT": "copied"}
     first = subprocess.Popen(
@@ -476,8 +481,8 @@ def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path):
     assert run_kseg("verify", pdir).returncode == 0
 
 
-def test_tightly_timed_concurrent_repairs_leave_a_clean_partition(tree, tmp_path):
-    expected = _reference(tree, tmp_path)
+def test_tightly_timed_concurrent_repairs_leave_a_clean_partition(tree, tmp_path, reference):
+    expected = reference
     for n in range(4):
         pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / f"pair-{n}")
         procs = [
@@ -589,7 +594,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     assert snapshot_tree(pdir) == original
 
 
-def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monkeypatch):
+def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monkeypatch, reference):
     """(I) A copy that fails before the first change: the partition is untouched and the
     quarantine dir, which holds nothing needed, is removed."""
     from kseg.verify import repair
@@ -640,12 +645,12 @@ def test_restore_checks_free_space_before_changing_anything(tmp_path, small_tmpf
 
 
 @pytest.mark.parametrize("point", ["copied", "moved:0"])
-def test_interrupted_repair_leaves_a_manifest_or_nothing(tree, tmp_path, point):
+def test_interrupted_repair_leaves_a_manifest_or_nothing(tree, tmp_path, point, reference):
     """SIGTERM before the first change: no quarantine dir, partition untouched. After it: the
     manifest says `failed` (interrupted), and a re-run finishes the repair."""
     import signal
 
-    expected = _reference(tree, tmp_path)
+    expected = reference
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
     original = snapshot_tree(pdir)
     proc = subprocess.Popen(
@@ -674,3 +679,17 @@ def test_interrupted_repair_leaves_a_manifest_or_nothing(tree, tmp_path, point):
     proc = run_kseg("verify", pdir, "--repair")
     assert proc.returncode == 1, proc.stderr
     assert snapshot_tree(pdir) == expected
+
+
+def test_force_goes_ahead_with_a_notice(corrupt_cases, tmp_path):
+    pdir = copy_partition(
+        next(c for c in corrupt_cases if c.name == "zero-tail").partition_dir, tmp_path / "logs"
+    )
+    with _Holder(pdir.parent / ".lock", "fcntl"):
+        proc = _repair(pdir, "--force")
+        assert proc.returncode == 1, proc.stderr
+        (line,) = _stderr_lines(proc)
+        assert "held by another process" in line and "--force" in line
+        qdir = _quarantine_of(proc)
+        assert run_kseg("restore", qdir).returncode == 8
+        assert run_kseg("restore", qdir, "--force").returncode == 0
