@@ -67,6 +67,8 @@ class PartitionRestore:
 def quarantines(path: Path) -> list[Path]:
     """The partition quarantine dirs ``path`` stands for: itself, every partition of a run, or
     of the only run under a quarantine root (several runs: the operator picks one)."""
+    if path.name == MANIFEST and path.is_file():
+        path = path.parent  # the manifest itself was given
     if (path / MANIFEST).is_file():
         return [path]
     if not path.is_dir():

@@ -468,6 +468,19 @@ def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path, reference)
     )
     try:
         assert first.stderr.readline().startswith(b"kseg: stalled at copied")
+        # a broker starting now fails to take its lock (the JVM's POSIX lock), as would flock
+        for how in ("lockf", "flock"):
+            probe = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR); "
+                    f"fcntl.{how}(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+                    str(pdir.parent / ".lock"),
+                ],
+                capture_output=True,
+            )
+            assert probe.returncode != 0 and b"BlockingIOError" in probe.stderr, how
         second = run_kseg("verify", pdir, "--repair")
         assert second.returncode == 8, second.stderr
         (line,) = _stderr_lines(second)
