@@ -273,7 +273,8 @@ def index_rebuild(
     is `verify --repair`). Exit codes: 0 done, 4 corruption found (indexes cover the valid prefix),
     8 operational error (broker lock held, write failed), 16 usage.
     """
-    from .storage.lock import LogDirLocks, held_message
+    from .storage.atomic import remove_stale_temps
+    from .storage.lock import LogDirLocks
     from .verify.rebuild import UNCHANGED, rebuild_target
 
     code = Exit.OK
@@ -281,21 +282,11 @@ def index_rebuild(
     locks = LogDirLocks(force=force)
     refused: set[Path] = set()
     if not dry_run:  # every log dir's lock before anything is written
-        for t in tlist:
-            log_dir = t.log_dir.resolve()
-            if log_dir in refused:
-                continue
-            try:
-                ok = locks.acquire(log_dir)
-            except OSError as exc:
-                _stderr(f"{exc.filename}: {exc.strerror}: not rebuilding anything in {log_dir}")
-                ok = False
-            else:
-                if not ok:
-                    _stderr(held_message(log_dir) + "; not rebuilding anything there")
-            if not ok:
-                refused.add(log_dir)
-                code |= Exit.OPERATIONAL
+        refused, failures, notices = locks.acquire_all((t.log_dir for t in tlist), "rebuilding")
+        for message in failures + notices:
+            _stderr(message)
+        if refused:
+            code |= Exit.OPERATIONAL
 
     def events():
         nonlocal code
@@ -304,6 +295,8 @@ def index_rebuild(
             if t.log_dir.resolve() in refused:
                 continue
             try:
+                if not dry_run and locks.holds(t.log_dir):
+                    remove_stale_temps(t.partition_dir)  # of a rebuild killed before
                 results = rebuild_target(
                     t,
                     index_interval_bytes=index_interval_bytes,

@@ -34,6 +34,17 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARK in name
 
 
+def remove_stale_temps(directory: str | Path) -> None:
+    """Remove the temp files a killed kseg left in ``directory`` (its own names only). Call it
+    only while holding the log dir's lock: then no other kseg is writing there."""
+    try:
+        names = [p for p in Path(directory).iterdir() if is_temp_name(p.name)]
+    except OSError:
+        return
+    for p in names:
+        p.unlink(missing_ok=True)
+
+
 def _write_replace(path: Path, fill: Callable[[object], None]) -> None:
     tmp = temp_name(path)
     try:

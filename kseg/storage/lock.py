@@ -130,6 +130,43 @@ class LogDirLocks:
         self._held[key] = fd
         return True
 
+    def acquire_all(
+        self, log_dirs, what: str = "writing"
+    ) -> tuple[set[Path], list[str], list[str]]:
+        """Take every log dir's lock once, before anything is done. Returns the refused log dirs
+        (resolved), one failure message per refusal and one notice per lock --force went past,
+        each a line for stderr. ``what`` names the work (skipped, or done anyway)."""
+        refused: set[Path] = set()
+        messages: list[str] = []
+        notices: list[str] = []
+        seen: set[Path] = set()
+        for log_dir in log_dirs:
+            key = Path(log_dir).resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                ok = self.acquire(key)
+            except OSError as exc:
+                refused.add(key)
+                messages.append(
+                    f"{exc.filename}: {exc.strerror}: kseg locks the log dir while it writes and "
+                    f"needs write access to it; not {what} anything there"
+                )
+                continue
+            if not ok:
+                refused.add(key)
+                messages.append(f"{held_message(key)}; not {what} anything there")
+            elif key in self.forced:
+                notices.append(
+                    f"{key / LOCK_NAME} is held by another process; --force: {what} anyway"
+                )
+        return refused, messages, notices
+
+    def holds(self, log_dir: str | Path) -> bool:
+        """True if this process holds the lock (not merely forced past someone else's)."""
+        return Path(log_dir).resolve() in self._held
+
     def release(self) -> None:
         for fd in self._held.values():
             os.close(fd)  # closing the descriptor drops its OFD lock and its flock

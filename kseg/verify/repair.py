@@ -37,7 +37,7 @@ from ..storage.atomic import (
     atomic_copy,
     atomic_write,
     fsync_dir,
-    is_temp_name,
+    remove_stale_temps,
     sha256_file,
     sha256_range,
 )
@@ -530,23 +530,13 @@ def _check_plan_space(plan: Manifest, qroot: Path) -> None:
     check_space([(qroot, q), (plan.partition_dir, p)])
 
 
-def remove_temps(directory: Path) -> None:
-    """Temp files a killed kseg left (its own hidden names only; we hold the lock)."""
-    try:
-        names = [p for p in directory.iterdir() if is_temp_name(p.name)]
-    except OSError:
-        return
-    for p in names:
-        p.unlink(missing_ok=True)
-
-
 def apply_plan(plan: Plan, quarantine: Quarantine) -> Path:
     """Carry out ``plan``; return the partition's quarantine dir (manifest and removed bytes).
 
     Raises RepairFailed; its message names the path and what to do.
     """
     _check_plan_space(plan, quarantine.root)
-    remove_temps(plan.partition_dir)
+    remove_stale_temps(plan.partition_dir)
     qdir = quarantine.partition_dir(plan.partition_dir.name)
     plan.run = qdir.parent.name
     plan.status, plan.changes_started = IN_PROGRESS, False
@@ -724,8 +714,8 @@ def resume(qdir: Path) -> Manifest | None:
         check_actions(m, qdir)
     except ManifestError as exc:
         raise RepairFailed(f"cannot resume: {exc}", qdir, True) from None
-    remove_temps(qdir)
-    remove_temps(m.partition_dir)
+    remove_stale_temps(qdir)
+    remove_stale_temps(m.partition_dir)
     if not m.changes_started and not all(kind_of(a).planned(a) for a in m.actions):
         remove_quarantine_dir(qdir)
         return None

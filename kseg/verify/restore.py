@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format.errors import KsegError
+from ..storage.atomic import remove_stale_temps
 from ..storage.lock import LogDirLocks, held_message
 from ..storage.space import check_space, device
 from ..storage.tree import segment_logs
@@ -44,7 +45,6 @@ from .repair import (
     fault_point,
     kind_of,
     qfile,
-    remove_temps,
 )
 
 
@@ -162,7 +162,7 @@ def apply_restore(pr: PartitionRestore) -> Iterator[Action]:
     """Undo the pending actions of one checked partition; yields each as it is done."""
     m = pr.manifest
     if pr.pending:
-        remove_temps(m.partition_dir)  # of a restore killed before (we hold the lock)
+        remove_stale_temps(m.partition_dir)  # of a restore killed before (we hold the lock)
         m.status = RESTORING
         save(pr.qdir, m)
         for a in pr.pending:

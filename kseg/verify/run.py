@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exitcodes import Exit
-from ..storage.lock import LogDirLocks, held_message
+from ..storage.lock import LogDirLocks
 from ..storage.space import NoSpace
 from ..storage.tree import ROOT, Target, path_kind, targets
 from . import findings as K
@@ -76,31 +76,13 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
-        seen: set[Path] = set()
-        for t in tlist:
-            log_dir = t.log_dir
-            if log_dir.resolve() in seen:
-                continue
-            seen.add(log_dir.resolve())
-            try:
-                forced_before = len(self._locks.forced)
-                ok = self._locks.acquire(log_dir)
-            except OSError as exc:
-                yield self._failure(
-                    f"{exc.filename}: {exc.strerror}: kseg locks the log dir while it writes and "
-                    "needs write access to it; not repairing anything there"
-                )
-                self._refused.add(log_dir.resolve())
-                continue
-            if not ok:
-                yield self._failure(held_message(log_dir) + "; not repairing anything there")
-                self._refused.add(log_dir.resolve())
-            elif len(self._locks.forced) > forced_before:
-                yield {
-                    "type": "notice",
-                    "message": f"{log_dir / '.lock'} is held by another process; --force: "
-                    "repairing anyway",
-                }
+        self._refused, failures, notices = self._locks.acquire_all(
+            (t.log_dir for t in tlist), "repairing"
+        )
+        for message in failures:
+            yield self._failure(message)
+        for message in notices:
+            yield {"type": "notice", "message": message}
 
     def events(self, paths: list[Path]) -> Iterator[dict]:
         try:
