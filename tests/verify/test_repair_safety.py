@@ -706,3 +706,25 @@ def test_force_goes_ahead_with_a_notice(corrupt_cases, tmp_path):
         qdir = _quarantine_of(proc)
         assert run_kseg("restore", qdir).returncode == 8
         assert run_kseg("restore", qdir, "--force").returncode == 0
+
+
+@pytest.mark.parametrize("how", sorted(HOLDERS))
+def test_lock_held_detects_every_kind_and_never_disturbs_the_holder(tmp_path, how):
+    from kseg.storage.lock import LogDirLocks, lock_held
+
+    if how == "ofd" and not hasattr(__import__("fcntl"), "F_OFD_SETLK"):
+        pytest.skip("no OFD locks on this platform")
+    assert not lock_held(tmp_path)  # no .lock at all
+    (tmp_path / ".lock").write_bytes(b"")
+    assert not lock_held(tmp_path)
+    with _Holder(tmp_path / ".lock", how) as holder:
+        assert lock_held(tmp_path) and lock_held(tmp_path)  # probing twice: still held
+        with LogDirLocks() as locks:
+            assert not locks.acquire(tmp_path)
+        assert holder.proc.poll() is None
+    assert not lock_held(tmp_path)
+    with LogDirLocks() as locks:  # and kseg's own lock is seen by a probe in this process
+        assert locks.acquire(tmp_path) and locks.holds(tmp_path)
+        assert lock_held(tmp_path)
+        assert locks.acquire(tmp_path)  # re-entrant for the same run
+    assert not lock_held(tmp_path)
