@@ -118,9 +118,16 @@ def check(qdir: Path, m: Manifest) -> PartitionRestore:
 
 
 def _check_segments(m: Manifest) -> None:
-    """No segment appeared and none grew since the repair completed."""
+    """No segment appeared, vanished or changed size since the repair completed."""
     ours = {Path(a.file).name for a in m.actions if a.action in (TRUNCATE, MOVE)}
-    for log in segment_logs(m.partition_dir):
+    logs = segment_logs(m.partition_dir)
+    gone = sorted(set(m.after_logs) - ours - {p.name for p in logs})
+    if gone:
+        raise MovedOn(
+            f"{m.partition_dir / gone[0]}: gone since the repair (retention or a broker deleted "
+            "it): the partition moved on; restoring now would leave a gap"
+        )
+    for log in logs:
         if log.name in ours:
             continue  # checked by its action
         size = m.after_logs.get(log.name)

@@ -340,6 +340,17 @@ def test_restore_refuses_when_the_broker_rolled_a_new_segment(corrupt_cases, tmp
     assert json.loads((qdir / "manifest.json").read_text())["status"] == "complete"
 
 
+def test_restore_refuses_when_a_segment_was_deleted_since(tree, tmp_path):
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
+    qdir = _quarantine_of(_repair(pdir))
+    first = segment_logs(pdir)[0]
+    first.unlink()  # as retention would
+    before = snapshot_tree(pdir)
+    proc = run_kseg("restore", qdir)
+    assert proc.returncode == 8 and f"{first}: gone since the repair" in proc.stderr.decode()
+    assert snapshot_tree(pdir) == before
+
+
 def test_interrupted_restore_resumes(tree, tmp_path):
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
     original = snapshot_tree(pdir)
