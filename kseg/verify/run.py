@@ -83,6 +83,18 @@ class VerifyRun:
             yield self._failure(message)
         for message in notices:
             yield {"type": "notice", "message": message}
+        if self.opts.quarantine is not None:
+            q = self.opts.quarantine.resolve()
+            for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
+                if q.is_relative_to(log_dir):
+                    self._refused.add(log_dir)
+                    self.code |= Exit.USAGE
+                    yield {
+                        "type": "failure",
+                        "message": f"--quarantine {self.opts.quarantine} is inside the log dir "
+                        f"{log_dir}: Kafka refuses to start with a directory there that is not a "
+                        "partition; choose a place outside it. Not repairing anything there",
+                    }
 
     def events(self, paths: list[Path]) -> Iterator[dict]:
         try:

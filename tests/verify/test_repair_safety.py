@@ -739,3 +739,15 @@ def test_lock_held_detects_every_kind_and_never_disturbs_the_holder(tmp_path, ho
         assert lock_held(tmp_path)
         assert locks.acquire(tmp_path)  # re-entrant for the same run
     assert not lock_held(tmp_path)
+
+
+def test_quarantine_inside_the_log_dir_is_refused(corrupt_cases, tmp_path):
+    pdir = copy_partition(
+        next(c for c in corrupt_cases if c.name == "zero-tail").partition_dir, tmp_path / "logs"
+    )
+    before = snapshot_tree(pdir)
+    proc = _repair(pdir, "--quarantine", pdir.parent / "q")
+    assert proc.returncode == 16
+    (line,) = _stderr_lines(proc)
+    assert "inside the log dir" in line
+    assert snapshot_tree(pdir) == before and not (pdir.parent / "q").exists()
