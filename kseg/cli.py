@@ -273,7 +273,7 @@ def index_rebuild(
     is `verify --repair`). Exit codes: 0 done, 4 corruption found (indexes cover the valid prefix),
     8 operational error (broker lock held, write failed), 16 usage.
     """
-    from .storage.atomic import remove_stale_temps
+    from .storage.atomic import fix_hint, remove_stale_temps
     from .storage.lock import LogDirLocks
     from .verify.rebuild import UNCHANGED, rebuild_target
 
@@ -306,7 +306,10 @@ def index_rebuild(
                     backup_dir=backup,
                 )
             except OSError as exc:
-                _stderr(f"{exc.filename or t.partition_dir}: {exc.strerror or exc}: not rebuilt")
+                _stderr(
+                    f"{exc.filename or t.partition_dir}: {exc.strerror or exc}: not rebuilt"
+                    f"{fix_hint(exc)}"
+                )
                 code |= Exit.OPERATIONAL
                 continue
             for r in results:

@@ -6,6 +6,7 @@ file, and a temp file is removed when the write fails or is interrupted.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -53,13 +54,29 @@ def _write_replace(path: Path, fill: Callable[[object], None]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             tmp.unlink()
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.errno is not None and exc.filename == str(tmp):
+            # name the file being written, not our temp name (which no longer exists)
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     fsync_dir(path.parent)
+
+
+def fix_hint(exc: BaseException) -> str:
+    """What to do about a failed write, for the one-line message (empty if nothing useful)."""
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+            return (
+                " (make it writable: check permissions, `lsattr` for the immutable flag, "
+                "a read-only mount)"
+            )
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return " (free space there)"
+    return ""
 
 
 def atomic_write(path: str | Path, data: bytes, *, padded_to: int | None = None) -> None:

@@ -36,6 +36,7 @@ from ..storage.atomic import (
     CopyMismatch,
     atomic_copy,
     atomic_write,
+    fix_hint,
     fsync_dir,
     remove_stale_temps,
     sha256_file,
@@ -597,12 +598,9 @@ def _failed(qdir: Path, m: Manifest, exc: BaseException) -> BaseException:
 
 
 def _hint(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
-            return " (make it writable: check permissions, `lsattr` for the immutable flag, a read-only mount)"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return " (free space, or choose another place with --quarantine)"
-    return ""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return " (free space, or choose another place with --quarantine)"
+    return fix_hint(exc)
 
 
 def _carry_out(qdir: Path, m: Manifest) -> None:

@@ -751,3 +751,19 @@ def test_quarantine_inside_the_log_dir_is_refused(corrupt_cases, tmp_path):
     (line,) = _stderr_lines(proc)
     assert "inside the log dir" in line
     assert snapshot_tree(pdir) == before and not (pdir.parent / "q").exists()
+
+
+def test_index_rebuild_of_an_immutable_index_names_it_and_leaves_no_temp_file(tree, tmp_path):
+    pdir = copy_partition(tree / "orders-0", tmp_path / "logs")
+    index = segment_logs(pdir)[0].with_suffix(".index")
+    index.write_bytes(b"")  # wrong: a rebuild would rewrite it
+    if not _chattr(index, "+i"):
+        pytest.skip("chattr +i is not available here (needs root and a filesystem with the flag)")
+    try:
+        proc = run_kseg("index", "rebuild", pdir)
+    finally:
+        _chattr(index, "-i")
+    assert proc.returncode == 8
+    (line,) = _stderr_lines(proc)
+    assert line.startswith(f"kseg: {index}: Operation not permitted") and "lsattr" in line
+    assert not [p for p in pdir.iterdir() if ".kseg-tmp-" in p.name]
