@@ -143,6 +143,14 @@ def load(qdir: Path, *, base_dir: Path | None = None) -> Manifest:
 
 
 def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
+    for key in ("partition_dir", "status"):
+        if not isinstance(doc.get(key), str):
+            raise ManifestError(f"{where}: {key} is missing or not a string")
+    if "log_dir" in doc and not isinstance(doc["log_dir"], str):
+        raise ManifestError(f"{where}: log_dir is not a string")
+    rebuild_raw = doc.get("rebuild_logs") or []
+    if not isinstance(rebuild_raw, list) or not all(isinstance(p, str) for p in rebuild_raw):
+        raise ManifestError(f"{where}: rebuild_logs is not a list of paths")
     raw_pdir = Path(doc["partition_dir"])
     if not raw_pdir.is_absolute():
         if base_dir is None:
@@ -178,8 +186,16 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
         raise ManifestError(f"{where}: log_dir is not the partition dir's parent")
     actions = []
     allowed = {f.name for f in fields(Action)}
+    if not isinstance(doc["actions"], list):
+        raise ManifestError(f"{where}: actions is not a list")
     for raw in doc["actions"]:
+        if not isinstance(raw, dict):
+            raise ManifestError(f"{where}: an action is not an object")
         a = Action(**{k: v for k, v in raw.items() if k in allowed})
+        if not isinstance(a.action, str) or not isinstance(a.file, str):
+            raise ManifestError(f"{where}: an action lacks its kind or file")
+        if a.quarantine_file is not None and not isinstance(a.quarantine_file, str):
+            raise ManifestError(f"{where}: {a.file}: quarantine_file is not a name")
         a.file = str(absolute(a.file))
         partition_file(pdir, a.file, where)
         if a.quarantine_file is not None:
@@ -189,14 +205,26 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
             if v is not None and (not isinstance(v, int) or v < 0):
                 raise ManifestError(f"{where}: {a.file}: {name} {v!r} is not a size")
         actions.append(a)
-    rebuild = [str(absolute(p)) for p in doc.get("rebuild_logs") or []]
+    after_logs = doc.get("after_logs")
+    if after_logs is not None and not (
+        isinstance(after_logs, dict)
+        and all(isinstance(k, str) and isinstance(v, int) for k, v in after_logs.items())
+    ):
+        raise ManifestError(f"{where}: after_logs is not a map of segment names to sizes")
+    epoch = doc.get("epoch_truncate_to")
+    if epoch is not None and not isinstance(epoch, int):
+        raise ManifestError(f"{where}: epoch_truncate_to {epoch!r} is not an offset")
+    for a in actions:
+        if not all(isinstance(v, str | None) for v in (a.sha256, a.after_sha256, a.reason)):
+            raise ManifestError(f"{where}: {a.file}: sha256 and reason must be strings")
+    rebuild = [str(absolute(p)) for p in rebuild_raw]
     for p in rebuild:
         partition_file(pdir, p, where)
     return Manifest(
         partition_dir=pdir,
         actions=actions,
         rebuild_logs=rebuild,
-        epoch_truncate_to=doc.get("epoch_truncate_to"),
+        epoch_truncate_to=epoch,
         index_interval_bytes=int(doc.get("index_interval_bytes", 4096)),
         status=doc["status"],
         run=doc.get("run"),
@@ -204,7 +232,7 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
         # a version-1 manifest was written after the copies, right before the first change
         changes_started=bool(doc.get("changes_started", doc.get("version", 1) < 2)),
         error=doc.get("error"),
-        after_logs=doc.get("after_logs"),
+        after_logs=after_logs,
         version=int(doc.get("version", 1)),
     )
 

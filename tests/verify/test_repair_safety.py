@@ -402,6 +402,8 @@ HOSTILE = {
         quarantine_file="../../../victim-0/notes.txt"
     ),
     "unknown-action": lambda doc, pdir, v: doc["actions"][0].update(action="delete"),
+    "wrong-types": lambda doc, pdir, v: doc.update(after_logs=["x"], actions=[{"action": 1}]),
+    "not-json": lambda doc, pdir, v: doc.clear(),
 }
 
 
@@ -767,3 +769,56 @@ def test_index_rebuild_of_an_immutable_index_names_it_and_leaves_no_temp_file(tr
     (line,) = _stderr_lines(proc)
     assert line.startswith(f"kseg: {index}: Operation not permitted") and "lsattr" in line
     assert not [p for p in pdir.iterdir() if ".kseg-tmp-" in p.name]
+
+
+def test_any_manifest_is_loaded_or_refused_never_crashes(corrupt_cases, tmp_path_factory):
+    """Property: whatever a manifest holds, load + check_actions + restore's checks give a
+    result or a KsegError, never another exception."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from kseg.format.errors import KsegError
+    from kseg.verify.manifest import load
+    from kseg.verify.repair import check_actions
+    from kseg.verify.restore import check
+
+    base = tmp_path_factory.mktemp("fuzz")
+    pdir = copy_partition(
+        next(c for c in corrupt_cases if c.name == "torn-tail").partition_dir, base / "logs"
+    )
+    qdir = _quarantine_of(_repair(pdir))
+    good = json.loads((qdir / "manifest.json").read_text())
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=30),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+    keys = sorted(good) + ["actions.0." + k for k in good["actions"][0]]
+    before = snapshot_tree(pdir)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.dictionaries(st.sampled_from(keys), values, min_size=1, max_size=3))
+    def run(changes):
+        doc = json.loads(json.dumps(good))
+        for k, v in changes.items():
+            if k.startswith("actions.0."):
+                acts = doc.get("actions")
+                if isinstance(acts, list) and acts and isinstance(acts[0], dict):
+                    doc["actions"][0][k.removeprefix("actions.0.")] = v
+            else:
+                doc[k] = v
+        (qdir / "manifest.json").write_text(json.dumps(doc))
+        try:
+            m = load(qdir)
+            check_actions(m, qdir)
+            check(qdir, m)
+        except KsegError:
+            pass
+
+    try:
+        run()
+    finally:
+        (qdir / "manifest.json").write_text(json.dumps(good))
+    assert snapshot_tree(pdir) == before  # checks only: nothing was changed
