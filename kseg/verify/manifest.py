@@ -62,10 +62,11 @@ class Action:
     quarantine_file: str | None = None  # relative to the partition's quarantine dir
     after_length: int | None = None  # replace/create: the file as the repair left it
     after_sha256: str | None = None
+    restored: bool = False  # progress of a restore (information: restore checks the files)
 
     def to_event(self, dry_run: bool) -> dict:
         d = asdict(self)
-        del d["after_length"], d["after_sha256"]
+        del d["after_length"], d["after_sha256"], d["restored"]
         return {"type": "repair_action", "dry_run": dry_run, **d}
 
 

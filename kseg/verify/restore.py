@@ -174,6 +174,8 @@ def apply_restore(pr: PartitionRestore) -> Iterator[Action]:
         save(pr.qdir, m)
         for a in pr.pending:
             kind_of(a).undo(a, qfile(pr.qdir, a))
+            a.restored = True
+            save(pr.qdir, m)  # progress, for the operator; a resumed restore re-checks the files
             yield a
             fault_point("restoring")
     if m.status != RESTORED:

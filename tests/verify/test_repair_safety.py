@@ -359,6 +359,7 @@ def test_interrupted_restore_resumes(tree, tmp_path):
     assert run_kseg("restore", qdir, env=env).returncode == 99
     doc = json.loads((qdir / "manifest.json").read_text())
     assert doc["status"] == "restoring"  # never `complete` once half-restored
+    assert [a["restored"] for a in doc["actions"]].count(True) == 1  # progress: one action undone
     # a repair now would quarantine the half-restored state on top: refused until restore finishes
     half = snapshot_tree(pdir)
     proc = run_kseg("verify", pdir, "--repair")
