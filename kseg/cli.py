@@ -274,11 +274,20 @@ def index_rebuild(
     8 operational error (broker lock held, write failed), 16 usage.
     """
     from .storage.atomic import fix_hint, remove_stale_temps
+    from .storage.files import looks_like_log_dir
     from .storage.lock import LogDirLocks
     from .verify.rebuild import UNCHANGED, rebuild_target
 
     code = Exit.OK
     tlist = _targets(paths, topic, partition)
+    if backup is not None:
+        for log_dir in {t.log_dir.resolve() for t in tlist}:
+            if backup.resolve().is_relative_to(log_dir) and looks_like_log_dir(log_dir):
+                raise typer.BadParameter(
+                    f"{backup} is inside the log dir {log_dir}: Kafka refuses to start with a "
+                    "directory there that is not a partition; choose a place outside it",
+                    param_hint="--backup",
+                )
     locks = LogDirLocks(force=force)
     refused: set[Path] = set()
     if not dry_run:  # every log dir's lock before anything is written

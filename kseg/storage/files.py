@@ -93,3 +93,9 @@ def parse_partition_dir(name: str) -> PartitionName | None:
     if not m:
         return None
     return PartitionName(m.group("topic"), int(m.group("partition")), m.group("state"))
+
+
+def looks_like_log_dir(path: Path) -> bool:
+    """Does ``path`` hold a broker's root files (meta.properties, a root checkpoint)? Kafka
+    refuses to start when such a directory holds a directory that is not a partition."""
+    return any((path / name).is_file() for name in ("meta.properties", *ROOT_CHECKPOINTS))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exitcodes import Exit
+from ..storage.files import looks_like_log_dir
 from ..storage.lock import LogDirLocks
 from ..storage.space import NoSpace
 from ..storage.tree import ROOT, Target, path_kind, targets
@@ -86,7 +87,7 @@ class VerifyRun:
         if self.opts.quarantine is not None:
             q = self.opts.quarantine.resolve()
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
-                if q.is_relative_to(log_dir):
+                if q.is_relative_to(log_dir) and looks_like_log_dir(log_dir):
                     self._refused.add(log_dir)
                     self.code |= Exit.USAGE
                     yield {

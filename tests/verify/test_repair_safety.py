@@ -748,6 +748,7 @@ def test_quarantine_inside_the_log_dir_is_refused(corrupt_cases, tmp_path):
     pdir = copy_partition(
         next(c for c in corrupt_cases if c.name == "zero-tail").partition_dir, tmp_path / "logs"
     )
+    (pdir.parent / "meta.properties").write_text("version=1\n")  # a broker's log dir
     before = snapshot_tree(pdir)
     proc = _repair(pdir, "--quarantine", pdir.parent / "q")
     assert proc.returncode == 16
@@ -823,3 +824,11 @@ def test_any_manifest_is_loaded_or_refused_never_crashes(corrupt_cases, tmp_path
     finally:
         (qdir / "manifest.json").write_text(json.dumps(good))
     assert snapshot_tree(pdir) == before  # checks only: nothing was changed
+
+
+def test_index_rebuild_backup_inside_the_log_dir_is_a_usage_error(tree, tmp_path):
+    pdir = copy_partition(tree / "orders-0", tmp_path / "logs")
+    (pdir.parent / "recovery-point-offset-checkpoint").write_text("0\n0\n")  # a broker's log dir
+    proc = run_kseg("index", "rebuild", pdir, "--backup", pdir.parent / "backup")
+    assert proc.returncode == 16 and b"inside the log dir" in proc.stderr
+    assert not (pdir.parent / "backup").exists()
