@@ -416,6 +416,22 @@ def check_actions(m: Manifest, where: Path) -> None:
             raise ManifestError(f"{where}: {a.action} of {a.file} lacks {', '.join(missing)}")
 
 
+def check_plan_covers_writes(m: Manifest, where: Path) -> None:
+    """Every file a repair rewrites outside its actions (indexes of rebuilt logs, the
+    leader-epoch checkpoint) is an action too, so its old bytes are quarantined first. A
+    manifest kseg wrote always satisfies this; a hand-written one must, to be resumed."""
+    named = {a.file for a in m.actions if a.action in (REPLACE, CREATE)}
+    for log in m.rebuild_logs:
+        for suffix in (".index", ".timeindex"):
+            if str(Path(log).with_suffix(suffix)) not in named:
+                raise ManifestError(
+                    f"{where}: rebuilds {log} but does not quarantine its {suffix} first"
+                )
+    epochs = str(m.partition_dir / "leader-epoch-checkpoint")
+    if m.epoch_truncate_to is not None and epochs not in named:
+        raise ManifestError(f"{where}: rewrites {epochs} but does not quarantine it first")
+
+
 def qfile(qdir: Path, a: Action) -> Path | None:
     return quarantine_file(qdir, a.quarantine_file) if a.quarantine_file else None
 
@@ -710,6 +726,7 @@ def resume(qdir: Path) -> Manifest | None:
     try:
         m = load(qdir)
         check_actions(m, qdir)
+        check_plan_covers_writes(m, qdir)
     except ManifestError as exc:
         raise RepairFailed(f"cannot resume: {exc}", qdir, True) from None
     remove_stale_temps(qdir)

@@ -832,3 +832,20 @@ def test_index_rebuild_backup_inside_the_log_dir_is_a_usage_error(tree, tmp_path
     proc = run_kseg("index", "rebuild", pdir, "--backup", pdir.parent / "backup")
     assert proc.returncode == 16 and b"inside the log dir" in proc.stderr
     assert not (pdir.parent / "backup").exists()
+
+
+def test_a_resumed_hand_written_manifest_cannot_rewrite_unquarantined_files(tree, tmp_path):
+    """An in_progress manifest that rebuilds a log's indexes without quarantining them first
+    is refused, and nothing in the partition changes."""
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
+    env = {**os.environ, "KSEG_TEST_CRASH_AT": "manifest"}
+    assert run_kseg("verify", pdir, "--repair", env=env).returncode == 99
+    (m,) = _manifests(tmp_path / "kseg-quarantine" / "logs")
+    doc = json.loads(m.read_text())
+    doc["actions"] = [a for a in doc["actions"] if a["action"] not in ("replace", "create")]
+    m.write_text(json.dumps(doc))
+    before = snapshot_tree(pdir)
+    proc = run_kseg("verify", pdir, "--repair")
+    assert proc.returncode & 8
+    assert "does not quarantine its .index first" in proc.stderr.decode()
+    assert snapshot_tree(pdir) == before
