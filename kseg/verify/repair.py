@@ -679,7 +679,8 @@ def unfinished_work(
 
     The partition is matched by its real identity (resolved path, or device and inode), never
     by how a path was spelled on the command line. ``cache`` keeps each root's unfinished
-    manifests across the partitions of one run (a root is scanned once).
+    manifests across the partitions of one run (a root is scanned once). Call it holding the
+    log dir's lock: it removes a stale marker.
     """
     cache = {} if cache is None else cache
     candidates: list[tuple[Path, str]] = []
@@ -687,10 +688,12 @@ def unfinished_work(
         named = Path(marker_path(partition_dir).read_text().strip())
     except (OSError, ValueError):
         named = None
-    if named is not None and named.is_absolute():
-        status, pdir, _ = peek_status(named)
+    if named is not None:
+        status, pdir, _ = peek_status(named) if named.is_absolute() else (None, None, None)
         if status in UNFINISHED and pdir:
             candidates.append((named, pdir))
+        elif status not in UNFINISHED:  # stale: killed between completing and removing it
+            marker_path(partition_dir).unlink(missing_ok=True)
     for root in quarantine_roots:
         key = root.absolute()
         if key not in cache:

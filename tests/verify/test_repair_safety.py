@@ -849,3 +849,15 @@ def test_a_resumed_hand_written_manifest_cannot_rewrite_unquarantined_files(tree
     assert proc.returncode & 8
     assert "does not quarantine its .index first" in proc.stderr.decode()
     assert snapshot_tree(pdir) == before
+
+
+def test_a_stale_marker_is_removed_by_the_next_writing_run(corrupt_cases, tmp_path):
+    pdir = copy_partition(
+        next(c for c in corrupt_cases if c.name == "zero-tail").partition_dir, tmp_path / "logs"
+    )
+    marker = pdir.parent / f".kseg-repair-{pdir.name}"
+    marker.write_text(str(tmp_path / "gone" / "run" / pdir.name) + "\n")
+    assert run_kseg("verify", pdir, "--repair", "--dry-run").returncode == 4
+    assert marker.exists()  # a dry run writes nothing
+    assert run_kseg("verify", pdir, "--repair").returncode == 1
+    assert not marker.exists()
