@@ -255,7 +255,7 @@ def _dump_log(
                 and entry.magic > 0
             ):
                 continue
-            yield _entry_events(entry, name, opts, budget, make_event)
+            yield from _entry_events(entry, name, opts, budget, make_event)
             if budget.spent:
                 return
     except CorruptionError as exc:
@@ -320,8 +320,11 @@ def batch_event(entry, name: str) -> dict:
     }
 
 
-def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_event) -> list[dict]:
-    """All events of one top-level entry: the batch, its problems, its records."""
+def _entry_events(
+    entry, name: str, opts: DumpOptions, budget: _Budget, make_event
+) -> Iterator[list]:
+    """All events of one top-level entry: the batch, its problems, its records, in lists of at
+    most one record chunk (so a batch of millions of records never exists as one list)."""
     ev = batch_event(entry, name)
     problems = []
     if not ev["crc_valid"]:
@@ -337,7 +340,8 @@ def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_eve
                 file=name,
             )
         )
-    if entry.magic < 2:
+    if entry.magic < 2 and not (opts.batches_only and entry.is_compressed):
+        # a wrapper's first offset and count need decompression: not for --batches-only
         try:
             ev["base_offset"] = entry.base_offset
             ev["count"] = entry.records_count
@@ -347,39 +351,54 @@ def _entry_events(entry, name: str, opts: DumpOptions, budget: _Budget, make_eve
     if opts.skip_record_metadata and not opts.batches_only:
         out = out[1:]  # like kafka-dump-log: the records' payloads, no batch lines
     if opts.batches_only:
-        if not budget.take():
-            return []
-        return out
+        if budget.take():
+            yield out
+        return
     if any(p.kind != "crc_mismatch" for p in problems):
-        return out
+        yield out
+        return
     filtered = opts.from_offset is not None or opts.to_offset is not None
     filtered = filtered or opts.from_time is not None or opts.to_time is not None
     make = _control_event if ev["is_control"] else make_event
-    try:
-        recs = entry.record_tuples(opts.max_decompressed)
-        problem = None
-    except CorruptionError as exc:
-        recs, problem = exc.records, exc  # the good records before the bad one are still shown
-    if not filtered and budget.left is None:
-        out.extend([make(rec, name) for rec in recs])
-    else:
-        for rec in recs:
-            if filtered:
-                off, ts = rec[4], rec[2]
-                if opts.from_offset is not None and off < opts.from_offset:
-                    continue
-                if opts.to_offset is not None and off > opts.to_offset:
+    unbounded = not filtered and budget.left is None
+    chunks = entry.record_chunks(opts.max_decompressed)
+    problem = None
+    while True:
+        try:
+            recs = next(chunks, None)
+        except CorruptionError as exc:
+            # the good records before the bad one are shown; the traceback is dropped (it would
+            # keep the decoder's frames, and their buffers, alive in a cycle)
+            recs, problem = exc.records, exc.with_traceback(None)
+        if recs is None:
+            break
+        if unbounded:
+            out.extend([make(rec, name) for rec in recs])
+        else:
+            for rec in recs:
+                if filtered:
+                    off, ts = rec[4], rec[2]
+                    if opts.from_offset is not None and off < opts.from_offset:
+                        continue
+                    if opts.to_offset is not None and off > opts.to_offset:
+                        recs = None
+                        break
+                    if (opts.from_time is not None and ts < opts.from_time) or (
+                        opts.to_time is not None and ts > opts.to_time
+                    ):
+                        continue
+                if not budget.take():
+                    recs = None
                     break
-                if (opts.from_time is not None and ts < opts.from_time) or (
-                    opts.to_time is not None and ts > opts.to_time
-                ):
-                    continue
-            if not budget.take():
-                break
-            out.append(make(rec, name))
+                out.append(make(rec, name))
+        if problem is not None or recs is None:
+            break
+        yield out
+        out = []
     if problem is not None:
         out.append(error_event(problem, name))
-    return out
+    if out:
+        yield out
 
 
 def _control_event(rec: tuple, name: str) -> dict:

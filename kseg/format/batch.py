@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from . import compression as codecs
 from .control import ControlRecord, parse_control
@@ -60,6 +61,14 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
+
+# Records are handed out in lists of at most this many (or this many input bytes): few enough
+# that the objects alive at once stay small, many enough that the per-list cost vanishes.
+RECORD_CHUNK = 1024
+RECORD_CHUNK_BYTES = 1 << 20
+# length varint, attributes, timestamp delta, offset delta, key length, value length, header
+# count: one byte each at least
+MIN_RECORD_SIZE = 7
 
 
 class RecordBatch:
@@ -166,13 +175,26 @@ class RecordBatch:
 
     # --- records -------------------------------------------------------------------------
     def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
-        """Decode the records (decompressing when needed). Errors name the batch position."""
-        return (Record(*t) for t in self.record_tuples(max_decompressed))
+        """Decode the records (decompressing when needed), lazily. Errors name the batch position
+        and are raised when iteration reaches them."""
+        for chunk in self.record_chunks(max_decompressed):
+            for t in chunk:
+                yield Record(*t)
 
     def record_tuples(
         self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
     ) -> Iterator[tuple]:
         """Like records(), as plain tuples in Record's field order (for hot loops)."""
+        return chain.from_iterable(self.record_chunks(max_decompressed))
+
+    def record_chunks(
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    ) -> Iterator[list[tuple]]:
+        """The records as lists of at most RECORD_CHUNK tuples, decoded one list at a time: the
+        Python objects alive at once stay bounded however many records the batch holds (a
+        256 MiB buffer of 7-byte records would be 38 million tuples). Decompression happens on
+        the first step; a bad record raises there, with the good ones before it (in its list)
+        in the error's ``records``."""
         start = self.position + HEADER_SIZE
         end = self.position + self.size
         cid = self.attributes & ATTR_COMPRESSION
@@ -189,7 +211,7 @@ class RecordBatch:
                 raise exc.in_file(self.source) if self.source else exc from None
             pos, end = 0, len(data)
         log_append = bool(self.attributes & ATTR_TIMESTAMP_TYPE)
-        return decode_records(
+        yield from iter_record_chunks(
             data,
             pos,
             end,
@@ -222,16 +244,6 @@ class RecordBatch:
         )
 
 
-def _as_records(batch: RecordBatch, max_decompressed: int) -> Iterator[Record]:
-    try:
-        tuples = batch.record_tuples(max_decompressed)
-    except CorruptionError as exc:
-        yield from (Record(*t) for t in getattr(exc, "records", ()))
-        raise exc.in_file(batch.source) if batch.source else exc from None
-    for t in tuples:
-        yield Record(*t)
-
-
 def _add_sequence(base: int, delta: int) -> int:
     # Sequences wrap around at Int32.MAX_VALUE, as in DefaultRecordBatch.incrementSequence.
     if base > 0x7FFFFFFF - delta:
@@ -252,7 +264,7 @@ def _bad(
     return exc
 
 
-def decode_records(
+def iter_record_chunks(
     data,
     pos: int,
     end: int,
@@ -263,22 +275,34 @@ def decode_records(
     base_sequence: int,
     batch_pos: int,
     timestamp_type: str,
-) -> list[tuple]:
+) -> Iterator[list[tuple]]:
     """Decode ``count`` records from ``data[pos:end]`` as tuples in Record's field order
-    ``(key, value, timestamp, headers, offset, sequence, timestamp_type)``.
+    ``(key, value, timestamp, headers, offset, sequence, timestamp_type)``, handed out in lists
+    of at most RECORD_CHUNK records (or RECORD_CHUNK_BYTES of input), so that the objects alive
+    at once are bounded whatever ``count`` and the buffer hold.
 
     Hot path: one- and two-byte varints are decoded inline (record and value lengths of typical
     records take two bytes). ``data`` must slice to ``bytes`` (bytes, mmap). Every length is
     checked against the record's own length before it is used, so a lie cannot read outside the
-    batch or allocate much. A list (bounded by the batch) costs less than a generator per record;
-    on a bad record the error's ``records`` holds the good ones before it.
+    batch or allocate much; a count the bytes cannot hold (a record takes at least
+    MIN_RECORD_SIZE bytes) is refused before anything is decoded. On a bad record the error's
+    ``records`` holds the good ones of the current list before it.
     """
+    if count < 0:
+        raise _bad(f"negative records count {count}", batch_pos, 0, pos)
+    if count > (end - pos) // MIN_RECORD_SIZE:
+        raise _bad(
+            f"batch declares {count} records, more than {end - pos} bytes can hold"
+            f" (a record takes at least {MIN_RECORD_SIZE})",
+            batch_pos,
+            0,
+            pos,
+        )
     out: list[tuple] = []
     append = out.append
-    if count < 0:
-        raise _bad(f"negative records count {count}", batch_pos, 0, pos, out)
     i = 0
     rec_start = pos
+    cut, cut_pos = RECORD_CHUNK, pos + RECORD_CHUNK_BYTES
     try:
         while i < count:
             rec_start = pos
@@ -405,6 +429,11 @@ def decode_records(
                 )
             )
             i += 1
+            if i >= cut or pos >= cut_pos:
+                yield out
+                out = []
+                append = out.append
+                cut, cut_pos = i + RECORD_CHUNK, pos + RECORD_CHUNK_BYTES
     except IndexError:
         raise _bad("record truncated", batch_pos, i, rec_start, out) from None
     except CorruptionError as exc:
@@ -416,7 +445,8 @@ def decode_records(
         raise _bad(
             f"{end - pos} bytes after the last of {count} records", batch_pos, count, pos, out
         )
-    return out
+    if out:
+        yield out
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -553,7 +583,7 @@ __all__ = [
     "LOG_OVERHEAD",
     "RecordBatch",
     "build_batch",
-    "decode_records",
+    "iter_record_chunks",
     "encode_record",
     "record_size",
     "varint_size",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import zlib
 
 import cramjam
 
 from . import lz4frame, xerial
 from .errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, UNKNOWN_CODEC, DecompressionError
+from .scratch import scratch
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -18,6 +18,7 @@ CODEC_MASK = 0x07
 # Kafka's own default max.message.bytes is ~1 MiB; batches far larger than 256 MiB
 # decompressed are not something a broker accepts, so larger means a lie in the input.
 DEFAULT_MAX_DECOMPRESSED = 256 << 20
+_GZIP_PIECE = 4 << 20
 ZSTD_LEVEL = 3  # zstd's default, and Kafka's
 
 
@@ -75,17 +76,32 @@ def decompress(cid: int, data, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
 
 def _gzip(data, limit: int) -> bytes:
     out = bytearray()
+    try:
+        return _gzip_into(out, data, limit)
+    finally:
+        out.clear()  # on an error too: a traceback kept by a caller must not pin the output
+
+
+def _gzip_into(out: bytearray, data, limit: int) -> bytes:
     view = memoryview(data)
     while True:
         d = zlib.decompressobj(47)  # gzip or zlib header, auto-detected
-        try:
-            out += d.decompress(view, limit + 1 - len(out))
-        except zlib.error as exc:
-            raise DecompressionError(f"invalid gzip data: {exc}") from None
-        if len(out) > limit:
-            raise DecompressionError(
-                f"decompressed size exceeds the limit of {limit} bytes", kind=DECOMPRESSION_LIMIT
-            )
+        pending = view
+        while True:  # in pieces: a piece is a temporary copy, the whole output is not
+            room = min(_GZIP_PIECE, limit + 1 - len(out))
+            try:
+                piece = d.decompress(pending, room)
+            except zlib.error as exc:
+                raise DecompressionError(f"invalid gzip data: {exc}") from None
+            out += piece
+            if len(out) > limit:
+                raise DecompressionError(
+                    f"decompressed size exceeds the limit of {limit} bytes",
+                    kind=DECOMPRESSION_LIMIT,
+                )
+            pending = d.unconsumed_tail
+            if d.eof or (not pending and len(piece) < room):
+                break
         if not d.eof:
             raise DecompressionError("truncated gzip data", kind=DECOMPRESSION_FAILED)
         rest = d.unused_data
@@ -94,22 +110,10 @@ def _gzip(data, limit: int) -> bytes:
         view = memoryview(rest)
 
 
-_scratch = threading.local()
-
-
-def scratch(size: int) -> bytearray:
-    """A per-thread output buffer of at least ``size`` bytes, reused across batches: allocating
-    (and zero-filling) a fresh one per batch makes the allocator trim and refault the heap."""
-    buf = getattr(_scratch, "buf", None)
-    if buf is None or len(buf) < size:
-        buf = bytearray(max(size, 256 << 10))
-        _scratch.buf = buf
-    return buf
-
-
 def _zstd(data, limit: int) -> bytes:
     # The output size is unknown (Kafka streams zstd, so frames carry no content size): try a
-    # reused buffer, then grow geometrically up to the limit; cramjam refuses to write past its end.
+    # reused buffer, then grow geometrically up to the limit; cramjam refuses to write past its
+    # end. Buffers above scratch.KEEP_BYTES are fresh and dropped after the batch.
     size = min(limit, max(256 << 10, 8 * len(data)))
     while True:
         buf = scratch(size)
@@ -117,6 +121,8 @@ def _zstd(data, limit: int) -> bytes:
         try:
             n = cramjam.zstd.decompress_into(data, view)
             return bytes(view[:n])
+        except MemoryError:
+            raise
         except Exception as exc:
             if "whole buffer" not in str(exc):
                 raise DecompressionError(f"invalid zstd data: {exc}") from None
@@ -128,3 +134,4 @@ def _zstd(data, limit: int) -> bytes:
             size = min(limit, size * 4)
         finally:
             view.release()
+            del buf

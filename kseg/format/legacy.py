@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from itertools import chain
 
 from . import compression as codecs
+from .batch import RECORD_CHUNK
 from .crc import crc32
 from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
 from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, Record
@@ -43,12 +45,14 @@ class LegacyEntry:
         "magic",
         "attributes",
         "timestamp",
+        "_summary",
     )
 
     def __init__(self, buf, position: int, source: str | None = None) -> None:
         self.buf = buf
         self.position = position
         self.source = source  # a label (the file) for error messages only
+        self._summary: tuple[int, int] | None = None
         self.offset, self.message_size, self.crc, self.magic, self.attributes = PREFIX.unpack_from(
             buf, position
         )
@@ -155,91 +159,130 @@ class LegacyEntry:
             raise self._error(f"{end - pos} bytes after the value", field="size")
         return parts[0], parts[1]
 
-    def inner_entries(
-        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
-    ) -> list[LegacyEntry]:
-        """The messages inside a compressed wrapper (validated), in stored order."""
+    def _inner_data(self, max_decompressed: int) -> bytes:
+        """The decompressed value of a wrapper (bounded by ``max_decompressed`` bytes)."""
         _, value = self.key_value()
         if value is None:
             raise self._error("compressed wrapper message has a null value", field="value")
         try:
-            data = codecs.decompress(self.compression_id, value, max_decompressed)
+            return codecs.decompress(self.compression_id, value, max_decompressed)
         except DecompressionError as exc:
             exc.field = f"value ({self.compression}, payload byte {exc.position or 0})"
             exc.position, exc.offset = self.position, self.offset
             raise exc.in_file(self.source) if self.source else exc from None
-        inner = []
+
+    def _scan_inner(self, data: bytes) -> tuple[int, int, int]:
+        """Check every inner message of ``data`` (size, magic, no nesting, CRC) without building
+        an object per message: (count, first inner offset, last inner offset). Nested wrappers are
+        refused, as Kafka refuses them, so decompression never recurses."""
+        n = len(data)
+        minimum = RECORD_OVERHEAD.get(self.magic, 14)
+        unpack = PREFIX.unpack_from
+        count = 0
+        first = last = 0
         pos = 0
-        while pos < len(data):
-            if len(data) - pos < MAGIC_POS + 1:
-                raise self._error(
-                    f"truncated inner message at decompressed byte {pos}", field="value"
-                )
-            entry = LegacyEntry(data, pos)
-            if entry.message_size < RECORD_OVERHEAD.get(entry.magic, 14) or pos + entry.size > len(
-                data
-            ):
-                raise self._error(
-                    f"inner message at decompressed byte {pos} has invalid size {entry.message_size}",
-                    field="value",
-                )
-            if entry.magic != self.magic:
-                raise self._error(
-                    f"inner message magic {entry.magic} differs from wrapper magic {self.magic}",
-                    field="value",
-                )
-            if entry.is_compressed:
-                raise self._error(
-                    "compressed inner message inside a compressed wrapper", field="value"
-                )
-            computed = entry.compute_crc()
-            if computed != entry.crc:
-                raise CorruptionError(
-                    f"inner message CRC-32 mismatch at decompressed byte {pos}",
-                    kind=CRC_MISMATCH,
-                    position=self.position,
-                    field="value.crc",
-                    stored=entry.crc,
-                    computed=computed,
-                    offset=self.offset,
-                    file=self.source,
-                )
-            inner.append(entry)
-            pos += entry.size
-        if not inner:
+        with memoryview(data) as mv:
+            while pos < n:
+                if n - pos < MAGIC_POS + 2:
+                    raise self._error(
+                        f"truncated inner message at decompressed byte {pos}", field="value"
+                    )
+                offset, size, crc, magic, attributes = unpack(data, pos)
+                end = pos + LOG_OVERHEAD + size
+                if size < minimum or end > n:
+                    raise self._error(
+                        f"inner message at decompressed byte {pos} has invalid size {size}",
+                        field="value",
+                    )
+                if magic != self.magic:
+                    raise self._error(
+                        f"inner message magic {magic} differs from wrapper magic {self.magic}",
+                        field="value",
+                    )
+                if attributes & ATTR_COMPRESSION:
+                    raise self._error(
+                        "compressed inner message inside a compressed wrapper", field="value"
+                    )
+                computed = crc32(mv[pos + MAGIC_POS : end])
+                if computed != crc:
+                    raise CorruptionError(
+                        f"inner message CRC-32 mismatch at decompressed byte {pos}",
+                        kind=CRC_MISMATCH,
+                        position=self.position,
+                        field="value.crc",
+                        stored=crc,
+                        computed=computed,
+                        offset=self.offset,
+                        file=self.source,
+                    )
+                if count == 0:
+                    first = offset
+                last = offset
+                count += 1
+                pos = end
+        if not count:
             raise self._error("compressed wrapper message holds no messages", field="value")
-        return inner
+        return count, first, last
+
+    def inner_summary(
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    ) -> tuple[int, int]:
+        """(records count, first absolute offset) of a wrapper, checked; decompresses once and
+        keeps only the two numbers."""
+        if self._summary is None:
+            count, first, last = self._scan_inner(self._inner_data(max_decompressed))
+            self._summary = (count, first + self._shift(last))
+        return self._summary
 
     def record_tuples(
         self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
     ) -> Iterator[tuple]:
         """Records as tuples in Record's field order (see RecordBatch.record_tuples)."""
-        for r in self.records(max_decompressed):
-            yield (r.key, r.value, r.timestamp, r.headers, r.offset, r.sequence, r.timestamp_type)
+        return chain.from_iterable(self.record_chunks(max_decompressed))
 
     def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
+        for chunk in self.record_chunks(max_decompressed):
+            for t in chunk:
+                yield Record(*t)
+
+    def record_chunks(
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+    ) -> Iterator[list[tuple]]:
+        """Records as lists of at most RECORD_CHUNK tuples (see RecordBatch.record_chunks). The
+        inner messages are all checked before the first is handed out (the offsets of a magic 1
+        wrapper depend on its last message), but only one list of them exists at a time."""
         ts_type = self.timestamp_type
         if not self.is_compressed:
             key, value = self.key_value()
-            yield Record(key, value, self.timestamp, [], self.offset, -1, ts_type)
+            yield [(key, value, self.timestamp, [], self.offset, -1, ts_type)]
             return
-        inner = self.inner_entries(max_decompressed)
-        shift = self._shift(inner)
+        data = self._inner_data(max_decompressed)
+        count, _first, last = self._scan_inner(data)
+        self._summary = (count, _first + self._shift(last))
+        shift = self._shift(last)
         wrapper_ts = self.timestamp if ts_type == LOG_APPEND_TIME else None
-        for entry in inner:
+        out: list[tuple] = []
+        pos, n = 0, len(data)
+        while pos < n:
+            entry = LegacyEntry(data, pos)
             key, value = entry.key_value()
             ts = entry.timestamp if wrapper_ts is None else wrapper_ts
-            yield Record(key, value, ts, [], entry.offset + shift, -1, ts_type)
+            out.append((key, value, ts, [], entry.offset + shift, -1, ts_type))
+            if len(out) >= RECORD_CHUNK:
+                yield out
+                out = []
+            pos += entry.size
+        if out:
+            yield out
 
     @property
     def base_offset(self) -> int:
         """First offset held: the offset itself, or for a wrapper the first inner (decompresses)."""
         if not self.is_compressed:
             return self.offset
-        inner = self.inner_entries()
-        return inner[0].offset + self._shift(inner)
+        return self.inner_summary()[1]
 
-    def _shift(self, inner: list[LegacyEntry]) -> int:
+    def _shift(self, last_inner_offset: int) -> int:
         """What turns inner offsets into absolute ones (Kafka's absoluteBaseOffset).
 
         Magic 1 inner offsets are relative: wrapper offset - last inner offset. A negative
@@ -247,12 +290,12 @@ class LegacyEntry:
         """
         if self.magic == 0:
             return 0
-        base = self.offset - inner[-1].offset
+        base = self.offset - last_inner_offset
         return base if base >= 0 else 0
 
     @property
     def records_count(self) -> int:
-        return len(self.inner_entries()) if self.is_compressed else 1
+        return self.inner_summary()[0] if self.is_compressed else 1
 
     def __repr__(self) -> str:
         return (

@@ -13,6 +13,7 @@ import struct
 import cramjam
 
 from .errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, DecompressionError
+from .scratch import scratch as get_scratch
 
 MAGIC = 0x184D2204
 _U32 = struct.Struct("<I")
@@ -87,9 +88,12 @@ def decompress(data, limit: int) -> bytes:
     n = len(view)
     pos = 0
     out = bytearray()
-    while pos < n:
-        pos = _read_frame(view, pos, out, limit)
-    return bytes(out)
+    try:
+        while pos < n:
+            pos = _read_frame(view, pos, out, limit)
+        return bytes(out)
+    finally:
+        out.clear()  # on an error too: a traceback kept by a caller must not pin the output
 
 
 def _read_frame(view: memoryview, pos: int, out: bytearray, limit: int) -> int:
@@ -118,8 +122,6 @@ def _read_frame(view: memoryview, pos: int, out: bytearray, limit: int) -> int:
     ):
         raise DecompressionError("LZ4 frame header checksum mismatch", position=start)
     pos = desc_end + 1
-    from .compression import scratch as get_scratch
-
     scratch = memoryview(get_scratch(block_max))[:block_max]
     while True:
         if pos + 4 > n:
@@ -141,6 +143,8 @@ def _read_frame(view: memoryview, pos: int, out: bytearray, limit: int) -> int:
         else:
             try:
                 produced = cramjam.lz4.decompress_block_into(block, scratch)
+            except MemoryError:
+                raise
             except Exception as exc:  # cramjam raises its own error types
                 raise DecompressionError(f"invalid LZ4 block: {exc}", position=pos) from None
             piece = scratch[:produced]

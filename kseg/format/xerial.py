@@ -7,6 +7,7 @@ import struct
 import cramjam
 
 from .errors import DECOMPRESSION_LIMIT, DecompressionError
+from .scratch import scratch
 
 MAGIC = b"\x82SNAPPY\x00"
 _HEADER = struct.Struct(">8sii")  # magic, version, compatible version
@@ -32,20 +33,27 @@ def decompress(data, limit: int) -> bytes:
     view = memoryview(data)
     if len(view) >= _HEADER.size and view[:8] == MAGIC:
         out = bytearray()
-        pos = _HEADER.size
-        while pos < len(view):
-            if pos + 4 > len(view):
-                raise DecompressionError("truncated xerial snappy block length", position=pos)
-            (size,) = _BLOCK_LEN.unpack_from(view, pos)
-            pos += 4
-            if size < 0 or pos + size > len(view):
-                raise DecompressionError(
-                    f"xerial snappy block of {size} bytes exceeds the payload", position=pos - 4
-                )
-            out += _raw(view[pos : pos + size], limit - len(out), pos)
-            pos += size
-        return bytes(out)
+        try:
+            return _blocks(view, out, limit)
+        finally:
+            out.clear()  # on an error too: a traceback kept by a caller must not pin the output
     return _raw(view, limit, 0)
+
+
+def _blocks(view: memoryview, out: bytearray, limit: int) -> bytes:
+    pos = _HEADER.size
+    while pos < len(view):
+        if pos + 4 > len(view):
+            raise DecompressionError("truncated xerial snappy block length", position=pos)
+        (size,) = _BLOCK_LEN.unpack_from(view, pos)
+        pos += 4
+        if size < 0 or pos + size > len(view):
+            raise DecompressionError(
+                f"xerial snappy block of {size} bytes exceeds the payload", position=pos - 4
+            )
+        out += _raw(view[pos : pos + size], limit - len(out), pos)
+        pos += size
+    return bytes(out)
 
 
 def _raw(block, limit: int, pos: int) -> bytes:
@@ -59,7 +67,16 @@ def _raw(block, limit: int, pos: int) -> bytes:
             kind=DECOMPRESSION_LIMIT,
             position=pos,
         )
+    # into a buffer of our own: running out of memory stays a MemoryError, never a false
+    # "invalid snappy block"
+    out = scratch(claimed)
+    view = memoryview(out)[:claimed]
     try:
-        return bytes(cramjam.snappy.decompress_raw(block))
+        n = cramjam.snappy.decompress_raw_into(block, view)
+        return bytes(view[:n])
+    except MemoryError:
+        raise
     except Exception as exc:
         raise DecompressionError(f"invalid snappy block: {exc}", position=pos) from None
+    finally:
+        view.release()

@@ -329,6 +329,18 @@ class OffsetLocation:
         return out
 
 
+def _first_and_next(entry, offset: int) -> tuple[int | None, int | None]:
+    """The entry's first record offset and its first offset >= ``offset``, streaming the
+    records (a batch can hold millions; their offsets are never collected)."""
+    first = None
+    for rec in entry.record_tuples():
+        if first is None:
+            first = rec[4]
+        if rec[4] >= offset:
+            return first, rec[4]
+    return first, None
+
+
 def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
     """The broker's read path: segment by base offset, offset index, scan."""
     part = Partition(pdir)
@@ -346,14 +358,13 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
                 for entry in part.batches_from(seg, part.start_position(seg, offset)):
                     if entry.last_offset < offset:
                         continue
-                    offsets = [r.offset for r in entry.records()]
-                    nxt = next((o for o in offsets if o >= offset), None)
+                    first, nxt = _first_and_next(entry, offset)
                     if nxt is None:
                         continue  # an empty (compacted) batch: the next batch holds it
                     res.status = "found" if nxt == offset else "in_gap"
                     res.offset, res.segment, res.position = nxt, str(seg.log), entry.position
                     res.batch_base_offset = (
-                        entry.base_offset if isinstance(entry, v2.RecordBatch) else offsets[0]
+                        entry.base_offset if isinstance(entry, v2.RecordBatch) else first
                     )
                     res.batch_last_offset = entry.last_offset
                     break

@@ -96,6 +96,17 @@ def _entries(task: Task) -> Iterator:
             _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
 
 
+def _tuples(entry, problems: list) -> Iterator[tuple]:
+    """The entry's record tuples, streamed; a bad record ends them (after the good ones before
+    it) and lands in ``problems``."""
+    try:
+        for chunk in entry.record_chunks():
+            yield from chunk
+    except CorruptionError as exc:
+        yield from exc.records
+        problems.append(exc.with_traceback(None))  # its frames would pin the decoder's buffers
+
+
 def record_batches(
     task: Task,
     *,
@@ -121,12 +132,8 @@ def record_batches(
             break
         if from_offset is not None and entry.last_offset < from_offset:
             continue
-        try:
-            recs = entry.record_tuples()
-            problem = None
-        except CorruptionError as exc:
-            recs, problem = exc.records, exc
-        for key, value, ts, headers, offset, _seq, ts_type in recs:
+        problems: list[CorruptionError] = []
+        for key, value, ts, headers, offset, _seq, ts_type in _tuples(entry, problems):
             if (from_time is not None and ts < from_time) or (to_time is not None and ts > to_time):
                 continue
             if (from_offset is not None and offset < from_offset) or (
@@ -156,8 +163,8 @@ def record_batches(
                 yield _to_batch(cols, schema)
                 cols = {name: [] for name in schema.names}
                 n = 0
-        if problem is not None:
-            _warn(f"{problem.in_file(task.path)} (records before it were read)")
+        if problems:
+            _warn(f"{problems[0].in_file(task.path)} (records before it were read)")
             break
     if n:
         yield _to_batch(cols, schema)
