@@ -257,9 +257,11 @@ class LegacyEntry:
             yield [(key, value, self.timestamp, [], self.offset, -1, ts_type)]
             return
         data = self._inner_data(max_decompressed)
-        count, _first, last = self._scan_inner(data)
-        self._summary = (count, _first + self._shift(last))
-        shift = self._shift(last)
+        if self._summary is None:  # checked once per entry (dump asks for the count first)
+            count, first, last = self._scan_inner(data)
+            self._summary = (count, first + self._shift(last))
+        count, first_absolute = self._summary
+        shift = first_absolute - LegacyEntry(data, 0).offset
         wrapper_ts = self.timestamp if ts_type == LOG_APPEND_TIME else None
         out: list[tuple] = []
         pos, n = 0, len(data)
