@@ -717,7 +717,7 @@ def seek(
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--time") from None
             except OSError as exc:
-                _stderr(f"{t.partition_dir}: {exc.strerror or exc}")
+                _stderr(f"{exc.filename or t.partition_dir}: {exc.strerror or exc}")
                 code |= Exit.OPERATIONAL
                 continue
             for w in res.warnings:

@@ -26,7 +26,7 @@ from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
 from ..storage import tree
-from ..storage.mapped import mapped
+from ..storage.mapped import mapped, read_file
 from . import payload as P
 
 UNREADABLE = "unreadable"
@@ -90,7 +90,7 @@ def error_event(
     return {
         "type": "error",
         "file": file,
-        "position": None,
+        "position": getattr(exc, "position", None),  # e.g. where a file shrank
         "offset": None,
         "kind": kind or UNREADABLE,
         "field": None,
@@ -161,17 +161,17 @@ def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> I
             return
         yield [head]
         framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
-        with mapped(path, sequential=kind.kind in framed) as buf:
-            if kind.kind in framed:
+        if kind.kind in framed:
+            with mapped(path, sequential=True) as buf:
                 yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
-            elif kind.kind == F.INDEX:
-                yield from _chunked(
-                    _dump_offset_index(buf, name, kind.base_offset, _log_size(path))
-                )
-            elif kind.kind == F.TIME_INDEX:
-                yield from _chunked(_dump_time_index(buf, name, kind.base_offset))
-            else:
-                yield from _chunked(_dump_small(kind.kind, bytes(buf), name, path))
+            return
+        data = read_file(path)  # indexes and small files: read whole
+        if kind.kind == F.INDEX:
+            yield from _chunked(_dump_offset_index(data, name, kind.base_offset, _log_size(path)))
+        elif kind.kind == F.TIME_INDEX:
+            yield from _chunked(_dump_time_index(data, name, kind.base_offset))
+        else:
+            yield from _chunked(_dump_small(kind.kind, data, name, path))
     except OSError as exc:
         yield [error_event(exc, name)]
 
@@ -195,18 +195,18 @@ def _start_position(path: Path, base: int, opts: DumpOptions) -> int:
     start = 0
     try:
         if opts.from_time is not None and path.with_suffix(".timeindex").exists():
-            with mapped(path.with_suffix(".timeindex")) as tbuf:
-                entry = TimeIndex(tbuf, base).lookup(opts.from_time)
+            entry = TimeIndex(read_file(path.with_suffix(".timeindex")), base).lookup(
+                opts.from_time
+            )
             target = (
                 entry.offset if opts.from_offset is None else max(entry.offset, opts.from_offset)
             )
         else:
             target = opts.from_offset
         if target is not None and path.with_suffix(".index").exists():
-            with mapped(path.with_suffix(".index")) as ibuf:
-                idx = OffsetIndex(ibuf, base)
-                idx.sanity_check()
-                start = idx.lookup(target).position
+            idx = OffsetIndex(read_file(path.with_suffix(".index")), base)
+            idx.sanity_check()
+            start = idx.lookup(target).position
     except (OSError, CorruptionError):
         return 0  # a damaged index only costs speed: scan from the start
     return start

@@ -19,16 +19,21 @@ MAGIC_POS = 16
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_ENTRY_SIZE = 14  # Kafka: any size field below the v0 message overhead is corruption
 _ZERO_CHUNK = bytes(1 << 20)
+_HEADER_PROBE = 61  # a v2 header, the largest a walk reads before knowing the entry's size
+_EVERYTHING = 1 << 62
 
 Entry = RecordBatch | LegacyEntry
 
 
 def is_zero(buf, start: int, end: int) -> bool:
     """True if ``buf[start:end]`` is all zero bytes (compared in 1 MiB chunks, no big copy)."""
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped)
     with memoryview(buf) as mv:
         pos = start
         while pos < end:
             n = min(len(_ZERO_CHUNK), end - pos)
+            if ensure is not None:
+                ensure(pos, pos + n)
             if mv[pos : pos + n] != _ZERO_CHUNK[:n]:
                 return False
             pos += n
@@ -134,7 +139,8 @@ class _Behind:
     def __init__(self, buf, start: int) -> None:
         import mmap
 
-        self.advise = getattr(buf, "madvise", None)
+        # a buffer that reads on demand (storage.mapped.ShadowMap) releases pages itself
+        self.advise = None if hasattr(buf, "ensure") else getattr(buf, "madvise", None)
         self.flag = getattr(mmap, "MADV_DONTNEED", None)
         self.done = start - start % self.PAGE
         self.next = (
@@ -151,10 +157,17 @@ class _Behind:
 
 def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterator[Entry]:
     behind = _Behind(buf, pos)
+    ensure = getattr(buf, "ensure", None)
+    ready = _EVERYTHING if ensure is None else -1  # buf[:ready] may be touched (storage.mapped)
     while pos < end:
         if pos >= behind.next:
             behind.passed(pos)
+        if pos + _HEADER_PROBE > ready:
+            ready = ensure(pos, min(end, pos + _HEADER_PROBE))
         check_entry_header(buf, pos, end)
+        size = ENTRY_PREFIX.unpack_from(buf, pos)[1] + LOG_OVERHEAD
+        if pos + size > ready:
+            ready = ensure(pos, pos + size)
         entry = (
             RecordBatch(buf, pos, source)
             if buf[pos + MAGIC_POS] == 2
@@ -189,11 +202,15 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
     v2_unpack = _V2.unpack_from
     legacy_unpack = _LEGACY.unpack_from
     behind = _Behind(buf, start)
+    ensure = getattr(buf, "ensure", None)
+    ready = _EVERYTHING if ensure is None else -1  # buf[:ready] may be touched (storage.mapped)
     with memoryview(buf) as mv:
         pos = start
         while pos < end:
             if pos >= behind.next:
                 behind.passed(pos)
+            if pos + _HEADER_PROBE > ready:
+                ready = ensure(pos, min(end, pos + _HEADER_PROBE))
             # the common case inline; anything unusual goes through the full check
             if end - pos < _V2.size or buf[pos + MAGIC_POS] != 2:
                 check_entry_header(buf, pos, end)
@@ -204,6 +221,8 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                 size = length + LOG_OVERHEAD
                 if length < MIN_BATCH_LENGTH or pos + size > end:
                     check_entry_header(buf, pos, end)  # raises with the precise kind
+                if pos + size > ready:
+                    ready = ensure(pos, pos + size)
                 ok = crc32c(mv[pos + 21 : pos + size]) == crc
                 yield (pos, size, 2, base, base + lod, max_ts, count, attrs, pid, ok)
             else:
@@ -214,6 +233,8 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                     off, length, crc, _m, attrs = _LEGACY_PREFIX.unpack_from(buf, pos)
                     ts = -1
                 size = length + LOG_OVERHEAD
+                if pos + size > ready:
+                    ready = ensure(pos, pos + size)
                 ok = crc32(mv[pos + MAGIC_POS : pos + size]) == crc
                 yield (pos, size, magic, off, off, ts, -1, attrs, -1, ok)
             pos += size

@@ -23,7 +23,7 @@ from ..format.log import iter_entries, walk_headers
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
-from ..storage.mapped import map_file, mapped
+from ..storage.mapped import map_file, mapped, read_file
 from ..storage.tree import segment_logs
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -91,7 +91,7 @@ class Partition:
         ckpt = self.dir.parent / "log-start-offset-checkpoint"
         first = self.segments[0].base if self.segments else 0
         try:
-            data = ckpt.read_bytes()
+            data = read_file(ckpt)
             for e in read_offset_checkpoint(data) if data.strip() else []:
                 if e.topic == self.topic and e.partition == self.partition:
                     return max(e.offset, first)

@@ -1,31 +1,178 @@
-"""Read-only memory maps of files (an empty file maps to b"")."""
+"""Reading files safely: only regular files, and never a mapping that can fault.
+
+A `.log` is read through a :class:`ShadowMap`: an anonymous, private map of the file's size,
+filled with ``pread`` just ahead of the walk (``ensure``) and released behind it. Callers index it
+like the file's bytes at absolute positions (``buf[pos]``, ``struct.unpack_from``,
+``memoryview``) exactly as they did a map of the file, but a file that shrinks while it is read
+(a broker's retention, an operator's ``truncate``) gives a short read and a
+:class:`FileShrankError` naming the byte, where touching a truncated page of a file map kills the
+process with SIGBUS. Reading only what the walk reaches also bounds the resident memory.
+
+Named pipes, devices and sockets are refused before they are opened (a FIFO would block the
+open or the read forever): :class:`NotRegularFileError`.
+"""
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+_PAGE = mmap.PAGESIZE
+FILL_STEP = 8 << 20  # read ahead of the walk in pieces of this size
+KEEP_BEHIND = 16 << 20  # release what the walk has passed beyond this much
+_MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0  # not in mmap before 3.13
+
+
+class NotRegularFileError(OSError):
+    """A named pipe, device, socket or directory where a file is expected."""
+
+
+class FileShrankError(OSError):
+    """The file became shorter than it was when opened, while it was being read."""
+
+    def __init__(self, path: str, position: int, size_at_open: int, size_now: int) -> None:
+        super().__init__(
+            errno.EIO,
+            f"file shrank while reading: {size_at_open} bytes when opened, {size_now} now "
+            f"(could not read byte {position}); was it truncated or deleted by retention?",
+            path,
+        )
+        self.position = position
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular(path: str | Path) -> int:
+    """Open ``path`` read-only, only if it is a regular file: checked with stat before the open
+    (a FIFO's open blocks), opened non-blocking and checked again (it may have been swapped)."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(
+            errno.EINVAL, f"{_kind(mode)}, not a regular file: not read", str(path)
+        )
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(
+                errno.EINVAL, f"{_kind(mode)}, not a regular file: not read", str(path)
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(path: str | Path) -> bytes:
+    """The whole content of a regular file (indexes, checkpoints: small files)."""
+    fd = open_regular(path)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+class ShadowMap(mmap.mmap):
+    """The file's bytes at their absolute positions, read on demand (see the module docstring).
+    Only [lo, hi) is valid: walkers call ``ensure(start, end)`` before touching an entry."""
+
+    def __new__(cls, fd: int, size: int, path: str):
+        self = super().__new__(
+            cls,
+            -1,
+            size,
+            flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE,
+            prot=mmap.PROT_READ | mmap.PROT_WRITE,
+        )
+        self.fd, self.size, self.path = fd, size, path
+        self.lo = self.hi = 0
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:
+                self.madvise(mmap.MADV_HUGEPAGE)  # fewer faults when filling
+            except OSError:
+                pass
+        return self
+
+    def ensure(self, start: int, end: int) -> int:
+        """Make [start, end) readable (clamped to the size at open); returns the end of what is
+        readable from ``start`` on, so a walker can skip the call until it passes it."""
+        if start >= self.lo and end <= self.hi:
+            return self.hi
+        if start < self.lo or start > self.hi:  # a jump: start a new window there
+            self._release(self.lo, self.hi)
+            self.lo = self.hi = start - start % _PAGE
+        elif start - self.lo > KEEP_BEHIND:  # moving forward: let go of what lies behind
+            upto = start - start % _PAGE - _PAGE
+            if upto > self.lo:
+                self._release(self.lo, upto)
+                self.lo = upto
+        target = min(self.size, max(end, self.hi + FILL_STEP))
+        with memoryview(self) as mv:
+            pos = self.hi
+            while pos < target:
+                n = os.preadv(self.fd, [mv[pos:target]], pos)
+                if n <= 0:
+                    try:
+                        now = os.fstat(self.fd).st_size
+                    except OSError:
+                        now = pos
+                    self.hi = pos
+                    raise FileShrankError(self.path, pos, self.size, now)
+                pos += n
+        self.hi = target
+        return target
+
+    def _release(self, start: int, end: int) -> None:
+        start -= start % _PAGE
+        if end > start:
+            self.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        super().close()
+
 
 @contextmanager
-def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | mmap.mmap]:
-    """Map ``path`` read-only for the duration of the block. Nothing is opened for writing.
+def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
+    """The bytes of the regular file ``path`` for the duration of the block, as a
+    :class:`ShadowMap` (b"" for an empty file). Nothing is opened for writing.
 
     ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
-    aggressively. (The walkers in kseg.format.log unmap what they have passed.)"""
-    fd = os.open(path, os.O_RDONLY)
+    aggressively."""
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size == 0:
+            os.close(fd)
+            fd = -1
             yield b""
             return
-        mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-    finally:
-        os.close(fd)
-    if sequential and hasattr(mm, "madvise"):
-        mm.madvise(mmap.MADV_SEQUENTIAL)
+        if sequential and hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        mm = ShadowMap(fd, size, str(path))
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
     try:
         yield mm
     finally:
@@ -36,8 +183,9 @@ def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | mm
 
 
 def map_file(path: str | Path) -> bytes | mmap.mmap:
-    """A read-only map that closes when the last reference to it goes (for short-lived views)."""
-    fd = os.open(path, os.O_RDONLY)
+    """A read-only map of a small file read at random (an index: a lookup touches a few pages),
+    closed when the last reference goes. Regular files only."""
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         return b"" if size == 0 else mmap.mmap(fd, size, access=mmap.ACCESS_READ)

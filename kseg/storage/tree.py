@@ -49,7 +49,7 @@ def partition_files(pdir: Path) -> list[Path]:
     """Every known file of a partition dir: segment files in offset order, then the rest."""
     segs, other = [], []
     for p in pdir.iterdir():
-        if not p.is_file():
+        if p.is_dir():  # a FIFO or device named like a segment is listed: reading refuses it
             continue
         k = F.file_kind(p)
         if k.base_offset is not None:

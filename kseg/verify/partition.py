@@ -11,6 +11,7 @@ from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..storage import files as F
+from ..storage.mapped import read_file
 from ..storage.tree import Target, segment_logs
 from . import findings as K
 from .findings import Finding, from_error
@@ -71,8 +72,8 @@ def verify_target(
                 Finding(
                     K.ERROR,
                     K.UNREADABLE,
-                    str(exc.filename or log),
-                    None,
+                    str(exc.filename or log),  # the file that failed: the .log or an index
+                    getattr(exc, "position", None),  # where a file shrank while read
                     None,
                     exc.strerror or str(exc),
                 )
@@ -204,7 +205,7 @@ def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
             continue
         try:
             data = (
-                p.read_bytes()
+                read_file(p)
                 if k.kind
                 in (F.SNAPSHOT, F.TXN_INDEX, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA)
                 else None
@@ -302,7 +303,7 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
         if not path.exists():
             continue
         try:
-            data = path.read_bytes()
+            data = read_file(path)
             entries = cp.read_offset_checkpoint(data) if data.strip() else []
         except CorruptionError as exc:
             out.append(

@@ -12,6 +12,7 @@ from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..format.txn_index import encode_entries as encode_txn
 from ..format.txn_state import TxnTracker
 from ..storage.atomic import atomic_write
+from ..storage.mapped import read_file
 from ..storage.tree import Target, segment_logs
 from .findings import Finding
 from .segment import SegmentScan, scan_segment
@@ -103,7 +104,7 @@ def _replace(
 ) -> FileAction:
     want_size = max(len(data), padded_to or 0)
     if path.exists():
-        old = path.read_bytes()
+        old = read_file(path)
         same = (
             old[: len(data)] == data
             and len(old) == want_size

@@ -16,7 +16,7 @@ from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
-from ..storage.mapped import mapped
+from ..storage.mapped import mapped, read_file
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import (
@@ -308,7 +308,7 @@ def _open_indexes(log: Path, base: int):
     for suffix, cls in ((".index", OffsetIndex), (".timeindex", TimeIndex)):
         p = log.with_suffix(suffix)
         try:
-            data = p.read_bytes()  # indexes are small (<= 10 MiB): read, do not map
+            data = read_file(p)  # indexes are small (<= 10 MiB): read, do not map
         except FileNotFoundError:
             out.append(None)
             continue

@@ -117,5 +117,3 @@ def test_limit_helper_really_limits():
         [sys.executable, "-c", "b = bytearray(2 << 30)"], capture_output=True, preexec_fn=cap
     )
     assert proc.returncode != 0 and b"MemoryError" in proc.stderr
-
-
