@@ -176,7 +176,7 @@ def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
     end = report.log_end_offset
     next_base = {b: nb for b, nb in zip(sorted(bases), sorted(bases)[1:] + [None], strict=True)}
     for p in sorted(pdir.iterdir()):
-        if not p.is_file():
+        if p.is_dir():  # a FIFO or device named like a known file is read, and refused there
             continue
         k = F.file_kind(p)
         if k.temp_suffix:
