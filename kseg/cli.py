@@ -5,6 +5,7 @@ This is the only module that prints or exits. Data goes to stdout, messages to s
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -63,7 +64,7 @@ TopicOpt = Annotated[
     str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
 ]
 PartitionOpt = Annotated[
-    int | None, typer.Option(help="With a log.dirs root: only this partition number.")
+    int | None, typer.Option(min=0, help="With a log.dirs root: only this partition number.")
 ]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="text, json (JSON Lines) or table.")
@@ -71,8 +72,26 @@ FormatOpt = Annotated[
 
 
 def _stderr(message: str) -> None:
-    _stdout().flush()  # keep data and messages in order on a terminal
+    try:
+        _stdout().flush()  # keep data and messages in order on a terminal
+    except OSError:
+        pass  # stdout is gone or full: main() reports that; the message still goes out
     sys.stderr.write(f"kseg: {message}\n")
+
+
+# What the running command has found so far, for an exit status when output stops early (a
+# closed pipe: `kseg dump corrupt | head` still exits 4 if the corruption came before the close).
+_found_so_far = None
+
+# errno values that only a write can give: stdout is full or over a limit
+_OUTPUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that buffered output can be dropped without more errors."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 _OUT = None
@@ -145,11 +164,12 @@ def dump(
     ] = None,
     to_time: Annotated[str | None, typer.Option(help="Records with timestamp <= this.")] = None,
     limit: Annotated[
-        int | None, typer.Option(help="Stop after this many records (batches with --batches-only).")
+        int | None,
+        typer.Option(min=0, help="Stop after this many records (batches with --batches-only)."),
     ] = None,
     max_bytes: Annotated[
         int | None,
-        typer.Option(help="Read only whole batches within the first N bytes of each log."),
+        typer.Option(min=0, help="Read only whole batches within the first N bytes of each log."),
     ] = None,
 ) -> None:
     """Decode every file of a Kafka data directory (read-only).
@@ -176,6 +196,8 @@ def dump(
         json_lines=fmt is OutputFormat.json,
     )
     code = Exit.OK
+    global _found_so_far
+    _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
     out = _stdout()
     chunks = dump_chunks(paths, opts)
     if fmt is OutputFormat.table:
@@ -252,7 +274,7 @@ def index_rebuild(
         bool, typer.Option(help="Zero-pad the active segment's indexes like a running broker.")
     ] = False,
     segment_index_bytes: Annotated[
-        int, typer.Option(help="segment.index.bytes, the preallocated size.")
+        int, typer.Option(min=0, help="segment.index.bytes, the preallocated size.")
     ] = 10 * 1024 * 1024,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
@@ -279,6 +301,8 @@ def index_rebuild(
     from .verify.rebuild import UNCHANGED, rebuild_target
 
     code = Exit.OK
+    global _found_so_far
+    _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
     tlist = _targets(paths, topic, partition)
     if backup is not None:
         for log_dir in {t.log_dir.resolve() for t in tlist}:
@@ -382,6 +406,8 @@ def index_check(
 
     order = {"identical": 0, "equivalent": 1, "missing": 2, "wrong": 3}
     code = Exit.OK
+    global _found_so_far
+    _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
     tlist = _targets(paths, topic, partition)
 
     def events():
@@ -495,6 +521,8 @@ def verify(
     )
     _targets(paths, topic, partition)  # validate paths up front: usage errors exit 16
     run = VerifyRun(opts)
+    global _found_so_far
+    _found_so_far = lambda: run.code  # noqa: E731
     for _ in _emit(_data_only(run.events(paths)), fmt, _verify_line):
         pass
     raise typer.Exit(int(run.code))
@@ -644,7 +672,12 @@ def _parse_target(value: str, now: str | None) -> int:
     if v in SPECIAL_NAMES:
         return SPECIAL_NAMES[v]
     if v.lstrip("-").isdigit():
-        return int(v)  # epoch ms, or a special target number (-1, -2, -3)
+        n = int(v)  # epoch ms, or a special target number (-1, -2, -3)
+        if not -(1 << 63) <= n < 1 << 63:
+            raise typer.BadParameter(
+                f"{value} is outside the 64-bit range of Kafka timestamps", param_hint="--time"
+            )
+        return n
     try:
         now_ms = parse_time(now) if now is not None else None
         # an ISO or relative time before 1970 means "from the start", not a special target
@@ -704,6 +737,8 @@ def seek(
     target = _parse_target(time_, now) if time_ is not None else None
     tlist = _targets(paths, topic, partition)
     code = Exit.OK
+    global _found_so_far
+    _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
 
     def events():
         nonlocal code
@@ -970,17 +1005,21 @@ def main() -> None:
     # Typer may vendor Click or depend on it; its public BadParameter derives from UsageError.
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     signal.signal(signal.SIGTERM, _terminate)  # a killed repair resumes on the next run
-    global _OUT
+    global _OUT, _found_so_far
     _OUT = None
+    _found_so_far = None
     try:
         try:
-            rv = app(standalone_mode=False)
-        finally:
-            if _OUT is not None:
-                _OUT.flush()
+            # the command is invoked directly, not through Click's main(): that one turns a
+            # closed pipe (EPIPE) into exit 1, losing what the command had found
+            command = typer.main.get_command(app)
+            with command.make_context("kseg", sys.argv[1:]) as ctx:
+                rv = command.invoke(ctx)
+        except typer.Exit as exc:
+            rv = exc.exit_code
+        if _OUT is not None:
+            _OUT.flush()
         code = rv if isinstance(rv, int) else 0
-    except typer.Exit as exc:
-        code = exc.exit_code
     except usage_error as exc:
         exc.show()
         code = Exit.USAGE
@@ -990,12 +1029,19 @@ def main() -> None:
         _stderr("interrupted")
         code = Exit.INTERRUPTED
     except BrokenPipeError:
-        # `kseg dump ... | head`: the reader is gone; say nothing
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = Exit.OK
+        # `kseg dump ... | head`: the reader is gone; say nothing. The walk stops here and the
+        # exit status is what had been found so far.
+        _silence_stdout()
+        code = _found_so_far() if _found_so_far is not None else Exit.OK
     except OSError as exc:
-        _stderr(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        if exc.filename is None and exc.errno in _OUTPUT_FULL:
+            _silence_stdout()
+            _stderr(f"cannot write output: {exc.strerror}")
+        else:
+            _stderr(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        code = Exit.OPERATIONAL
+    except MemoryError:
+        _stderr("out of memory (see the memory bound in the README's safety section)")
         code = Exit.OPERATIONAL
     except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at an operator
         if os.environ.get("KSEG_DEBUG"):

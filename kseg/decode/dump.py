@@ -233,8 +233,11 @@ def _dump_log(
         if (opts.from_offset is not None or opts.from_time is not None)
         else 0
     )
-    if start >= end:
-        start = 0
+    if start:
+        problem = _not_a_batch(buf, start, end, name)
+        if problem is not None:  # the index lies: say so, and scan the segment instead
+            yield [error_event(problem, name)]
+            start = 0
     decoder = None if opts.batches_only else _decoder_for(path, opts)
     make_event = None
     if opts.json_lines and decoder is None and not opts.skip_record_metadata:
@@ -260,6 +263,24 @@ def _dump_log(
                 return
     except CorruptionError as exc:
         yield [error_event(exc, name)]
+
+
+def _not_a_batch(buf, position: int, end: int, name: str) -> CorruptionError | None:
+    """Why an index's position is not the start of a valid batch (None if it is)."""
+    if position >= end:
+        why = f"past the end of the {end}-byte log"
+    else:
+        try:
+            next(iter_entries(buf, position, end, validate=True, source=name))
+            return None
+        except CorruptionError as exc:
+            why = f"not at a valid batch ({exc.message})"
+    return CorruptionError(
+        f"the index points at byte {position}, {why}: scanned the segment from its start instead",
+        kind="invalid_index",
+        position=position,
+        file=name,
+    )
 
 
 def _first_offset_hint(entry) -> int:

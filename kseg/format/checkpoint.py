@@ -40,13 +40,23 @@ def _lines(data: bytes) -> list[tuple[int, str]]:
     return out
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _int(text: str, pos: int, what: str) -> int:
+    """A decimal integer that Kafka could have written: it parses these as Java longs (ints for
+    partitions and epochs fit too), so anything outside 64 bits is a lie, not a number to show."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise CorruptionError(
             f"{what} {text!r} is not an integer", kind=INVALID_FILE, position=pos
         ) from None
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise CorruptionError(
+            f"{what} {text} is outside the 64-bit range", kind=INVALID_FILE, position=pos
+        )
+    return value
 
 
 def _checkpoint_body(data: bytes, fields: int) -> list[tuple[int, list[str]]]:

@@ -18,6 +18,7 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
             pos += 1
             result |= (b & 0x7F) << shift
             if b < 0x80:
+                result &= 0xFFFFFFFFFFFFFFFF  # 64 bits, as Java's long keeps of a 10-byte varlong
                 return (result >> 1) ^ -(result & 1), pos
             shift += 7
             if shift >= 7 * MAX_VARINT_BYTES:

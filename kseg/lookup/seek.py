@@ -188,10 +188,30 @@ class Partition:
 
     # --- scanning ------------------------------------------------------------------------------
     def batches_from(self, seg: _Segment, position: int) -> Iterator:
+        """Entries from ``position`` (from an index) on; an index position past the log or not
+        at a valid batch only costs a scan from the segment's start, with a warning."""
         with mapped(seg.log) as buf:
-            if position >= len(buf):
+            if position >= len(buf) and position:
+                self.warn(
+                    f"{seg.log.with_suffix('.index')}: points at byte {position}, past the end of "
+                    f"the {len(buf)}-byte log; scanning the segment instead"
+                )
                 position = 0
-            for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
+            first = True
+            try:
+                for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
+                    first = False
+                    self.bytes_read += entry.size
+                    yield entry
+                return
+            except CorruptionError as exc:
+                if not (first and position and exc.position == position):
+                    raise
+                self.warn(
+                    f"{seg.log.with_suffix('.index')}: points at byte {position}, not at a valid "
+                    f"batch ({exc.message}); scanning the segment instead"
+                )
+            for entry in iter_entries(buf, 0, validate=True, source=str(seg.log)):
                 self.bytes_read += entry.size
                 yield entry
 
