@@ -10,7 +10,7 @@ from tests.helpers import kseg_command
 GIB = 1 << 30
 
 
-def run_limited(*args, limit: int = GIB, timeout: float = 120, stdout=subprocess.PIPE):
+def run_limited(*args, limit: int = GIB, timeout: float = 120, stdout=subprocess.PIPE, env=None):
     """kseg as a subprocess whose address space is capped at ``limit`` bytes."""
 
     def cap() -> None:
@@ -22,6 +22,7 @@ def run_limited(*args, limit: int = GIB, timeout: float = 120, stdout=subprocess
         stderr=subprocess.PIPE,
         timeout=timeout,
         preexec_fn=cap,
+        env=env,
     )
 
 
