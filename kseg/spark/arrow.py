@@ -178,7 +178,8 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
     for entry, shift in _entries(task):
         ev = batch_event(entry, task.path)
         ev["position"] += shift
-        if entry.magic < 2:
+        if entry.magic < 2 and (compute_uncompressed or not entry.is_compressed):
+            # as dump --batches-only: a wrapper's first offset and count need decompression
             try:
                 ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
             except CorruptionError:
