@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -15,16 +14,45 @@ from typing import Annotated
 
 import typer
 
-from .exitcodes import Exit
+from . import interrupt
+from .exitcodes import Exit, exit_for, help_text
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, powershell)
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Inspect, verify and repair Apache Kafka log segments on disk.\n\n"
-    "Exit codes: 0 ok, 4 invalid input found, 8 operational error (unreadable file), 16 usage error, 32 interrupted.",
+    "PATH arguments: a file, a partition dir (<topic>-<n>), a log.dirs root, or a directory of "
+    "roots (one per broker); a PATH with no Kafka partition, segment or data file is a usage "
+    "error. Data goes to stdout, messages to stderr.\n\n"
+    "Example:\n\n\b\n  kseg verify /var/lib/kafka/data && systemctl start kafka\n\n"
+    + help_text("\b\n"),
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .version import version_line
+
+        print(version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_version,
+            help="Print the version (and which kernel decodes) and exit.",
+        ),
+    ] = False,
+) -> None:
+    pass
 
 
 class OutputFormat(str, Enum):
@@ -57,7 +85,9 @@ class Decoder(str, Enum):
 SegmentPathsArg = Annotated[
     list[Path],
     typer.Argument(
-        help="Segment .log files, partition dirs or log.dirs roots.", show_default=False
+        help="Segment .log files, partition dirs, log.dirs roots or directories of roots.",
+        show_default=False,
+        readable=False,  # kseg reports an unreadable path itself: exit 8, not a usage error
     ),
 ]
 TopicOpt = Annotated[
@@ -128,7 +158,11 @@ def _time_option(value: str | None, name: str) -> int | None:
 def dump(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Files, partition dirs or log.dirs roots.", show_default=False),
+        typer.Argument(
+            help="Files, partition dirs, log.dirs roots or directories of roots.",
+            show_default=False,
+            readable=False,  # kseg reports an unreadable path itself: exit 8
+        ),
     ],
     fmt: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="text, json (JSON Lines) or table.")
@@ -156,9 +190,10 @@ def dump(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     from_offset: Annotated[
-        int | None, typer.Option(help="First offset to show (the offset index is used to jump).")
+        int | None,
+        typer.Option(min=0, help="First offset to show (the offset index is used to jump)."),
     ] = None,
-    to_offset: Annotated[int | None, typer.Option(help="Last offset to show.")] = None,
+    to_offset: Annotated[int | None, typer.Option(min=0, help="Last offset to show.")] = None,
     from_time: Annotated[
         str | None, typer.Option(help="Records with timestamp >= this (ms, ISO-8601, or -30m).")
     ] = None,
@@ -176,6 +211,12 @@ def dump(
 
     Exit codes: 0 decoded cleanly; 4 something in the input was invalid (reported as an error
     line/object, decoding continued where it safely could); 8 a file could not be read; 16 usage.
+
+    Example:
+
+    \b
+      kseg dump /var/lib/kafka/data/orders-0 --from-time -30m --limit 20
+      kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
     """
     from .decode.dump import UNREADABLE, USAGE, DumpOptions, dump_chunks
     from .decode.render import write_json_chunks, write_table, write_text_chunks
@@ -254,16 +295,26 @@ def _emit(events, fmt: OutputFormat, line) -> object:
     return write_text(events, out, line)
 
 
-def _targets(paths: list[Path], topic: str | None, partition: int | None):
-    from .storage.tree import targets
+def _selection(paths: list[Path], topic: str | None, partition: int | None):
+    """Resolve the inputs up front (kseg.storage.tree): a wrong path fails before any work, with
+    the exit code of its kind (tree.InputError, mapped in main)."""
+    from .storage.tree import resolve
 
-    for p in paths:
-        if not p.exists():
-            raise typer.BadParameter(f"{p}: no such file or directory", param_hint="PATH")
-    try:
-        return list(targets(paths, topic, partition))
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="PATH") from None
+    return resolve(paths, topic, partition, logs_only=True)
+
+
+def _targets(paths: list[Path], topic: str | None, partition: int | None):
+    return _selection(paths, topic, partition).targets()
+
+
+def _tags(t, several: bool) -> dict:
+    """topic, partition (and log_dir with several roots) for a target's JSON objects."""
+    from .decode.dump import partition_tags
+
+    return partition_tags(t.name, t.log_dir if several else None) or {
+        "topic": None,
+        "partition": None,
+    }
 
 
 @index_app.command("rebuild")
@@ -294,6 +345,12 @@ def index_rebuild(
     Stops at the first invalid batch like recovery and reports it (the log is not truncated: that
     is `verify --repair`). Exit codes: 0 done, 4 corruption found (indexes cover the valid prefix),
     8 operational error (broker lock held, write failed), 16 usage.
+
+    Example:
+
+    \b
+      kseg index rebuild /var/lib/kafka/data/orders-0 --dry-run
+      kseg index rebuild /var/lib/kafka/data --topic '^orders$' --backup /tmp/old-indexes
     """
     from .storage.atomic import fix_hint, remove_stale_temps
     from .storage.files import looks_like_log_dir
@@ -303,7 +360,8 @@ def index_rebuild(
     code = Exit.OK
     global _found_so_far
     _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
-    tlist = _targets(paths, topic, partition)
+    sel = _selection(paths, topic, partition)
+    tlist, several = sel.targets(), sel.several_log_dirs
     if backup is not None:
         for log_dir in {t.log_dir.resolve() for t in tlist}:
             if backup.resolve().is_relative_to(log_dir) and looks_like_log_dir(log_dir):
@@ -353,6 +411,7 @@ def index_rebuild(
                 yield {
                     "type": "index_rebuild",
                     "file": str(r.scan.log),
+                    **_tags(t, several),
                     "base_offset": r.scan.base_offset,
                     "size": r.scan.size,
                     "valid_bytes": r.scan.valid_bytes,
@@ -400,6 +459,11 @@ def index_check(
     wrong (a lookup would go wrong, or sanity fails) or missing.
 
     Exit codes: 0 no wrong index, 4 a wrong index or a corrupt log, 8 unreadable, 16 usage.
+
+    Example:
+
+    \b
+      kseg index check /var/lib/kafka/data --index-interval-bytes 4096
     """
     from .verify.index_check import WRONG
     from .verify.segment import scan_segment
@@ -408,12 +472,19 @@ def index_check(
     code = Exit.OK
     global _found_so_far
     _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
-    tlist = _targets(paths, topic, partition)
+    sel = _selection(paths, topic, partition)
+    tlist, several = sel.targets(), sel.several_log_dirs
 
     def events():
         nonlocal code
         counts = dict.fromkeys(order, 0)
         for t in tlist:
+            if not t.logs:  # none, or the directory could not be listed: say which
+                try:
+                    next(t.partition_dir.iterdir(), None)
+                except OSError as exc:
+                    _stderr(f"{t.partition_dir}: {exc.strerror or exc}")
+                    code |= Exit.OPERATIONAL
             for log in t.logs:
                 try:
                     scan = scan_segment(log, index_interval_bytes=index_interval_bytes)
@@ -430,6 +501,7 @@ def index_check(
                 yield {
                     "type": "index_check",
                     "file": str(log),
+                    **_tags(t, several),
                     "status": status,
                     "offset_index": scan.offset_index.to_dict(),
                     "time_index": scan.time_index.to_dict(),
@@ -468,6 +540,12 @@ Exit codes (a bitmask, OR-ed over everything checked):
 0 clean; 1 problems found and all repaired; 4 problems left unrepaired;
 8 operational error (unreadable file, broker holds the lock, repair failed);
 16 usage error; 32 interrupted.
+
+Example:
+
+\b
+  kseg verify /var/lib/kafka/data --deep
+  kseg verify /var/lib/kafka/data --repair --dry-run
 """
 
 
@@ -519,12 +597,18 @@ def verify(
         topic,
         partition,
     )
-    _targets(paths, topic, partition)  # validate paths up front: usage errors exit 16
+    sel = _selection(paths, topic, partition)  # a wrong path fails up front
     run = VerifyRun(opts)
     global _found_so_far
     _found_so_far = lambda: run.code  # noqa: E731
-    for _ in _emit(_data_only(run.events(paths)), fmt, _verify_line):
-        pass
+    try:
+        for ev in _emit(_data_only(run.events(sel)), fmt, _verify_line):
+            if ev["type"] == "finding" and ev["kind"] == "unreadable":
+                # kseg could not do its job there: a failure, so stderr says it too
+                _stderr(f"{ev['file']}: {ev['kind']}: {ev['message']}")
+    except interrupt.Interrupted as exc:
+        exc.code |= int(run.code)  # the bitmask keeps what was already found
+        raise
     raise typer.Exit(int(run.code))
 
 
@@ -558,9 +642,9 @@ def _verify_line(ev: dict) -> str | None:
             return f"{pre}move {ev['file']} to quarantine: {ev['reason']}"
         return f"{pre}{ev['action']} {ev['file']}: {ev['reason']}"
     if t == "repair_done":
-        return f"repaired {ev['partition']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
+        return f"repaired {ev['partition_dir']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
     if t == "repair_resumed":
-        return f"resumed an interrupted repair of {ev['partition']} ({ev['quarantine']})"
+        return f"resumed an interrupted repair of {ev['partition_dir']} ({ev['quarantine']})"
     if t == "summary":
         return (
             f"{ev['partitions']} partitions, {ev['segments']} segments: {ev['errors']} errors, "
@@ -596,6 +680,11 @@ def restore(
     restored), each quarantined file matches the sha256 in the manifest, free space suffices.
     Exit codes: 0 restored, 8 refused or failed (the partition changed since the repair, a
     manifest or quarantined file does not check out, lock held, no space), 16 usage.
+
+    Example:
+
+    \b
+      kseg restore /var/lib/kafka/kseg-quarantine/data/20261122T093000Z-orders-3
     """
     from .format.errors import KsegError
     from .storage.lock import LogDirLocks
@@ -668,6 +757,8 @@ def _parse_target(value: str, now: str | None) -> int:
     from .lookup.seek import SPECIAL_NAMES
     from .lookup.timeexpr import parse_time
 
+    if now is not None:
+        _time_option(now, "--now")  # a bad --now is a usage error even when --time ignores it
     v = value.strip().lower()
     if v in SPECIAL_NAMES:
         return SPECIAL_NAMES[v]
@@ -689,7 +780,12 @@ def _parse_target(value: str, now: str | None) -> int:
 @app.command()
 def seek(
     paths: Annotated[
-        list[Path], typer.Argument(help="Partition dirs or log.dirs roots.", show_default=False)
+        list[Path],
+        typer.Argument(
+            help="Partition dirs, log.dirs roots or directories of roots.",
+            show_default=False,
+            readable=False,  # kseg reports an unreadable path itself: exit 8
+        ),
     ],
     time_: Annotated[
         str | None,
@@ -700,7 +796,8 @@ def seek(
         ),
     ] = None,
     offset: Annotated[
-        int | None, typer.Option("--offset", help="Where does this offset live? (segment and byte)")
+        int | None,
+        typer.Option("--offset", min=0, help="Where does this offset live? (segment and byte)"),
     ] = None,
     now: Annotated[
         str | None, typer.Option(help="What relative times count from (default: the clock).")
@@ -727,6 +824,12 @@ def seek(
 
     Exit codes: 0 answered (even "no offset"), 4 a partition could not be answered because of
     corruption, 8 unreadable input, 16 usage.
+
+    Example:
+
+    \b
+      kseg seek /var/lib/kafka/data --topic '^orders$' --time 2026-11-21T09:30:00Z -f reset-csv > reset.csv
+      kseg seek /var/lib/kafka/data/orders-0 --offset 123456
     """
     from .lookup.seek import seek_offset, seek_time
 
@@ -735,10 +838,13 @@ def seek(
             "give exactly one of --time and --offset", param_hint="--time/--offset"
         )
     target = _parse_target(time_, now) if time_ is not None else None
-    tlist = _targets(paths, topic, partition)
+    sel = _selection(paths, topic, partition)
+    tlist = sel.targets()
+    several = sel.several_log_dirs
     code = Exit.OK
     global _found_so_far
     _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
+    answered: list[Path] = []  # the partition dir of each event, in order
 
     def events():
         nonlocal code
@@ -770,10 +876,15 @@ def seek(
                 from .lookup.seek import LATEST
 
                 ev["offset"] = seek_time(t.partition_dir, LATEST).offset
+            if several:
+                ev["log_dir"] = str(t.log_dir)
+            answered.append(t.partition_dir)
             yield ev
 
     def line(ev):
         name = f"{ev['topic']}-{ev['partition']}"
+        if "log_dir" in ev:
+            name += f" [{ev['log_dir']}]"
         if ev["type"] == "seek_offset":
             if ev["status"] in ("found", "in_gap"):
                 gap = (
@@ -798,9 +909,11 @@ def seek(
     if fmt is SeekFormat.reset_csv:
         if target is None:
             raise typer.BadParameter("reset-csv goes with --time", param_hint="--format")
-        for ev in events():
-            if ev["offset"] is not None:
-                out.write(f"{ev['topic']},{ev['partition']},{ev['offset']}\n".encode())
+        from .lookup.seek import reset_rows
+
+        answers = ((ev, answered[-1]) for ev in events())
+        for row in reset_rows(answers, _stderr):
+            out.write(f"{row[0]},{row[1]},{row[2]}\n".encode())
     else:
         for _ in _emit(events(), OutputFormat(fmt.value), line):
             pass
@@ -821,6 +934,34 @@ MasterOpt = Annotated[
 ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark config k=v (repeatable).")]
 
 
+def _spark_inputs(inputs: list[str], topic: str | None, *, records: bool = False) -> None:
+    """Classify the inputs before Spark starts (seconds): a wrong path or regex fails at once,
+    with the same rules and exit codes as the local commands. ``records``: the records table
+    has Spark's Kafka schema (no log dir), so replicas read from several roots are said."""
+    from .spark.planning import Prune, find_partitions
+    from .storage.tree import NO_MATCH, InputError
+
+    found = find_partitions(inputs, Prune(topic=topic))
+    replicas: dict[tuple[str, int], list[str]] = {}
+    for _, t, p, log_dir in found:
+        replicas.setdefault((t, p), []).append(log_dir)
+    several = {tp: dirs for tp, dirs in replicas.items() if len(dirs) > 1}
+    if records and several:
+        (t, p), dirs = next(iter(several.items()))
+        _stderr(
+            f"{len(several)} partitions have replicas in several log dirs (e.g. {t}-{p} in "
+            f"{', '.join(dirs)}): the records table holds every replica's records; pass one "
+            "root per partition to read each record once"
+        )
+    if not found:
+        why = (
+            f"no partition matches --topic {topic!r}"
+            if topic is not None
+            else "no live partition directory to read (only root files, or only -delete/-future/-stray dirs)"
+        )
+        raise InputError(NO_MATCH, " ".join(inputs), why)
+
+
 def _spark(master: str, conf: list[str] | None):
     try:
         from .spark import session
@@ -833,7 +974,9 @@ def _spark(master: str, conf: list[str] | None):
         if not sep:
             raise typer.BadParameter(f"expected k=v, got {item!r}", param_hint="--conf")
         pairs[key] = value
-    return session(None if master == "from-spark-submit" else master, pairs)
+    spark = session(None if master == "from-spark-submit" else master, pairs)
+    interrupt.install()  # pyspark's SparkContext installed its own SIGINT handler
+    return spark
 
 
 def _spark_filters(topic, from_time, to_time) -> dict:
@@ -865,11 +1008,18 @@ def spark_export(
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
 ) -> None:
-    """Write the records table (Spark's Kafka source schema) as Parquet or JSON."""
+    """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
+
+    Example:
+
+    \b
+      kseg spark export /data/kafka-logs --out /tmp/records --topic '^orders$'
+    """
     from .spark import export
 
     if fmt not in ("parquet", "json"):
         raise typer.BadParameter("parquet or json", param_hint="--format")
+    _spark_inputs(inputs, topic, records=True)
     spark = _spark(master, conf)
     cols = tuple(c for c in partition_by.split(",") if c)
     n = export(
@@ -905,9 +1055,16 @@ def spark_verify(
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
     """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
-    (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job."""
+    (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job.
+
+    Example:
+
+    \b
+      kseg spark verify /data/brokers --deep --out /tmp/findings
+    """
     from .spark import verify as run
 
+    _spark_inputs(inputs, topic)
     spark = _spark(master, conf)
     found, summary = run(
         spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
@@ -936,9 +1093,16 @@ def spark_stats(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
-    timestamp ranges, producers, transactional share."""
+    timestamp ranges, producers, transactional share.
+
+    Example:
+
+    \b
+      kseg spark stats /data/brokers --per-hour -f json
+    """
     from .spark import stats
 
+    _spark_inputs(inputs, topic)
     spark = _spark(master, conf)
     rows = [r.asDict() for r in stats(spark, inputs, per_hour=per_hour, topic=topic).collect()]
     events = [
@@ -956,7 +1120,9 @@ def spark_stats(
         )
     else:
         for _ in _emit(
-            iter(events), fmt, lambda ev: " ".join(f"{k}={v}" for k, v in ev.items() if k != "type")
+            iter(events),
+            fmt,
+            lambda ev: " ".join(f"{k}={v}" for k, v in ev.items() if k != "type"),
         ):
             pass
     raise typer.Exit(0)
@@ -969,13 +1135,19 @@ def demo(
     ] = Path("kseg-demo"),
     fmt: FormatOpt = OutputFormat.text,
 ) -> None:
-    """Write a small example data directory (every format and codec) and dump part of it."""
-    from .fixtures import build_tree
+    """Write a small example data directory (every format and codec) and dump part of it.
+
+    Example:
+
+    \b
+      kseg demo /tmp/kseg-demo && kseg verify /tmp/kseg-demo
+    """
+    from .fixtures.tree import build_tree_atomically
 
     if directory.exists() and any(directory.iterdir()):
         _stderr(f"{directory} exists and is not empty; using it as it is")
     else:
-        build_tree(directory)
+        build_tree_atomically(directory)
         _stderr(f"wrote an example log.dirs tree to {directory}/")
     _stderr(f"$ kseg dump {directory}/upgrade-0 --limit 12")
     dump(
@@ -996,59 +1168,113 @@ def demo(
     )
 
 
-def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt
+def _flush_stdout() -> None:
+    if _OUT is not None:
+        _OUT.flush()
 
 
 def main() -> None:
-    """Entry point: map Click's usage errors to 16, Ctrl-C to 32, a closed pipe to quiet."""
-    # Typer may vendor Click or depend on it; its public BadParameter derives from UsageError.
-    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-    signal.signal(signal.SIGTERM, _terminate)  # a killed repair resumes on the next run
+    """Entry point: one table maps every outcome to an exit code (kseg.exitcodes): usage 16,
+    unreadable input 8, an interrupt 32 with one line on stderr, a closed pipe quiet (the exit
+    status is what had been found so far)."""
+    previous = interrupt.install()  # again: the console script did it before this import
     global _OUT, _found_so_far
     _OUT = None
     _found_so_far = None
     try:
+        code = _run()
+    except interrupt.Interrupted as exc:  # while flushing or reporting
+        code = exc.code
+        interrupt.defer()
+        _say_interrupted()
+    finally:
+        interrupt.restore(previous)  # the console script's own (a host program's, in tests)
+    sys.exit(int(code))
+
+
+def _stop_spark() -> None:
+    """A Spark command interrupted: the JVM it started must not run on after kseg exits."""
+    if "kseg.spark.jobs" in sys.modules:
+        sys.modules["kseg.spark.jobs"].stop_gateway()
+
+
+def _say_interrupted() -> None:
+    try:
+        _flush_stdout()  # keep what was produced so far (exit 32 says it is incomplete)
+    except (OSError, ValueError, interrupt.Interrupted):
+        pass
+    sys.stderr.write("kseg: interrupted\n")
+    sys.stderr.flush()
+
+
+def _call_app() -> int:
+    try:
         try:
             # the command is invoked directly, not through Click's main(): that one turns a
-            # closed pipe (EPIPE) into exit 1, losing what the command had found
+            # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
+            # KeyboardInterrupt into a silent exit 130
             command = typer.main.get_command(app)
+            # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
+            command._main_shell_completion({}, "kseg", None)
             with command.make_context("kseg", sys.argv[1:]) as ctx:
                 rv = command.invoke(ctx)
         except typer.Exit as exc:
             rv = exc.exit_code
-        if _OUT is not None:
-            _OUT.flush()
-        code = rv if isinstance(rv, int) else 0
+        _flush_stdout()
+    except Exception as exc:
+        if interrupt.received():
+            # cleanup code (a writer's close, a flush) failed while the interrupt unwound and
+            # replaced it: still an interrupt, and that error is only its consequence
+            raise interrupt.Interrupted() from exc
+        raise
+    return rv if isinstance(rv, int) else 0
+
+
+def _run() -> int:
+    # Typer may vendor Click or depend on it; its public BadParameter derives from UsageError.
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    from .storage.tree import InputError
+
+    try:
+        return _call_app()
+    except interrupt.Interrupted as exc:
+        interrupt.defer()  # cleanup below must not be cut short by a second signal
+        _stop_spark()
+        _say_interrupted()
+        return exc.code
     except usage_error as exc:
         exc.show()
-        code = Exit.USAGE
-    except typer.Abort:
-        code = Exit.INTERRUPTED
-    except KeyboardInterrupt:
-        _stderr("interrupted")
-        code = Exit.INTERRUPTED
+        return Exit.USAGE
+    except InputError as exc:
+        _stderr(str(exc))
+        return exit_for(exc.kind)
+    except typer.Abort:  # EOF on a prompt (kseg has none); Ctrl-C is Interrupted
+        return Exit.INTERRUPTED
+    except KeyboardInterrupt:  # raised by a library's own handler (kseg's were replaced)
+        interrupt.defer()
+        _stop_spark()
+        _say_interrupted()
+        return Exit.INTERRUPTED
     except BrokenPipeError:
         # `kseg dump ... | head`: the reader is gone; say nothing. The walk stops here and the
         # exit status is what had been found so far.
         _silence_stdout()
-        code = _found_so_far() if _found_so_far is not None else Exit.OK
+        return _found_so_far() if _found_so_far is not None else Exit.OK
     except OSError as exc:
         if exc.filename is None and exc.errno in _OUTPUT_FULL:
             _silence_stdout()
             _stderr(f"cannot write output: {exc.strerror}")
         else:
             _stderr(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        code = Exit.OPERATIONAL
+        return Exit.OPERATIONAL
     except MemoryError:
         _stderr("out of memory (see the memory bound in the README's safety section)")
-        code = Exit.OPERATIONAL
+        return Exit.OPERATIONAL
     except Exception as exc:  # noqa: BLE001 - a bug must not print a traceback at an operator
         if os.environ.get("KSEG_DEBUG"):
             raise
         _stderr(f"internal error: {type(exc).__name__}: {exc} (set KSEG_DEBUG=1 for a traceback)")
-        code = Exit.OPERATIONAL
-    sys.exit(int(code))
+        return exit_for("internal")
 
 
 if __name__ == "__main__":

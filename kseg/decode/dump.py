@@ -107,27 +107,46 @@ def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
 def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | bytes]]:
     """The events in lists (a batch's events travel together): the generator layers then cost
     once per batch, not once per record. With ``opts.json_lines`` record events are bytes (their
-    finished JSON line); every other event stays a dict."""
+    finished JSON line); every other event stays a dict.
+
+    The inputs are resolved first (kseg.storage.tree.resolve: a wrong path raises InputError
+    before anything is printed). Every event from a partition's file carries ``topic`` and
+    ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
+    text and table name the file)."""
+    sel = tree.resolve(paths, opts.topic, opts.partition)
+    several = sel.several_log_dirs
     budget = _Budget(opts.limit)
-    for path in paths:
-        if not path.exists():
-            yield [error_event("no such file or directory", str(path))]
-            continue
-        kind = tree.path_kind(path)
-        if kind == tree.FILE:
-            yield from dump_file(path, opts, budget)
-        elif kind == tree.PARTITION:
-            yield from _dump_partition(path, opts, budget)
+    for item in sel.items:
+        # JSON only: text and table lines name the file already
+        tags = (
+            partition_tags(item.name, item.log_dir if several else None) if opts.json_lines else {}
+        )
+        if item.kind == tree.FILE:
+            yield from dump_file(item.path, opts, budget, tags)
+        elif item.kind == tree.PARTITION:
+            yield from _dump_partition(item.path, opts, budget, tags)
         else:
-            for f in tree.root_files(path):
-                yield from dump_file(f, opts, budget)
-            for pdir in tree.partitions(path, opts.topic, opts.partition):
-                yield from _dump_partition(pdir.path, opts, budget)
+            for f in tree.root_files(item.path):
+                yield from dump_file(f, opts, budget, tags)
         if budget.spent:
             return
 
 
-def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[list[dict]]:
+def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:
+    """The fields that say where an event comes from: topic and partition (when the file lies in
+    a partition dir) and the log dir (only when several roots are given)."""
+    tags: dict = {}
+    if name is not None:
+        tags["topic"] = name.topic
+        tags["partition"] = name.partition
+    if log_dir is not None:
+        tags["log_dir"] = str(log_dir)
+    return tags
+
+
+def _dump_partition(
+    pdir: Path, opts: DumpOptions, budget: _Budget, tags: dict | None = None
+) -> Iterator[list[dict]]:
     files = tree.partition_files(pdir)
     if opts.from_offset is not None:
         # skip whole segments that end before the first wanted offset (next base <= from)
@@ -140,13 +159,27 @@ def _dump_partition(pdir: Path, opts: DumpOptions, budget: _Budget) -> Iterator[
                 if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset >= keep_from
             ]
     for f in files:
-        yield from dump_file(f, opts, budget)
+        yield from dump_file(f, opts, budget, tags)
         if budget.spent:
             return
 
 
-def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> Iterator[list[dict]]:
-    budget = budget or _Budget(opts.limit)
+def dump_file(
+    path: Path, opts: DumpOptions, budget: _Budget | None = None, tags: dict | None = None
+) -> Iterator[list[dict]]:
+    """One file's events; ``tags`` (see partition_tags) are added to every dict event (record
+    events get them from their maker, in a fixed place)."""
+    if not tags:
+        yield from _dump_file(path, opts, budget or _Budget(opts.limit), {})
+        return
+    for chunk in _dump_file(path, opts, budget or _Budget(opts.limit), tags):
+        for ev in chunk:
+            if type(ev) is dict and ev["type"] != "record":
+                ev.update(tags)
+        yield chunk
+
+
+def _dump_file(path: Path, opts: DumpOptions, budget: _Budget, tags: dict) -> Iterator[list[dict]]:
     kind = F.file_kind(path)
     name = str(path)
     try:
@@ -163,7 +196,7 @@ def dump_file(path: Path, opts: DumpOptions, budget: _Budget | None = None) -> I
         framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
         if kind.kind in framed:
             with mapped(path, sequential=True) as buf:
-                yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path)
+                yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path, tags)
             return
         data = read_file(path)  # indexes and small files: read whole
         if kind.kind == F.INDEX:
@@ -224,7 +257,7 @@ def _decoder_for(
 
 
 def _dump_log(
-    buf, name: str, base: int, opts: DumpOptions, budget: _Budget, path: Path
+    buf, name: str, base: int, opts: DumpOptions, budget: _Budget, path: Path, tags: dict
 ) -> Iterator[list[dict]]:
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
@@ -241,9 +274,11 @@ def _dump_log(
     decoder = None if opts.batches_only else _decoder_for(path, opts)
     make_event = None
     if opts.json_lines and decoder is None and not opts.skip_record_metadata:
-        make_event = record_json_maker(name, opts.payload)  # records as ready JSON lines
+        make_event = record_json_maker(name, opts.payload, tags)  # records as ready JSON lines
     if make_event is None:
-        make_event = record_event_maker(name, opts.payload, decoder, opts.skip_record_metadata)
+        make_event = record_event_maker(
+            name, opts.payload, decoder, opts.skip_record_metadata, tags
+        )
     try:
         for entry in iter_entries(buf, start, end, source=name):
             if entry.position + entry.size > limit_end:
@@ -446,17 +481,21 @@ def _decode_error(exc: CorruptionError) -> dict:
     return {"error": exc.message, "field": exc.field}
 
 
-def record_event_maker(name: str, mode: str, decoder=None, skip: bool = False):
+def record_event_maker(
+    name: str, mode: str, decoder=None, skip: bool = False, tags: dict | None = None
+):
     """A function (record tuple, file) -> record event, specialised for one file, payload mode and
     decoder (it runs once per record: every lookup bound here is one it does not repeat).
     ``mode`` "none" shows sizes and header keys only."""
     enc = None if mode == "none" else P.encoder(mode)
+    tags = tags or {}
 
     def make(rec: tuple, _name: str = name) -> dict:
         key, value, ts, headers, offset, seq, ts_type = rec
         ev = {
             "type": "record",
             "file": name,
+            **tags,
             "offset": offset,
             "timestamp": ts,
             "timestamp_type": ts_type,
@@ -479,7 +518,7 @@ def record_event_maker(name: str, mode: str, decoder=None, skip: bool = False):
                 ev["decoded"] = _decode_error(exc)
         if skip:  # --skip-record-metadata: the decoded payload, or the raw key and value
             keep = _SKIPPED_DECODED if "decoded" in ev else _SKIPPED_RAW
-            return {k: ev[k] for k in keep if k in ev}
+            return {**{k: ev[k] for k in keep if k in ev}, **tags}
         return ev
 
     return make
@@ -496,14 +535,15 @@ _RECORD_LINE = (
 )
 
 
-def record_json_maker(name: str, mode: str):
+def record_json_maker(name: str, mode: str, tags: dict | None = None):
     """A function (record tuple, file) -> the JSON line of its event, byte for byte what
     orjson.dumps(record_event_maker(...)(rec)) + newline gives (a test holds them equal), without
     building the dict: the dict costs more than the JSON encoding. None when not applicable."""
     if mode == "none":
         return None
     dumps = orjson.dumps
-    file_json = dumps(name)
+    # the file and the partition tags right after it, as record_event_maker orders them
+    file_json = dumps({"file": name, **(tags or {})})[len(b'{"file":') : -1]
     ts_types = {t: t.encode() for t in ("CreateTime", "LogAppendTime", "NoTimestampType")}
     line = _RECORD_LINE
     b64 = b2a_base64

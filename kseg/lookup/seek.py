@@ -400,3 +400,33 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
         res.status = "corrupt"
     res.warnings, res.bytes_read = part.warnings, part.bytes_read
     return res
+
+
+def reset_rows(answers, warn) -> Iterator[tuple[str, int, int]]:
+    """``topic,partition,offset`` rows for kafka-consumer-groups' --from-file: ONE row per
+    topic-partition, however many replicas (log dirs) were read. The tool reads exactly three
+    columns and no comments, and a consumer group has one position per partition.
+
+    ``answers``: (seek event, partition dir) pairs. Replicas that agree give that offset.
+    Replicas that disagree (a lagging follower, a broker with other retention) give the answer
+    of the replica with the greatest log end offset, the most complete copy, and ``warn`` gets
+    one line naming every replica's answer. Deleted, future and stray partition dirs
+    (``-delete``/``-future``/``-stray``) are no live replica and give no row."""
+    groups: dict[tuple[str, int], list[tuple[dict, Path]]] = {}
+    for ev, pdir in answers:
+        name = F.parse_partition_dir(pdir.name)
+        if ev["offset"] is None or (name is not None and name.state):
+            continue
+        groups.setdefault((ev["topic"], ev["partition"]), []).append((ev, pdir))
+    for (topic, part), reps in groups.items():
+        if len({ev["offset"] for ev, _ in reps}) == 1:
+            yield topic, part, reps[0][0]["offset"]
+            continue
+        ends = [seek_time(pdir, LATEST).offset or 0 for _, pdir in reps]
+        best, best_dir = reps[max(range(len(reps)), key=ends.__getitem__)]
+        listed = ", ".join(f"{pdir.parent}: {ev['offset']}" for ev, pdir in reps)
+        warn(
+            f"{topic}-{part}: replicas disagree ({listed}); using {best['offset']} from "
+            f"{best_dir.parent}, the replica with the longest log"
+        )
+        yield topic, part, best["offset"]

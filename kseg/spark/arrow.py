@@ -64,6 +64,7 @@ BATCH_FIELDS = [
     ("partition_leader_epoch", pa.int32()),
     ("is_transactional", pa.bool_()),
     ("is_control", pa.bool_()),
+    ("log_dir", pa.string()),  # the root (broker) it was read from: replicas stay apart
 ]
 
 
@@ -192,6 +193,7 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
             "topic": task.topic,
             "partition": task.partition,
             "uncompressed_size": size_out,
+            "log_dir": task.log_dir,
         }
         for name in BATCHES_SCHEMA.names:
             cols[name].append(row[name])

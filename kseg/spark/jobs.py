@@ -77,7 +77,7 @@ def read_map_in_arrow(
         max_bytes or planning.DEFAULT_MAX_BYTES,
     )
     schema = from_arrow_schema(records_schema(include_headers, False))
-    ddl = "path string, topic string, partition int, base_offset long, start long, end long, kind string"
+    ddl = "path string, topic string, partition int, base_offset long, start long, end long, kind string, log_dir string"
     plan = spark.createDataFrame([t.to_dict() for t in tasks], ddl).repartition(max(1, len(tasks)))
 
     def decode(batches):
@@ -118,7 +118,7 @@ def export(
 
 def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
     """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
-    from ..storage.tree import ROOT, path_kind
+    from ..storage.tree import layout
     from ..verify.findings import ERROR, INFO, WARNING
     from ..verify.partition import verify_root_checkpoints
 
@@ -129,7 +129,8 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
     summaries = [r for r in rows if r["severity"] == "summary"]
     found = [r for r in rows if r["severity"] != "summary"]
     # log.dirs checkpoint files against the log ends the executors found
-    for root in (Path(p) for p in paths if "://" not in p and path_kind(Path(p)) == ROOT):
+    roots = [Path(r) for p in paths if "://" not in p for r in layout(p.rstrip("/") or "/").roots]
+    for root in roots:
         ends = [
             _End(Path(s["file"]), s["offset"]) for s in summaries if Path(s["file"]).parent == root
         ]
@@ -165,7 +166,7 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     from pyspark.sql import functions as F
 
     df = read(spark, paths, mode="batches", computeUncompressed=True, **options)
-    keys = ["topic", "partition"]
+    keys = ["topic", "partition", "log_dir"]  # one row per replica: they may differ
     if per_hour:
         df = df.withColumn(
             "hour",
@@ -191,3 +192,39 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     )
     agg = agg.withColumn("compression_ratio", F.col("uncompressed_bytes") / F.col("bytes"))
     return agg.orderBy(*keys)
+
+
+def stop_gateway() -> None:
+    """After an interrupt: end the JVM this process started (pyspark's gateway, or spark-submit
+    still starting it), so that no Spark job runs on, or writes to our terminal, after kseg has
+    exited. pyspark only ends it when its stdin closes, which a JVM still starting up never
+    reads. Children are found through /proc (Linux); elsewhere this does nothing."""
+    import signal
+
+    pids = []
+    try:
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if proc is not None and proc.poll() is None:
+            pids.append(proc.pid)
+    except ImportError:
+        pass
+    me = os.getpid()
+    proc_dir = Path("/proc")
+    if proc_dir.is_dir():
+        for d in proc_dir.iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (d / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == me and b"spark" in cmdline.lower():
+                pids.append(int(d.name))
+    for pid in dict.fromkeys(pids):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass

@@ -8,7 +8,6 @@ and by the time index's last entry (the segment's max timestamp) before any data
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from ..format.log import check_entry_header
@@ -16,6 +15,7 @@ from ..format.offset_index import ENTRY as OFFSET_ENTRY
 from ..format.time_index import ENTRY as TIME_ENTRY
 from ..format.time_index import TimeIndex
 from ..storage import files as F
+from ..storage import tree
 from . import fs
 
 DEFAULT_MAX_BYTES = 128 << 20
@@ -32,6 +32,7 @@ class Task:
     start: int  # byte range [start, end) of whole batches
     end: int
     kind: str = "range"  # "range" (a byte range of a log) or "partition" (a whole partition dir)
+    log_dir: str = ""  # the log.dirs root (broker) the partition was found in
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -47,41 +48,35 @@ class Prune:
     to_time: int | None = None
 
 
-def find_partitions(paths: list[str], prune: Prune) -> list[tuple[str, str, int]]:
-    """(partition dir, topic, partition) for every input: a log.dirs root, a tree of roots (one
-    level of nesting, e.g. one dir per broker), or partition dirs."""
-    rx = re.compile(prune.topic) if prune.topic else None
+def _lister(path: str) -> list[tree.Child]:
+    return [tree.Child(e.name, e.path, e.is_dir) for e in fs.list_dir(path)]
+
+
+def find_partitions(paths: list[str], prune: Prune) -> list[tuple[str, str, int, str]]:
+    """(partition dir, topic, partition, log dir) for every input: a log.dirs root, a directory
+    of roots (e.g. one per broker), or partition dirs, told apart by content exactly as the local
+    commands do (kseg.storage.tree). Deleted/future/stray partition dirs are left out. Raises
+    tree.InputError for an input with nothing Kafka in it."""
     out = []
-
-    def consider(entry_path: str, name: str) -> bool:
-        parsed = F.parse_partition_dir(name)
-        if parsed is None or parsed.state:
-            return False
-        if rx and not rx.search(parsed.topic):
-            return True
-        if prune.partitions is not None and parsed.partition not in prune.partitions:
-            return True
-        out.append((entry_path, parsed.topic, parsed.partition))
-        return True
-
     for path in paths:
-        path = path.rstrip("/")
-        name = path.rsplit("/", 1)[-1]
-        if consider(path, name):
-            continue
-        for child in fs.list_dir(path):
-            if not child.is_dir:
+        path = path.rstrip("/") or "/"
+        lay = tree.layout(path, _lister, is_dir=fs.is_dir(path) if fs.is_uri(path) else None)
+        if lay.kind == tree.FILE:
+            raise tree.InputError(
+                tree.NOT_KAFKA_FILE, path, "Spark jobs take directories: a root or partition dirs"
+            )
+        for log_dir, pdir, name in tree.select(lay.partitions, prune.topic):
+            if name.state or (
+                prune.partitions is not None and name.partition not in prune.partitions
+            ):
                 continue
-            if not consider(child.path, child.name):
-                for grandchild in fs.list_dir(child.path):  # a dir of log.dirs roots
-                    if grandchild.is_dir:
-                        consider(grandchild.path, grandchild.name)
-    return sorted(out, key=lambda t: (t[1], t[2], t[0]))
+            out.append((pdir, name.topic, name.partition, log_dir))
+    return sorted(out, key=lambda t: (t[1], t[2], t[3], t[0]))
 
 
 def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Task]:
     tasks: list[Task] = []
-    for pdir, topic, part in find_partitions(paths, prune):
+    for pdir, topic, part, log_dir in find_partitions(paths, prune):
         entries = fs.list_dir(pdir)
         names = {e.name: e for e in entries}
         logs = sorted((F.file_kind(e.name).base_offset, e) for e in entries if _is_live_log(e.name))
@@ -102,15 +97,15 @@ def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> 
                     continue
             iname = F.segment_file_name(base, ".index")
             for start, end in split(entry.path, entry.size, names.get(iname), base, max_bytes):
-                tasks.append(Task(entry.path, topic, part, base, start, end))
+                tasks.append(Task(entry.path, topic, part, base, start, end, log_dir=log_dir))
     return tasks
 
 
 def partition_tasks(paths: list[str], prune: Prune) -> list[Task]:
     """One task per partition dir (for checks that need the whole partition)."""
     return [
-        Task(pdir, topic, part, -1, 0, 0, "partition")
-        for pdir, topic, part in find_partitions(paths, prune)
+        Task(pdir, topic, part, -1, 0, 0, "partition", log_dir)
+        for pdir, topic, part, log_dir in find_partitions(paths, prune)
     ]
 
 

@@ -1,15 +1,56 @@
-"""Walking inputs: a file, a partition directory, or a log.dirs root."""
+"""What a path given to kseg is: a file, a partition directory, a log.dirs root, or a directory
+of roots (one per broker). Decided here, once, by content and name, for every command.
+
+- partition dir: its name parses as ``<topic>-<n>`` (also ``<topic>-<n>.<uuid>-delete|future|stray``)
+  AND it holds Kafka partition files (segment files, ``leader-epoch-checkpoint``,
+  ``partition.metadata``, KRaft files) and no root files, or it is empty;
+- log.dirs root: holds root files (the four offset checkpoints, ``meta.properties``,
+  ``.kafka_cleanshutdown``, ``bootstrap.checkpoint``) or non-empty partition dirs. A root named
+  like a partition (``kafka-logs-1``) is still a root;
+- directory of roots: no root itself, but roots among its children or grandchildren;
+- anything else holds nothing Kafka: an ``InputError`` (nothing found), never an empty success.
+
+The walk is written against a listing function so that Spark's planner (paths or URIs) uses the
+same rules as the local commands.
+"""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import files as F
 
-FILE, PARTITION, ROOT = "file", "partition", "root"
+FILE, PARTITION, ROOT, ROOTS = "file", "partition", "root", "roots"
+# input errors, mapped to exit codes by kseg.exitcodes.EXIT_FOR
+NO_SUCH_PATH, NOTHING_FOUND, NOT_KAFKA_FILE, UNREADABLE, NO_MATCH, BAD_REGEX = (
+    "no_such_path",
+    "nothing_found",
+    "not_kafka_file",
+    "unreadable",
+    "no_match",
+    "bad_regex",
+)
+ROOT_FILE_NAMES = frozenset(
+    (*F.ROOT_CHECKPOINTS, "meta.properties", ".kafka_cleanshutdown", "bootstrap.checkpoint")
+)
+_PARTITION_FILE_KINDS = frozenset(
+    (
+        F.LOG,
+        F.INDEX,
+        F.TIME_INDEX,
+        F.TXN_INDEX,
+        F.SNAPSHOT,
+        F.KRAFT_CHECKPOINT,
+        F.LEADER_EPOCH_CHECKPOINT,
+        F.PARTITION_METADATA,
+        F.QUORUM_STATE,  # KRaft's __cluster_metadata-0
+    )
+)
 # order of segment files sharing a base offset: the log first, then its indexes
 _SEGMENT_ORDER = {
     F.LOG: 0,
@@ -21,28 +62,203 @@ _SEGMENT_ORDER = {
 }
 
 
+class InputError(ValueError):
+    """A path that cannot be worked on; ``kind`` selects the exit code (kseg.exitcodes)."""
+
+    def __init__(self, kind: str, path: str | Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.kind = kind
+        self.path = str(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    name: str
+    path: str
+    is_dir: bool
+
+
+Lister = Callable[[str], list[Child]]
+
+
+def local_lister(path: str) -> list[Child]:
+    """A local directory's entries (symlinks followed, as Kafka follows them)."""
+    out = []
+    with os.scandir(path) as it:
+        for e in it:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            out.append(Child(e.name, e.path, is_dir))
+    return sorted(out, key=lambda c: c.name)
+
+
+def _has_root_files(children: list[Child]) -> bool:
+    return any(not c.is_dir and c.name in ROOT_FILE_NAMES for c in children)
+
+
+def _has_partition_files(children: list[Child]) -> bool:
+    return any(not c.is_dir and F.file_kind(c.name).kind in _PARTITION_FILE_KINDS for c in children)
+
+
+def is_partition_listing(name: str, children: list[Child]) -> bool:
+    """A partition dir, from its name and its entries (see the module docstring)."""
+    if F.parse_partition_dir(name) is None or _has_root_files(children):
+        return False
+    return not children or _has_partition_files(children)
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionDir:
     path: Path
     topic: str
     partition: int
     state: str | None = None
+    log_dir: Path | None = None  # the root it was found in (None: given directly)
 
 
-def path_kind(path: Path) -> str:
-    """FILE, PARTITION (holds segment files or is named like one) or ROOT (holds partitions)."""
-    if not path.is_dir():
-        return FILE
-    if F.parse_partition_dir(path.name) and not any(
-        F.parse_partition_dir(p.name) and p.is_dir() for p in path.iterdir()
-    ):
-        return PARTITION
-    if any(
-        F.file_kind(p).kind in (F.LOG, F.INDEX, F.TIME_INDEX, F.KRAFT_CHECKPOINT)
-        for p in path.iterdir()
-    ):
-        return PARTITION
-    return ROOT
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One input resolved: its kind, the log.dirs roots it covers and its partition dirs."""
+
+    path: str
+    kind: str
+    roots: list[str]  # ROOT: [path]; ROOTS: the roots found; PARTITION/FILE: []
+    partitions: list[tuple[str, str, F.PartitionName]]  # (log dir, partition dir, parsed name)
+
+
+def _safe_list(ls: Lister, path: str) -> list[Child] | None:
+    try:
+        return ls(path)
+    except OSError:
+        return None  # an unreadable directory deep in a walk is not Kafka's; the input's own is
+
+
+def _root_partitions(root: str, children: list[Child], ls: Lister) -> list | None:
+    """The partition dirs of a root, or None if ``children`` are not a root's."""
+    parts = []
+    nonempty = False
+    for c in children:
+        if not c.is_dir:
+            continue
+        name = F.parse_partition_dir(c.name)
+        if name is None:
+            continue
+        grand = _safe_list(ls, c.path)
+        if grand is None:
+            parts.append((root, c.path, name))  # unreadable: the command reports it
+            nonempty = True
+        elif is_partition_listing(c.name, grand):
+            parts.append((root, c.path, name))
+            nonempty = nonempty or bool(grand)
+    if _has_root_files(children) or nonempty:
+        return parts
+    return None
+
+
+def layout(path: str, ls: Lister = local_lister, *, is_dir: bool | None = None) -> Layout:
+    """Classify one input path. Raises InputError when it holds nothing Kafka."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if is_dir is None:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            raise InputError(NO_SUCH_PATH, path, "no such file or directory") from None
+        except OSError as exc:  # e.g. a parent directory that may not be entered
+            raise InputError(UNREADABLE, path, exc.strerror or str(exc)) from None
+    if not is_dir:
+        return Layout(path, FILE, [], [])
+    try:
+        children = ls(path)
+    except OSError as exc:
+        raise InputError(UNREADABLE, path, exc.strerror or str(exc)) from None
+    if is_partition_listing(name, children):
+        parsed = F.parse_partition_dir(name)
+        return Layout(path, PARTITION, [], [(_parent(path), path, parsed)])
+    parts = _root_partitions(path, children, ls)
+    if parts is not None:
+        return Layout(path, ROOT, [path], parts)
+    roots: list[str] = []
+    found: list = []
+    _find_roots(children, ls, ROOTS_DEPTH, _device(path), roots, found)
+    if roots:
+        return Layout(path, ROOTS, roots, found)
+    hint = ""
+    if _has_partition_files(children):
+        hint = (
+            f" ({name!r} holds segment files but is not named <topic>-<partition>:"
+            " pass the files themselves, or rename the directory)"
+        )
+    raise InputError(
+        NOTHING_FOUND,
+        path,
+        "no Kafka partition, segment or data file found under it (log.dirs roots are looked "
+        f"for up to {ROOTS_DEPTH} levels down){hint}",
+    )
+
+
+ROOTS_DEPTH = 3  # roots among children, grandchildren or great-grandchildren (broker/x/kafka-logs)
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev if "://" not in path else None
+    except OSError:
+        return None
+
+
+def _find_roots(
+    children: list[Child], ls: Lister, depth: int, dev: int | None, roots: list, found: list
+) -> None:
+    """Roots below a directory that is no root itself: not into hidden directories, partition
+    dirs or other filesystems (/proc, network mounts), at most ``depth`` levels down."""
+    for c in children:
+        if not c.is_dir or c.name.startswith("."):
+            continue
+        if dev is not None and _device(c.path) != dev:
+            continue
+        sub = _safe_list(ls, c.path)
+        if sub is None:
+            continue
+        parts = _root_partitions(c.path, sub, ls)
+        if parts is not None:
+            roots.append(c.path)
+            found.extend(parts)
+        elif depth > 1 and not is_partition_listing(c.name, sub):
+            _find_roots(sub, ls, depth - 1, dev, roots, found)
+
+
+def _parent(path: str) -> str:
+    head = path.rstrip("/").rsplit("/", 1)
+    return head[0] if len(head) == 2 and head[0] else "."
+
+
+def topic_filter(topic: str | None) -> re.Pattern | None:
+    """The compiled --topic regex; a bad one is an InputError (usage)."""
+    if not topic:
+        return None
+    try:
+        return re.compile(topic)
+    except re.error as exc:
+        raise InputError(BAD_REGEX, "--topic", f"not a valid regular expression: {exc}") from None
+
+
+def select(
+    found: list[tuple[str, str, F.PartitionName]],
+    topic: str | None = None,
+    partition: int | None = None,
+) -> list[tuple[str, str, F.PartitionName]]:
+    """Filter (log dir, partition dir, name) by topic regex and partition number; sorted by
+    (topic, partition, state, log dir)."""
+    rx = topic_filter(topic)
+    out = [
+        t
+        for t in found
+        if (rx is None or rx.search(t[2].topic))
+        and (partition is None or t[2].partition == partition)
+    ]
+    return sorted(out, key=lambda t: (t[2].topic, t[2].partition, t[2].state or "", t[0]))
 
 
 def partition_files(pdir: Path) -> list[Path]:
@@ -75,26 +291,6 @@ def root_files(root: Path) -> list[Path]:
     )
 
 
-def partitions(
-    root: Path, topic: str | None = None, partition: int | None = None
-) -> Iterator[PartitionDir]:
-    """Partition dirs of a log.dirs root sorted by (topic, partition); filters: topic regex, number."""
-    rx = re.compile(topic) if topic else None
-    found = []
-    for p in root.iterdir():
-        if not p.is_dir():
-            continue
-        name = F.parse_partition_dir(p.name)
-        if name is None:
-            continue
-        if rx and not rx.search(name.topic):
-            continue
-        if partition is not None and name.partition != partition:
-            continue
-        found.append(PartitionDir(p, name.topic, name.partition, name.state))
-    yield from sorted(found, key=lambda d: (d.topic, d.partition, d.state or ""))
-
-
 @dataclass(frozen=True, slots=True)
 class Target:
     """A partition to work on and, for a single-file input, the one segment wanted."""
@@ -106,25 +302,126 @@ class Target:
     def log_dir(self) -> Path:
         return self.partition_dir.parent
 
+    @property
+    def name(self) -> F.PartitionName | None:
+        return F.parse_partition_dir(self.partition_dir.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One thing a command works on, in input order: a root's own files (ROOT), a partition dir
+    (PARTITION) or a file given by path (FILE)."""
+
+    kind: str
+    path: Path
+    log_dir: Path | None  # the log.dirs root it belongs to (None: unknown, a loose file)
+    name: F.PartitionName | None = None  # partitions, and files inside a partition dir
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    items: list[Item]
+    roots: list[Path]  # every log.dirs root given or found (for root-level checks)
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        seen: dict[Path, None] = {}
+        for it in self.items:
+            if it.log_dir is not None:
+                seen.setdefault(it.log_dir)
+        return list(seen)
+
+    @property
+    def several_log_dirs(self) -> bool:
+        """More than one root: outputs then name the log dir each object comes from."""
+        return len(self.log_dirs) > 1
+
+    def targets(self) -> list[Target]:
+        """Partitions with their live logs; a `.log` given by path is a one-segment target."""
+        out = []
+        for it in self.items:
+            if it.kind == PARTITION:
+                out.append(Target(it.path, _logs_or_none(it.path)))
+            elif it.kind == FILE:
+                out.append(Target(it.path.parent, [it.path]))
+        return out
+
+
+def resolve(
+    paths: list[Path],
+    topic: str | None = None,
+    partition: int | None = None,
+    *,
+    logs_only: bool = False,
+) -> Selection:
+    """Resolve every input up front (so a wrong path fails before any work starts).
+
+    ``logs_only``: a file given by path must be a segment `.log` (verify, seek, index). Raises
+    InputError: a missing path, a directory with nothing Kafka in it, a file kseg does not know,
+    an unreadable directory, or filters that match no partition.
+    """
+    topic_filter(topic)  # a bad regex is a usage error even when no root needs it
+    items: list[Item] = []
+    roots: list[Path] = []
+    filtered = topic is not None or partition is not None
+    for path in paths:
+        lay = layout(str(path))
+        if lay.kind == FILE:
+            k = F.file_kind(path)
+            if k.kind == F.UNKNOWN:
+                raise InputError(
+                    NOT_KAFKA_FILE,
+                    path,
+                    "not a Kafka file (by its name); expected a Kafka data file, a partition "
+                    "directory, a log.dirs root or a directory of roots",
+                )
+            if logs_only and k.kind != F.LOG:
+                raise InputError(
+                    NOT_KAFKA_FILE,
+                    path,
+                    f"a {k.kind} file: this command takes a segment .log file, a partition "
+                    "directory, a log.dirs root or a directory of roots (`kseg dump` decodes any file)",
+                )
+            parent = F.parse_partition_dir(path.parent.name) if path.parent.name else None
+            log_dir = path.parent.parent if parent else None
+            if k.kind in (
+                F.OFFSET_CHECKPOINT,
+                F.META_PROPERTIES,
+                F.CLEAN_SHUTDOWN,
+                F.BOOTSTRAP_CHECKPOINT,
+            ):
+                log_dir, parent = path.parent, None
+            items.append(Item(FILE, path, log_dir, parent))
+            continue
+        if lay.kind == PARTITION:  # named by the user: --topic/--partition select within roots
+            items.extend(Item(PARTITION, Path(p), Path(r), n) for r, p, n in lay.partitions)
+            continue
+        for root in lay.roots:
+            roots.append(Path(root))
+            items.append(Item(ROOT, Path(root), Path(root)))
+            mine = [t for t in lay.partitions if t[0] == root]
+            items.extend(
+                Item(PARTITION, Path(p), Path(r), n) for r, p, n in select(mine, topic, partition)
+            )
+    if filtered and not any(it.kind != ROOT for it in items):
+        what = " and ".join(
+            s
+            for s in (
+                f"--topic {topic!r}" if topic is not None else "",
+                f"--partition {partition}" if partition is not None else "",
+            )
+            if s
+        )
+        raise InputError(NO_MATCH, " ".join(map(str, paths)), f"no partition matches {what}")
+    return Selection(items, roots)
+
 
 def targets(
     paths: list[Path], topic: str | None = None, partition: int | None = None
 ) -> Iterator[Target]:
-    """Expand files, partition dirs and log.dirs roots into partitions with their live logs."""
-    for path in paths:
-        kind = path_kind(path)
-        if kind == FILE:
-            k = F.file_kind(path)
-            if k.kind != F.LOG:
-                raise ValueError(
-                    f"{path}: expected a .log file, a partition directory or a log.dirs root"
-                )
-            yield Target(path.parent, [path])
-        elif kind == PARTITION:
-            yield Target(path, _logs_or_none(path))
-        else:
-            for pdir in partitions(path, topic, partition):
-                yield Target(pdir.path, _logs_or_none(pdir.path))
+    """Expand files, partition dirs, log.dirs roots and dirs of roots into partitions with their
+    live logs (see ``resolve``)."""
+    yield from resolve(paths, topic, partition, logs_only=True).targets()
 
 
 def _logs_or_none(pdir: Path) -> list[Path]:

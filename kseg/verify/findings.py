@@ -19,6 +19,7 @@ ORPHAN_FILE = "orphan_file"
 LEFTOVER_FILE = "leftover_file"
 CHECKPOINT = "checkpoint_inconsistent"
 UNREADABLE = "unreadable"
+NO_SEGMENTS = "no_segments"  # a partition dir without a .log (info)
 TIMESTAMP = "timestamp_inconsistent"
 
 

@@ -174,8 +174,23 @@ def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
     pdir = report.target.partition_dir
     bases = {int(p.name[:20]) for p in logs}
     end = report.log_end_offset
-    next_base = {b: nb for b, nb in zip(sorted(bases), sorted(bases)[1:] + [None], strict=True)}
-    for p in sorted(pdir.iterdir()):
+    ordered = sorted(bases)
+    next_base = dict(zip(ordered, [*ordered[1:], None], strict=False))  # none when no .log
+    entries = sorted(pdir.iterdir())
+    if not logs:  # Kafka creates such dirs (a new or deleted topic, a reassignment): not an error
+        report.findings.append(
+            Finding(
+                K.INFO,
+                K.NO_SEGMENTS,
+                str(pdir),
+                None,
+                None,
+                "empty partition directory: nothing to check"
+                if not entries
+                else "no segment (.log) file in this partition directory; checking the files it has",
+            )
+        )
+    for p in entries:
         if p.is_dir():  # a FIFO or device named like a known file is read, and refused there
             continue
         k = F.file_kind(p)

@@ -10,7 +10,7 @@ from ..exitcodes import Exit
 from ..storage.files import looks_like_log_dir
 from ..storage.lock import LogDirLocks
 from ..storage.space import NoSpace
-from ..storage.tree import ROOT, Target, path_kind, targets
+from ..storage.tree import Selection, Target, resolve
 from . import findings as K
 from .manifest import RESTORING, ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
@@ -97,16 +97,23 @@ class VerifyRun:
                         "partition; choose a place outside it. Not repairing anything there",
                     }
 
-    def events(self, paths: list[Path]) -> Iterator[dict]:
+    def events(self, inputs: list[Path] | Selection) -> Iterator[dict]:
+        """Every event of the run. Objects from a partition carry ``topic`` and ``partition``;
+        with several log.dirs roots, every object (but the summary) also names its ``log_dir``."""
+        sel = (
+            inputs
+            if isinstance(inputs, Selection)
+            else resolve(inputs, self.opts.topic, self.opts.partition, logs_only=True)
+        )
         try:
-            yield from self._events(paths)
+            yield from self._events(sel)
         finally:
             self._locks.release()
 
-    def _events(self, paths: list[Path]) -> Iterator[dict]:
-        roots = [p for p in paths if path_kind(p) == ROOT]
-        reports: dict[Path, list[PartitionReport]] = {r: [] for r in roots}
-        tlist = targets(paths, self.opts.topic, self.opts.partition)
+    def _events(self, sel: Selection) -> Iterator[dict]:
+        several = sel.several_log_dirs
+        reports: dict[Path, list[PartitionReport]] = {r: [] for r in sel.roots}
+        tlist = sel.targets()
         self._refused: set[Path] = set()
         if self.writing:  # every lock before anything is verified or planned
             tlist = list(tlist)
@@ -115,13 +122,35 @@ class VerifyRun:
             if t.log_dir.resolve() in self._refused:
                 reports.pop(t.log_dir, None)
                 continue
-            report = yield from self._target(t)
+            name = t.name
+            tags = {
+                "topic": name.topic if name else None,
+                "partition": name.partition if name else None,
+            }
+            if several:
+                tags["log_dir"] = str(t.log_dir)
+            report = yield from _tagged(self._target(t), tags)
             if report is not None and t.log_dir in reports:
                 reports[t.log_dir].append(report)
+        unfiltered = self.opts.topic is None and self.opts.partition is None
         for root, reps in reports.items():
-            for f in verify_root_checkpoints(root, reps):
+            found = verify_root_checkpoints(root, reps)
+            if not reps and unfiltered:  # say so: "0 partitions" alone looks clean
+                found.insert(
+                    0,
+                    K.Finding(
+                        K.INFO,
+                        K.NO_SEGMENTS,
+                        str(root),
+                        None,
+                        None,
+                        "log.dirs root without partition directories: only its root files checked",
+                    ),
+                )
+            for f in found:
                 self.code |= _code([f])
-                yield self._finding(f)
+                ev = self._finding(f)
+                yield {**ev, "log_dir": str(root)} if several else ev
         yield {
             "type": "summary",
             "partitions": self.partitions,
@@ -163,7 +192,7 @@ class VerifyRun:
                 self.repaired += 1
                 yield {
                     "type": "repair_resumed",
-                    "partition": str(t.partition_dir),
+                    "partition_dir": str(t.partition_dir),
                     "quarantine": str(qdir),
                 }
             t = _refresh(t)  # a resumed repair may have moved segments away
@@ -202,7 +231,7 @@ class VerifyRun:
                     self.repaired += 1
                     yield {
                         "type": "repair_done",
-                        "partition": str(t.partition_dir),
+                        "partition_dir": str(t.partition_dir),
                         "quarantine": str(qdir),
                         "actions": len(plan.actions),
                     }
@@ -243,6 +272,16 @@ class VerifyRun:
                 "size": size,
                 "valid_bytes": valid,
             }
+
+
+def _tagged(gen, tags: dict):
+    """Yield ``gen``'s events with ``tags`` added; return what it returns."""
+    while True:
+        try:
+            ev = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        yield {**ev, **tags}
 
 
 def _code(found: list[K.Finding]) -> Exit:

@@ -30,7 +30,8 @@ def test_clean_tree_and_schema(tree, monkeypatch, capsysbinary):
     assert not [e for e in evs if e["type"] == "finding" and e["severity"] != "info"]
     segs = [e for e in evs if e["type"] == "segment"]
     assert segs and all(
-        set(e) == {"type", "file", "status", "size", "valid_bytes"} and e["status"] == "ok"
+        set(e) == {"type", "file", "topic", "partition", "status", "size", "valid_bytes"}
+        and e["status"] == "ok"
         for e in segs
     )
     assert all(set(e) >= FINDING_KEYS for e in evs if e["type"] == "finding")
