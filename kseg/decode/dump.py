@@ -21,7 +21,7 @@ from ..format.batch import RecordBatch
 from ..format.compression import DEFAULT_MAX_DECOMPRESSED
 from ..format.control import KRAFT_CONTROL_NAMES, parse_control
 from ..format.errors import CorruptionError
-from ..format.log import iter_entries
+from ..format.log import bad_magic_message, iter_entries, v2_crc_matches
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
@@ -30,6 +30,7 @@ from ..storage.mapped import mapped, read_file
 from . import payload as P
 
 UNREADABLE = "unreadable"
+BAD_MAGIC = "bad_magic"
 USAGE = "usage"
 
 
@@ -333,7 +334,7 @@ def batch_event(entry, name: str) -> dict:
             "base_offset": entry.base_offset,
             "last_offset": entry.last_offset,
             "count": entry.records_count,
-            "magic": 2,
+            "magic": entry.magic,
             "compression": entry.compression,
             "crc": entry.crc,
             "crc_valid": entry.crc_valid,
@@ -382,11 +383,31 @@ def _entry_events(
     """All events of one top-level entry: the batch, its problems, its records, in lists of at
     most one record chunk (so a batch of millions of records never exists as one list)."""
     ev = batch_event(entry, name)
+    if not ev["crc_valid"] and entry.magic < 2:
+        end = entry.position + entry.size
+        if v2_crc_matches(entry.buf, entry.position, end):  # a v2 batch with magic 0/1
+            entry = RecordBatch(entry.buf, entry.position, entry.source)
+            ev = batch_event(entry, name)
     problems = []
+    if isinstance(entry, RecordBatch) and entry.magic != 2:
+        crc_ok = ev["crc_valid"]
+        problems.append(
+            CorruptionError(
+                bad_magic_message(entry.magic, entry.position, crc_ok),
+                kind=BAD_MAGIC,
+                position=entry.position,
+                field="magic",
+                stored=entry.magic,
+                offset=entry.base_offset,
+                file=name,
+            )
+        )
     if not ev["crc_valid"]:
         problems.append(
             CorruptionError(
-                "batch CRC-32C mismatch" if entry.magic == 2 else "message CRC-32 mismatch",
+                "batch CRC-32C mismatch"
+                if isinstance(entry, RecordBatch)
+                else "message CRC-32 mismatch",
                 kind="crc_mismatch",
                 position=entry.position,
                 field="crc",
@@ -396,7 +417,7 @@ def _entry_events(
                 file=name,
             )
         )
-    if entry.magic < 2 and not (opts.batches_only and entry.is_compressed):
+    if not isinstance(entry, RecordBatch) and not (opts.batches_only and entry.is_compressed):
         # a wrapper's first offset and count need decompression: not for --batches-only
         try:
             ev["base_offset"] = entry.base_offset
@@ -410,7 +431,7 @@ def _entry_events(
         if budget.take():
             yield out
         return
-    if any(p.kind != "crc_mismatch" for p in problems):
+    if any(p.kind not in ("crc_mismatch", BAD_MAGIC) for p in problems):
         yield out
         return
     filtered = opts.from_offset is not None or opts.to_offset is not None

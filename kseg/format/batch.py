@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from . import compression as codecs
-from .control import ControlRecord, parse_control
+from .control import ControlRecord, end_txn_marker, parse_control
 from .crc import crc32c
 from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
 from .record import CREATE_TIME, LOG_APPEND_TIME, Record
@@ -219,22 +219,37 @@ class RecordBatch:
             self.base_offset,
             self.base_timestamp,
             self.max_timestamp if log_append else None,
-            self.base_sequence if self.producer_id != NO_PRODUCER_ID else NO_SEQUENCE,
+            # Kafka: DefaultRecord.readFrom -- baseSequence >= 0 ? incrementSequence(baseSequence,
+            # offsetDelta) : NO_SEQUENCE, whatever the producer id (4.x coordinators write
+            # producerId -1 with baseSequence 0)
+            self.base_sequence,
             self.position,
             self.timestamp_type,
         )
 
-    def control_record(self) -> ControlRecord | None:
-        """The control record of a control batch (None for a data batch or an empty one)."""
+    def control_record(self, *, end_txn: bool = False) -> ControlRecord | None:
+        """The (first) control record of a control batch; None for a data or empty batch.
+
+        ``end_txn``: read it as Kafka's producer-state replay does (EndTransactionMarker
+        .deserialize), which rejects any type but ABORT/COMMIT.
+        """
         if not self.is_control:
             return None
-        for rec in self.records():
-            try:
-                return parse_control(rec.key, rec.value)
-            except CorruptionError as exc:
-                exc.position, exc.offset = self.position, rec.offset
+        parse = end_txn_marker if end_txn else parse_control
+        try:
+            tuples = self.record_tuples()
+        except CorruptionError as exc:
+            tuples = getattr(exc, "records", None)  # Kafka reads only the first record
+            if not tuples:
                 raise exc.in_file(self.source) if self.source else exc from None
-        return None
+        if not tuples:
+            return None
+        key, value, *_, offset = tuples[0][:5]
+        try:
+            return parse(key, value)
+        except CorruptionError as exc:
+            exc.position, exc.offset = self.position, offset
+            raise exc.in_file(self.source) if self.source else exc from None
 
     def __repr__(self) -> str:
         return (

@@ -1,7 +1,10 @@
 """Walking a `.log` (or KRaft `.checkpoint`): entries of any magic, checked as Kafka's recovery does.
 
 Every entry starts ``offset i64, size i32`` and has its magic at byte 16; the magic chooses
-between a v2 :class:`RecordBatch` and a legacy :class:`LegacyEntry`.
+between a v2 :class:`RecordBatch` and a legacy :class:`LegacyEntry` exactly as Kafka's
+FileLogInputStream does: a (signed) magic >= 2 is read as a v2 batch, anything below as a legacy
+message. The v2 magic byte lies outside the batch CRC, so a v2 batch whose magic was flipped to 7
+still passes recovery; a flipped magic is reported by verify, not here (see ``v2_magic_flip``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,44 @@ def _tail_error(
     return CorruptionError(message, kind=kind, position=pos, field=field)
 
 
+def entry_magic(buf, pos: int) -> int:
+    """The magic byte of the entry at ``pos``, signed as Kafka reads it (a Java byte)."""
+    m = buf[pos + MAGIC_POS]
+    return m - 256 if m > 127 else m
+
+
+def v2_crc_matches(buf, pos: int, end: int) -> bool:
+    """Does the entry at ``pos`` hold a v2 batch whose CRC-32C (over [21, size)) matches, whatever
+    its magic byte says? Used to tell a flipped magic byte (outside the CRC) from corruption."""
+    from .crc import crc32c
+
+    if end - pos < HEADER_SIZE_UP_TO_MAGIC + 4:
+        return False
+    _, size = ENTRY_PREFIX.unpack_from(buf, pos)
+    if size < MIN_BATCH_LENGTH or size > end - pos - LOG_OVERHEAD:
+        return False
+    (stored,) = struct.unpack_from(">I", buf, pos + 17)
+    with memoryview(buf) as mv:
+        return crc32c(mv[pos + 21 : pos + LOG_OVERHEAD + size]) == stored
+
+
+def bad_magic_message(magic: int, pos: int, crc_ok: bool) -> str:
+    """What a v2 batch with a magic byte other than 2 means, by Kafka's reading rule."""
+    where = f"magic {magic} at byte {pos + MAGIC_POS}"
+    if not crc_ok:
+        return f"{where}, and the batch CRC-32C does not match either"
+    if magic > 2:
+        kafka = "Kafka keeps the batch and consumers will fail on it"
+    else:
+        kafka = (
+            "Kafka reads it as a legacy message whose CRC-32 fails and truncates the log here"
+            " (deleting every later segment)"
+        )
+    return (
+        f"{where}: the CRC covers everything else and matches, so only this byte is wrong; {kafka}"
+    )
+
+
 def check_entry_header(buf, pos: int, end: int) -> None:
     """Raise the error Kafka's recovery would stop at for the entry at ``pos``, if any.
 
@@ -86,12 +127,13 @@ def check_entry_header(buf, pos: int, end: int) -> None:
             TORN_TAIL,
             "size",
         )
-    magic = buf[pos + MAGIC_POS]
-    if magic > 2:
+    magic = entry_magic(buf, pos)
+    if magic < 0:
+        # Kafka reads it as a legacy message of unknown magic, whose CRC-32 then fails
         raise CorruptionError(
             f"invalid magic {magic}", kind=INVALID_MAGIC, position=pos, field="magic", offset=offset
         )
-    if magic == 2 and size < MIN_BATCH_LENGTH:
+    if magic >= 2 and size < MIN_BATCH_LENGTH:
         raise CorruptionError(
             f"batch length {size} is below the minimum {MIN_BATCH_LENGTH}",
             kind=INVALID_SIZE,
@@ -170,7 +212,7 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
             ready = ensure(pos, pos + size)
         entry = (
             RecordBatch(buf, pos, source)
-            if buf[pos + MAGIC_POS] == 2
+            if 2 <= buf[pos + MAGIC_POS] < 128  # Kafka: magic >= 2 is a v2 batch
             else LegacyEntry(buf, pos, source)
         )
         if validate:
@@ -182,6 +224,7 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
 # walk_headers yields plain tuples (a NamedTuple costs ~0.5 us an entry on this hot path):
 #   (position, size, magic, first_offset, last_offset, max_timestamp, records_count,
 #    attributes, producer_id, crc_ok)
+# magic: as stored (a v2 batch may carry a flipped magic 3..127: it is read as v2, as Kafka does).
 # first_offset: v2 base offset; legacy: the entry's offset (a wrapper's LAST offset).
 # max_timestamp: -1 for magic 0. records_count and producer_id: -1 for legacy.
 _V2 = struct.Struct(">qiibIhiqqqhii")
@@ -214,8 +257,8 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
             # the common case inline; anything unusual goes through the full check
             if end - pos < _V2.size or buf[pos + MAGIC_POS] != 2:
                 check_entry_header(buf, pos, end)
-            if buf[pos + MAGIC_POS] == 2:
-                (base, length, _ple, _m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
+            if 2 <= buf[pos + MAGIC_POS] < 128:
+                (base, length, _ple, m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
                     v2_unpack(buf, pos)
                 )
                 size = length + LOG_OVERHEAD
@@ -224,7 +267,7 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                 if pos + size > ready:
                     ready = ensure(pos, pos + size)
                 ok = crc32c(mv[pos + 21 : pos + size]) == crc
-                yield (pos, size, 2, base, base + lod, max_ts, count, attrs, pid, ok)
+                yield (pos, size, m, base, base + lod, max_ts, count, attrs, pid, ok)
             else:
                 magic = buf[pos + MAGIC_POS]
                 if magic == 1 and end - pos >= _LEGACY.size:

@@ -18,7 +18,7 @@ class Record:
 
     For appending, ``offset`` and ``timestamp`` may be left ``None``: the writer assigns the next
     offset and the current time. When read back, every field is set; ``sequence`` is the producer
-    sequence (-1 when the batch has no producer id) and ``timestamp_type`` is the batch's.
+    sequence (``baseSequence + offsetDelta``, -1 when the batch's base sequence is negative) and ``timestamp_type`` is the batch's.
     """
 
     key: bytes | None = None

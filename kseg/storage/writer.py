@@ -187,8 +187,17 @@ class LogWriter:
         coordinator_epoch: int = 0,
         timestamp: int | None = None,
         partition_leader_epoch: int | None = None,
+        key_version: int = control.CURRENT_KEY_VERSION,
+        value_version: int = control.CURRENT_END_TXN_VERSION,
+        value_extra: bytes = b"",
     ) -> AppendInfo:
-        """Append an end-transaction marker (COMMIT or ABORT) for ``producer_id``'s transaction."""
+        """Append an end-transaction marker (COMMIT or ABORT) for ``producer_id``'s transaction.
+
+        ``key_version``/``value_version``/``value_extra`` write a marker as a newer Kafka might
+        (Kafka reads versions above 0 as version 0 and ignores bytes past the value's first 6).
+        An ABORT or COMMIT that closes no open transaction is written but indexes nothing, as in
+        Kafka (a second abort after a coordinator timeout).
+        """
         ts = self.clock() if timestamp is None else timestamp
         epoch = (
             self.partition_leader_epoch
@@ -197,7 +206,11 @@ class LogWriter:
         )
         base = self.next_offset
         rec = Record(
-            control.end_txn_key(commit), control.end_txn_value(coordinator_epoch), ts, [], base
+            control.end_txn_key(commit, key_version),
+            control.end_txn_value(coordinator_epoch, value_version) + value_extra,
+            ts,
+            [],
+            base,
         )
         data = v2.build_batch(
             [rec],

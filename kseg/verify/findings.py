@@ -21,6 +21,9 @@ CHECKPOINT = "checkpoint_inconsistent"
 UNREADABLE = "unreadable"
 NO_SEGMENTS = "no_segments"  # a partition dir without a .log (info)
 TIMESTAMP = "timestamp_inconsistent"
+BAD_MAGIC = "bad_magic"  # a v2 batch whose magic byte (outside the CRC) is wrong
+CONTROL_VERSION = "control_version"  # a marker Kafka accepts and reads as version 0
+BELOW_LOG_START = "below_log_start"  # the log ends below log-start-offset-checkpoint
 
 
 @dataclass(slots=True)
@@ -31,7 +34,7 @@ class Finding:
     position: int | None
     offset: int | None
     message: str
-    repairable: bool = False  # fixed by truncating the segment / rebuilding its indexes
+    repairable: bool = False  # fixed by truncating, rebuilding indexes or an in-place patch
 
     def to_event(self) -> dict:
         return {"type": "finding", **asdict(self)}
@@ -45,3 +48,14 @@ def from_error(exc, file: str, *, severity: str = ERROR, repairable: bool = True
     if exc.stored is not None or exc.computed is not None:
         msg += f" (stored {exc.stored}, computed {exc.computed})"
     return Finding(severity, exc.kind, exc.file or file, exc.position, exc.offset, msg, repairable)
+
+
+@dataclass(slots=True, frozen=True)
+class Patch:
+    """An in-place fix of bytes the CRC does not cover, proven by the CRC over all the others."""
+
+    file: str
+    position: int  # of the patched bytes in the file
+    old: bytes
+    new: bytes
+    reason: str

@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..format import batch as v2
-from ..format.errors import CRC_MISMATCH, CorruptionError
+from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
-from ..format.log import walk_headers
+from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches, walk_headers
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
 from ..storage.mapped import mapped, read_file
 from . import findings as K
-from .findings import Finding, from_error
+from .findings import Finding, Patch, from_error
 from .index_check import (
     EQUIVALENT,
     IDENTICAL,
@@ -64,6 +64,12 @@ class SegmentScan:
     offset_index: IndexStatus | None = None
     time_index: IndexStatus | None = None
     aborted: list[AbortedTxn] = field(default_factory=list)
+    # in-place fixes of bytes outside the CRC (verify --repair applies them; not truncations)
+    patches: list[Patch] = field(default_factory=list)
+    # what Kafka's own recovery does with this segment, where that differs from kseg's view:
+    kafka_stop: int | None = None  # byte where Kafka truncates (None: it keeps every byte)
+    kafka_fatal: Finding | None = None  # Kafka fails to start on this (unreadable control)
+    kafka_kept_bad: list[int] = field(default_factory=list)  # bad batches Kafka keeps silently
 
     @property
     def corrupt(self) -> bool:
@@ -84,8 +90,12 @@ def scan_segment(
     check_indexes: bool = True,
     txn: TxnTracker | None = None,
     prev_last_offset: int | None = None,
+    kafka_view: bool = False,
 ) -> SegmentScan:
-    """Scan ``log``. ``valid_bytes`` is where Kafka's recovery would truncate.
+    """Scan ``log``. ``valid_bytes`` is where kseg's repair truncates: where Kafka's recovery
+    does, except that a v2 batch whose only wrong byte lies outside the CRC is kept (and
+    patched by the repair). ``kafka_view``: count such a batch as Kafka's recovery does (a
+    truncation point when Kafka truncates there), as `index rebuild` must.
 
     After the first invalid batch, later batches are still CRC-checked and reported (so one run
     shows every damaged batch) as long as the structure lets the walk continue.
@@ -108,6 +118,7 @@ def scan_segment(
                 if (
                     deep
                     or not ok
+                    or magic > 2
                     or first <= prev_last
                     or last - base > INT32_MAX
                     or (
@@ -115,9 +126,18 @@ def scan_segment(
                         and (attrs & v2.ATTR_CONTROL or not 0 <= count <= last - first + 1)
                     )
                 ):
-                    problem = _check_entry(EntryHeader(*t), buf, base, prev_last, name, deep, scan)
+                    h = EntryHeader(*t)
+                    problem = None
+                    if magic != 2:
+                        h, problem = _magic_check(h, buf, name, scan, valid, kafka_view)
+                        t = h
+                        pos, size, magic, first, last, max_ts, count, attrs, pid, ok = h
+                    if problem is None:
+                        problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
                     if problem is not None:
                         if valid:
+                            if problem.kind == INVALID_CONTROL:
+                                scan.kafka_fatal = problem
                             _stop(scan, problem)
                             valid = False
                         else:
@@ -135,7 +155,7 @@ def scan_segment(
                     scan.max_timestamp = max_ts
                 add(last, max_ts, size)
                 valid_last = last
-                if txn is not None and magic == 2 and pid >= 0:
+                if txn is not None and magic >= 2 and pid >= 0:
                     _track_txn(txn, EntryHeader(*t), buf, scan)
         except CorruptionError as exc:
             f = from_error(exc.in_file(name), name)
@@ -146,9 +166,56 @@ def scan_segment(
     builder.finish()
     scan.last_offset = valid_last
     scan.valid_bytes = builder.valid_bytes
+    stop = scan.first_error
+    if (
+        stop is not None
+        and scan.kafka_fatal is not stop
+        and (scan.kafka_stop is None or stop.position < scan.kafka_stop)
+    ):
+        scan.kafka_stop = stop.position
     if index_views is not None:
         _index_statuses(scan, index_views, builder)
     return scan
+
+
+def _magic_check(
+    h: EntryHeader, buf, name: str, scan: SegmentScan, valid: bool, kafka_view: bool
+) -> tuple[EntryHeader, Finding | None]:
+    """A magic byte other than 2 where a v2 batch's CRC-32C (which covers every byte but the
+    first 21) matches: only the magic byte is wrong. Kafka (FileLogInputStream) reads a magic
+    >= 2 as v2 and keeps the batch silently; a magic 0/1 as a legacy message whose CRC-32 fails,
+    and truncates there. kseg keeps the batch and patches the byte back to 2."""
+    pos = h.position
+    # magic > 2 was read as v2 already: its CRC-32C is the proof
+    flipped = h.crc_ok if h.magic > 2 else not h.crc_ok and v2_crc_matches(buf, pos, pos + h.size)
+    if not flipped:
+        return h, None
+    v = v2.RecordBatch(buf, pos)
+    message = bad_magic_message(h.magic, pos, True)
+    finding = Finding(K.ERROR, K.BAD_MAGIC, name, pos, v.base_offset, message, True)
+    if h.magic < 2 and kafka_view:
+        return h, finding  # Kafka's recovery stops here
+    scan.findings.append(finding)
+    if valid:
+        scan.patches.append(
+            Patch(name, pos + MAGIC_POS, bytes([buf[pos + MAGIC_POS]]), bytes([v2.MAGIC]), message)
+        )
+        if h.magic > 2:
+            scan.kafka_kept_bad.append(pos)
+        elif scan.kafka_stop is None:
+            scan.kafka_stop = pos
+    return EntryHeader(
+        pos,
+        v.size,
+        v2.MAGIC,
+        v.base_offset,
+        v.last_offset,
+        v.max_timestamp,
+        v.records_count,
+        v.attributes,
+        v.producer_id,
+        True,
+    ), None
 
 
 def _check_pass(
@@ -180,7 +247,9 @@ def _check_entry(
     h, buf, base: int, prev_last: int, name: str, deep: bool, scan: SegmentScan
 ) -> Finding | None:
     if not h.crc_ok:
-        kind = "batch CRC-32C mismatch" if h.magic == 2 else "message CRC-32 mismatch"
+        kind = "batch CRC-32C mismatch" if h.magic >= 2 else "message CRC-32 mismatch"
+        if h.magic > 2:
+            kind = f"magic {h.magic}, read as v2 as Kafka does: {kind}"
         return Finding(K.ERROR, CRC_MISMATCH, name, h.position, h.last_offset, kind, True)
     if h.magic == 2:
         if h.last_offset < h.first_offset:
@@ -224,11 +293,10 @@ def _check_entry(
             f"offset {h.last_offset} is more than 2^31-1 past the base offset {base} (Kafka would split the segment)",
             True,
         )
-    if h.magic == 2 and h.attributes & v2.ATTR_CONTROL:
-        try:
-            v2.RecordBatch(buf, h.position, name).control_record()
-        except CorruptionError as exc:
-            return from_error(exc, name)
+    if h.magic == 2 and h.attributes & v2.ATTR_CONTROL and h.producer_id >= 0:
+        problem = _control_check(h, buf, name, scan)
+        if problem is not None:
+            return problem
     if deep:
         return _deep_check(h, buf, name, scan)
     return None
@@ -290,13 +358,53 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
     return None
 
 
+def _control_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
+    """A control batch with a producer id, read as Kafka's producer-state replay reads it
+    (LogSegment.updateProducerState -> ProducerAppendInfo.append -> EndTransactionMarker
+    .deserialize of the first record). KRaft's control batches (types 2-6) carry producer id -1:
+    Kafka's recovery never reads them, and neither does this check.
+
+    Accepted: a key or value version above 0 and extra value bytes (read as version 0; info).
+    Unreadable (a short or null key or value, a negative version, a type that is not ABORT or
+    COMMIT): Kafka's LogSegment.recover counts the batch, but the producer-state rebuild then
+    throws outside recovery's catch, and the broker stops with "Error starting LogManager" on
+    every start. It starts only from the log cut at the START of this batch: kseg's truncation
+    point.
+    """
+    try:
+        ctl = v2.RecordBatch(buf, h.position, name).control_record(end_txn=True)
+    except CorruptionError as exc:
+        exc.kind = INVALID_CONTROL
+        f = from_error(exc, name)
+        f.message += (
+            "; Kafka cannot read this control record: its recovery keeps the batch, then fails to"
+            " start the broker on every start (Error starting LogManager) until the log is cut at"
+            f" the start of this batch (byte {h.position}), where kseg's repair truncates"
+        )
+        return f
+    if ctl is not None and ctl.unusual:
+        scan.findings.append(
+            Finding(
+                K.INFO,
+                K.CONTROL_VERSION,
+                name,
+                h.position,
+                h.first_offset,
+                f"{ctl.type_name} marker with {ctl.unusual}: Kafka accepts it and reads it as"
+                " version 0 (EndTransactionMarker.deserializeValue)",
+            )
+        )
+    return None
+
+
 def _track_txn(txn: TxnTracker, h, buf, scan: SegmentScan) -> None:
     if h.producer_id < 0:
         return
     if h.attributes & v2.ATTR_CONTROL:
-        ctl = v2.RecordBatch(buf, h.position).control_record()
-        if ctl is not None and ctl.is_end_txn:
-            aborted = txn.on_marker(h.producer_id, h.last_offset, ctl.type == 1)
+        ctl = v2.RecordBatch(buf, h.position).control_record(end_txn=True)
+        if ctl is not None:
+            # Kafka: appendEndTxnMarker(marker, producerEpoch, batch.baseOffset(), ...)
+            aborted = txn.on_marker(h.producer_id, h.first_offset, ctl.type == 1)
             if aborted is not None:
                 scan.aborted.append(aborted)
     else:

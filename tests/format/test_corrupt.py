@@ -161,9 +161,15 @@ def test_random_byte_flips_never_escape_as_other_exceptions():
             assert exc.position is not None
 
 
-def test_invalid_magic():
+def test_magic_is_read_as_kafka_reads_it():
+    """Kafka: FileLogInputStream.FileChannelRecordBatch -- a (signed) magic >= 2 is a v2 batch,
+    below 2 a legacy message. The v2 magic byte lies outside the CRC, so magic 7 still validates;
+    a negative magic (a legacy message of unknown magic) is corruption."""
     buf = _batch()
     buf[16] = 7
+    (entry,) = iter_entries(bytes(buf), validate=True)
+    assert isinstance(entry, kseg.RecordBatch) and entry.magic == 7 and entry.crc_valid
+    buf[16] = 0x80  # -128 as a Java byte
     with pytest.raises(kseg.CorruptionError) as err:
         list(iter_entries(bytes(buf)))
     assert err.value.kind == E.INVALID_MAGIC and err.value.position == 0

@@ -137,12 +137,40 @@ def test_control_batch():
     assert batch.control_record().type_name == "LEADER_CHANGE"
 
 
-def test_invalid_end_txn_version_is_invalid_control():
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        (b"\x00\x00\x00", None, "key shorter than 4 bytes"),
+        (None, None, "key shorter than 4 bytes"),
+        (b"\xff\xff\x00\x01", b"\x00\x00\x00\x00\x00\x01", "negative version -1"),
+        (b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x01", "shorter than 6 bytes (5 bytes)"),
+        (b"\x00\x00\x00\x01", b"", "shorter than 6 bytes (0 bytes)"),
+        (b"\x00\x00\x00\x01", None, "shorter than 6 bytes (null)"),
+        (b"\x00\x00\x00\x00", b"\xff\xfe\x00\x00\x00\x01", "negative version -2"),
+    ],
+)
+def test_unreadable_end_txn_marker_is_invalid_control(key, value, problem):
+    # Kafka: ControlRecordType.parse / EndTransactionMarker.deserializeValue throw on these
     from kseg.format import control
     from kseg.format.errors import INVALID_CONTROL, CorruptionError
 
-    rec = Record(control.end_txn_key(True), control.END_TXN_VALUE.pack(5, 1), 1, [], 0)
-    batch = v2.RecordBatch(v2.build_batch([rec], 0, control=True, transactional=True), 0)
     with pytest.raises(CorruptionError) as err:
-        batch.control_record()
-    assert err.value.kind == INVALID_CONTROL and "unknown version 5" in str(err.value)
+        control.parse_control(key, value)
+    assert err.value.kind == INVALID_CONTROL and problem in str(err.value)
+
+
+def test_newer_end_txn_marker_is_read_as_version_0():
+    # Kafka: EndTransactionMarker.deserializeValue -- "Received end transaction marker value
+    # version {}. Parsing as version 0"; bytes after the first 6 are not read.
+    from kseg.format import control
+
+    rec = Record(control.end_txn_key(True, 1), control.end_txn_value(7, 1) + b"xyzw", 1, [], 0)
+    batch = v2.RecordBatch(v2.build_batch([rec], 0, control=True, transactional=True), 0)
+    ctl = batch.control_record(end_txn=True)
+    assert (ctl.type_name, ctl.coordinator_epoch, ctl.version, ctl.value_version) == (
+        "COMMIT",
+        7,
+        1,
+        1,
+    )
+    assert ctl.trailing_bytes == 4 and "value version 1" in ctl.unusual
