@@ -640,9 +640,13 @@ def _verify_line(ev: dict) -> str | None:
             return f"{pre}truncate {ev['file']} to {ev['position']} bytes ({ev['length']} bytes to quarantine): {ev['reason']}"
         if ev["action"] == "move":
             return f"{pre}move {ev['file']} to quarantine: {ev['reason']}"
+        if ev["action"] == "patch":
+            return f"{pre}patch {ev['file']} byte {ev['position']}: {ev['old_hex']} -> {ev['new_hex']} ({ev['reason']})"
         return f"{pre}{ev['action']} {ev['file']}: {ev['reason']}"
     if t == "repair_done":
         return f"repaired {ev['partition_dir']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
+    if t == "kafka_recovery":
+        return f"KAFKA RECOVERY {ev['partition_dir']}: {ev['summary']}"
     if t == "repair_resumed":
         return f"resumed an interrupted repair of {ev['partition_dir']} ({ev['quarantine']})"
     if t == "summary":

@@ -115,12 +115,17 @@ class LogWriter:
         last_offset: int | None = None,
         log_append_time: int | None = None,
         partition_leader_epoch: int | None = None,
+        control: bool = False,
     ) -> AppendInfo:
         """Append one batch (magic 2) or one message set (magic 0/1: a wrapper when compressed).
 
         Records without an offset get the next ones; explicit offsets may leave gaps (as
         compaction does). ``last_offset`` beyond the last record (or with no records, an empty
-        batch) keeps a compacted batch's range. Returns where the batch went.
+        batch) keeps a compacted batch's range. ``producer_id=-1`` with ``base_sequence=0``
+        writes what Kafka 4.x group and share coordinators write. ``control=True`` makes a
+        control batch of the records as given (KRaft's control records, or markers of any shape
+        for fixtures); it is not replayed into the producer state (use append_control for a
+        marker that is). Returns where the batch went.
         """
         magic = self.magic if magic is None else magic
         cid = _codec(self.compression if compression is None else compression)
@@ -157,11 +162,17 @@ class LogWriter:
                 partition_leader_epoch=epoch,
                 last_offset=last_offset,
                 xerial_snappy=self.xerial_snappy,
+                control=control,
             )
             batch = v2.RecordBatch(data, 0)
             last = batch.last_offset
         else:
-            if producer_id != v2.NO_PRODUCER_ID or transactional or last_offset is not None:
+            if (
+                producer_id != v2.NO_PRODUCER_ID
+                or transactional
+                or control
+                or last_offset is not None
+            ):
                 raise ValueError("producer ids, transactions and empty batches need magic 2")
             data = legacy.build_entries(
                 assigned,
@@ -174,7 +185,7 @@ class LogWriter:
         info = self._write(data, base, last, magic)
         if magic == 2:
             self._track_epoch(epoch, base)
-            if producer_id != v2.NO_PRODUCER_ID:
+            if producer_id != v2.NO_PRODUCER_ID and not control:
                 self._track_producer(batch)
         return info
 

@@ -62,6 +62,8 @@ class Action:
     quarantine_file: str | None = None  # relative to the partition's quarantine dir
     after_length: int | None = None  # replace/create: the file as the repair left it
     after_sha256: str | None = None
+    old_hex: str | None = None  # patch: the bytes found at position (restore writes them back)
+    new_hex: str | None = None  # patch: the bytes written there
     restored: bool = False  # progress of a restore (information: restore checks the files)
 
     def to_event(self, dry_run: bool) -> dict:
@@ -78,6 +80,9 @@ class Manifest:
     epoch_truncate_to: int | None = None
     index_interval_bytes: int = 4096
     status: str = IN_PROGRESS
+    # the log ends below its log start offset: every segment goes and one empty segment is
+    # created at this offset (Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd)
+    reset_to: int | None = None
     run: str | None = None
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     changes_started: bool = False  # set (and fsynced) before the first change to the partition
@@ -107,6 +112,7 @@ class Manifest:
             "index_interval_bytes": self.index_interval_bytes,
             "rebuild_logs": self.rebuild_logs,
             "epoch_truncate_to": self.epoch_truncate_to,
+            "reset_to": self.reset_to,
             "after_logs": self.after_logs,
             "actions": [asdict(a) for a in self.actions],
         }
@@ -215,6 +221,18 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
     epoch = doc.get("epoch_truncate_to")
     if epoch is not None and not isinstance(epoch, int):
         raise ManifestError(f"{where}: epoch_truncate_to {epoch!r} is not an offset")
+    reset_to = doc.get("reset_to")
+    if reset_to is not None and (not isinstance(reset_to, int) or reset_to < 0):
+        raise ManifestError(f"{where}: reset_to {reset_to!r} is not an offset")
+    for a in actions:
+        if a.old_hex is None and a.new_hex is None:
+            continue
+        try:  # a patch rewrites at most 4 bytes of a .log, and only bytes it finds as old_hex
+            old, new = bytes.fromhex(a.old_hex), bytes.fromhex(a.new_hex)
+        except (TypeError, ValueError):
+            raise ManifestError(f"{where}: {a.file}: old_hex/new_hex are not hex") from None
+        if not 0 < len(old) == len(new) <= 4 or F.file_kind(a.file).kind != F.LOG:
+            raise ManifestError(f"{where}: {a.file}: a patch is 1 to 4 bytes of a .log")
     for a in actions:
         if not all(isinstance(v, str | None) for v in (a.sha256, a.after_sha256, a.reason)):
             raise ManifestError(f"{where}: {a.file}: sha256 and reason must be strings")
@@ -226,6 +244,7 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
         actions=actions,
         rebuild_logs=rebuild,
         epoch_truncate_to=epoch,
+        reset_to=reset_to,
         index_interval_bytes=int(doc.get("index_interval_bytes", 4096)),
         status=doc["status"],
         run=doc.get("run"),

@@ -24,6 +24,9 @@ class PartitionReport:
     target: Target
     scans: list[SegmentScan] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # partition-level ones
+    log_start_offset: int | None = None  # from <log.dir>/log-start-offset-checkpoint
+    clean_shutdown: bool = False  # <log.dir>/.kafka_cleanshutdown exists
+    whole: bool = True  # every segment of the partition was scanned
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -36,6 +39,25 @@ class PartitionReport:
             if s.corrupt:
                 return i
         return None
+
+    def end_after_repair(self, *, keep_later_segments: bool = False) -> int | None:
+        """The log end offset once recovery (or kseg's repair) has run: the next offset of the
+        last segment that remains (Kafka: lastSegment.readNextOffset; an empty segment's is its
+        base offset)."""
+        if not self.scans:
+            return None
+        first = self.first_corrupt
+        last = self.scans[-1] if first is None or keep_later_segments else self.scans[first]
+        return last.base_offset if last.last_offset is None else last.last_offset + 1
+
+    def reset_to(self, *, keep_later_segments: bool = False) -> int | None:
+        """The log start offset when the log, after recovery, would end below it (Kafka then
+        deletes every segment and creates one empty segment there); else None."""
+        end = self.end_after_repair(keep_later_segments=keep_later_segments)
+        start = self.log_start_offset
+        if not self.whole or start is None or end is None or end >= start:
+            return None
+        return start
 
     @property
     def log_end_offset(self) -> int | None:
@@ -64,6 +86,9 @@ def verify_target(
         )
         return report
     logs = target.logs
+    report.whole = len(logs) == len(all_logs)
+    report.log_start_offset = _log_start_offset(target)
+    report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
     for log in logs:
         try:
             scan = scan_segment(log, index_interval_bytes=index_interval_bytes, deep=deep)
@@ -83,9 +108,52 @@ def verify_target(
         _index_findings(scan, active)
         report.scans.append(scan)
     _segment_order(report)
-    if len(logs) == len(all_logs):  # a whole partition, not one file of it
+    if report.whole:  # a whole partition, not one file of it
         _partition_files(report, all_logs)
+        _below_log_start(report)
     return report
+
+
+def _log_start_offset(target: Target) -> int | None:
+    name = F.parse_partition_dir(target.partition_dir.name)
+    path = target.log_dir / "log-start-offset-checkpoint"
+    if name is None or name.state or not path.is_file():
+        return None
+    try:
+        entries = cp.read_offset_checkpoint(path.read_bytes())
+    except (OSError, CorruptionError):
+        return None  # reported by the root checks
+    for e in entries:
+        if (e.topic, e.partition) == (name.topic, name.partition):
+            return e.offset
+    return None
+
+
+def _below_log_start(report: PartitionReport) -> None:
+    """Kafka: LogLoader.recoverLog -> deleteSegmentsIfLogStartGreaterThanLogEnd. When the log
+    end after recovery (lastSegment.readNextOffset) is below log-start-offset-checkpoint, Kafka
+    deletes every segment, clears the leader-epoch cache and producer state, and creates one
+    empty segment at the log start offset -- on every start, clean shutdown or not."""
+    start = report.reset_to()
+    if start is None:
+        return
+    end = report.end_after_repair()
+    where = (
+        "after truncating at the first corrupt batch, " if report.first_corrupt is not None else ""
+    )
+    report.findings.append(
+        Finding(
+            K.ERROR,
+            K.BELOW_LOG_START,
+            str(report.target.partition_dir),
+            None,
+            end,
+            f"{where}the log ends at offset {end}, below its log start offset {start}"
+            " (log-start-offset-checkpoint): Kafka deletes every segment on start and creates one"
+            f" empty segment at {start}",
+            True,
+        )
+    )
 
 
 def _index_findings(scan: SegmentScan, active: bool) -> None:
@@ -309,10 +377,13 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
     """log.dirs checkpoint files against what is on disk."""
     out: list[Finding] = []
     ends = {}
+    below_start = set()  # reported per partition already (below_log_start)
     for r in reports:
         name = F.parse_partition_dir(r.target.partition_dir.name)
         if name and not name.state:
             ends[(name.topic, name.partition)] = r.log_end_offset
+            if any(f.kind == K.BELOW_LOG_START for f in r.findings):
+                below_start.add((name.topic, name.partition))
     for cname in F.ROOT_CHECKPOINTS:
         path = root / cname
         if not path.exists():
@@ -335,6 +406,8 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
             if end is None or e.offset <= end:
                 continue
             if cname == "log-start-offset-checkpoint":
+                if (e.topic, e.partition) in below_start:
+                    continue
                 sev, why = K.WARNING, "the log start offset is past the log end"
             else:
                 sev, why = K.INFO, "Kafka resets it to the log end at startup"

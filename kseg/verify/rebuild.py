@@ -62,7 +62,11 @@ def rebuild_target(
     out = []
     for log in partition_logs:
         scan = scan_segment(
-            log, index_interval_bytes=index_interval_bytes, check_indexes=False, txn=txn
+            log,
+            index_interval_bytes=index_interval_bytes,
+            check_indexes=False,
+            txn=txn,
+            kafka_view=True,
         )
         if log not in wanted:
             continue

@@ -44,6 +44,7 @@ from ..storage.atomic import (
 )
 from ..storage.space import check_space, device
 from ..storage.tree import Target, segment_logs
+from .findings import Patch as PatchNeeded
 from .manifest import (
     COMPLETE,
     FAILED,
@@ -68,6 +69,7 @@ from .partition import PartitionReport
 from .rebuild import rebuild_target
 
 TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
+PATCH = "patch"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 CRASH_ENV = (
     "KSEG_TEST_CRASH_AT"  # fault injection: exit at a named point (kill-during-repair tests)
@@ -180,6 +182,60 @@ class ActionKind:
 
     def undo(self, a: Action, q: Path | None) -> None:
         pass
+
+
+class Patch(ActionKind):
+    """Bytes outside the CRC written back in place (a flipped v2 magic, a leader epoch the
+    checkpoint proves): the CRC over every other byte is the proof that only these are wrong.
+    The old bytes live in the manifest (old_hex); nothing is quarantined."""
+
+    name = PATCH
+    required = ("position", "old_hex", "new_hex")
+    crash_point = "patched"
+
+    def _now(self, a: Action) -> bytes | None:
+        try:
+            with open(a.file, "rb") as f:
+                f.seek(a.position)
+                return f.read(len(bytes.fromhex(a.old_hex)))
+        except OSError:
+            return None
+
+    def planned(self, a):
+        return self._now(a) == bytes.fromhex(a.old_hex)
+
+    def _write(self, a: Action, data: bytes) -> None:
+        with open(a.file, "r+b") as f:
+            f.seek(a.position)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def apply(self, a, q):
+        now = self._now(a)
+        if now == bytes.fromhex(a.new_hex):
+            return  # done before a crash
+        if now != bytes.fromhex(a.old_hex):
+            raise RepairError(
+                f"{a.file}: byte {a.position} holds {now.hex() if now else 'nothing'}, not the"
+                f" planned {a.old_hex}; changed since the repair was planned"
+            )
+        self._write(a, bytes.fromhex(a.new_hex))
+
+    def restore_pending(self, a, q):
+        now = self._now(a)
+        if now == bytes.fromhex(a.old_hex):
+            return False
+        if now == bytes.fromhex(a.new_hex):
+            return True
+        raise MovedOn(
+            f"{a.file}: byte {a.position} holds {now.hex() if now else 'nothing'}, neither what"
+            f" the repair found ({a.old_hex}) nor what it wrote ({a.new_hex}): the partition"
+            " changed since the repair (did a broker run?)"
+        )
+
+    def undo(self, a, q):
+        self._write(a, bytes.fromhex(a.old_hex))
 
 
 class Truncate(ActionKind):
@@ -397,7 +453,9 @@ class Create(ActionKind):
 
 
 # applied in this order (truncations before moves, as Kafka's recovery); undone in reverse
-ACTIONS: dict[str, ActionKind] = {k.name: k for k in (Truncate(), Move(), Replace(), Create())}
+ACTIONS: dict[str, ActionKind] = {
+    k.name: k for k in (Patch(), Truncate(), Move(), Replace(), Create())
+}
 
 
 def kind_of(a: Action) -> ActionKind:
@@ -430,6 +488,8 @@ def check_plan_covers_writes(m: Manifest, where: Path) -> None:
     epochs = str(m.partition_dir / "leader-epoch-checkpoint")
     if m.epoch_truncate_to is not None and epochs not in named:
         raise ManifestError(f"{where}: rewrites {epochs} but does not quarantine it first")
+    if m.reset_to is not None and Path(epochs).exists() and epochs not in named:
+        raise ManifestError(f"{where}: clears {epochs} but does not quarantine it first")
 
 
 def qfile(qdir: Path, a: Action) -> Path | None:
@@ -446,10 +506,15 @@ def plan_repair(
     manifest must mean the same files whatever directory a later command runs in."""
     pdir = report.target.partition_dir.resolve()
     plan = Plan(pdir, index_interval_bytes=index_interval_bytes)
+    if report.reset_to(keep_later_segments=keep_later_segments) is not None:
+        return _plan_reset(report, plan, keep_later_segments)
     rebuild: list[Path] = []
     first = report.first_corrupt
     for i, scan in enumerate(report.scans):
         log = pdir / scan.log.name
+        moved = first is not None and i > first and not keep_later_segments
+        if not moved:
+            plan.actions.extend(_patch_action(pdir, p) for p in scan.patches)
         if scan.corrupt and (first == i or keep_later_segments):
             if scan.valid_bytes < scan.size:
                 reason = f"{scan.first_error.kind} at byte {scan.valid_bytes}: {scan.first_error.message}"
@@ -465,7 +530,7 @@ def plan_repair(
                     )
                 )
             rebuild.append(log)
-        elif first is not None and i > first and not keep_later_segments:
+        elif moved:
             for p in [log] + [log.with_suffix(s) for s in INDEX_SUFFIXES]:
                 if p.exists():
                     why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
@@ -501,6 +566,51 @@ def plan_repair(
             elif suffix != ".txnindex":
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     plan.rebuild_logs = [str(p) for p in rebuild]
+    return plan
+
+
+def _patch_action(pdir: Path, p: PatchNeeded) -> Action:
+    return Action(
+        PATCH,
+        str(pdir / Path(p.file).name),
+        p.reason,
+        position=p.position,
+        length=len(p.old),
+        old_hex=p.old.hex(),
+        new_hex=p.new.hex(),
+    )
+
+
+def _plan_reset(report: PartitionReport, plan: Plan, keep_later: bool) -> Plan:
+    """Kafka's LogLoader (deleteSegmentsIfLogStartGreaterThanLogEnd), when the log after
+    recovery ends below log-start-offset-checkpoint: every segment deleted
+    (removeAndDeleteSegmentsAsync), the leader-epoch cache cleared (clearAndFlush), producer
+    state truncated (truncateFullyAndStartAt deletes every snapshot), and one empty segment
+    created at the log start offset. kseg moves every removed file into the quarantine."""
+    pdir = plan.partition_dir
+    start = report.reset_to(keep_later_segments=keep_later)
+    why = (
+        f"the log would end at {report.end_after_repair(keep_later_segments=keep_later)}, below"
+        f" its log start offset {start} (log-start-offset-checkpoint): Kafka deletes every segment"
+    )
+    for p in sorted(pdir.iterdir()):
+        k = F.file_kind(p)
+        if not p.is_file() or k.temp_suffix:
+            continue
+        if k.kind in (F.LOG, F.INDEX, F.TIME_INDEX, F.TXN_INDEX, F.SNAPSHOT):
+            plan.actions.append(_whole_file(MOVE, p, why))
+    epochs = pdir / "leader-epoch-checkpoint"
+    if epochs.exists():
+        plan.actions.append(_whole_file(REPLACE, epochs, "leader epochs cleared, as Kafka does"))
+    for suffix in (".log", ".index", ".timeindex"):
+        plan.actions.append(
+            Action(
+                CREATE,
+                str(pdir / F.segment_file_name(start, suffix)),
+                f"one empty segment at the log start offset {start}, as Kafka creates it",
+            )
+        )
+    plan.reset_to = start
     return plan
 
 
@@ -637,6 +747,14 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
         entries = cp.read_leader_epoch_checkpoint(path.read_bytes())
         kept = [e for e in entries if e.start_offset < m.epoch_truncate_to]
         atomic_write(path, cp.encode_leader_epoch_checkpoint(kept))
+    if m.reset_to is not None:
+        epochs = m.partition_dir / "leader-epoch-checkpoint"
+        if epochs.exists():
+            atomic_write(epochs, cp.encode_leader_epoch_checkpoint([]))
+        for a in m.actions:
+            if a.action == CREATE and not Path(a.file).exists():
+                atomic_write(Path(a.file), b"")  # Kafka's LogSegment.open: empty files
+        fsync_dir(m.partition_dir)
     for a in m.actions:
         kind_of(a).record_after(a)
     m.after_logs = {p.name: p.stat().st_size for p in segment_logs(m.partition_dir)}

@@ -12,6 +12,7 @@ from ..storage.lock import LogDirLocks
 from ..storage.space import NoSpace
 from ..storage.tree import Selection, Target, resolve
 from . import findings as K
+from .kafka_outcome import kafka_recovery
 from .manifest import RESTORING, ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
 from .repair import (
@@ -199,6 +200,9 @@ class VerifyRun:
         report = verify_target(t, deep=opts.deep, index_interval_bytes=opts.index_interval_bytes)
         for f in report.all_findings:
             yield self._finding(f)
+        outcome = kafka_recovery(report)
+        if outcome is not None:
+            yield outcome
         plan = (
             plan_repair(
                 report,
@@ -257,11 +261,15 @@ class VerifyRun:
             now = post.get(s.log)
             if now is None:
                 status, size, valid = "quarantined", s.size, s.valid_bytes
-            elif after is not before and (s.corrupt or _index_bad(s)) and not now.corrupt:
+            elif (
+                after is not before
+                and (s.corrupt or s.patches or _index_bad(s))
+                and not (now.corrupt or now.patches)
+            ):
                 status, size, valid = "repaired", now.size, now.valid_bytes
             else:
                 status, size, valid = (
-                    ("corrupt" if now.corrupt else "ok"),
+                    ("corrupt" if now.corrupt or now.patches else "ok"),
                     now.size,
                     now.valid_bytes,
                 )

@@ -68,6 +68,7 @@ class SegmentScan:
     patches: list[Patch] = field(default_factory=list)
     # what Kafka's own recovery does with this segment, where that differs from kseg's view:
     kafka_stop: int | None = None  # byte where Kafka truncates (None: it keeps every byte)
+    kafka_end: int | None = None  # the segment's next offset after Kafka's truncation
     kafka_fatal: Finding | None = None  # Kafka fails to start on this (unreadable control)
     kafka_kept_bad: list[int] = field(default_factory=list)  # bad batches Kafka keeps silently
 
@@ -129,7 +130,7 @@ def scan_segment(
                     h = EntryHeader(*t)
                     problem = None
                     if magic != 2:
-                        h, problem = _magic_check(h, buf, name, scan, valid, kafka_view)
+                        h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
                         t = h
                         pos, size, magic, first, last, max_ts, count, attrs, pid, ok = h
                     if problem is None:
@@ -173,13 +174,20 @@ def scan_segment(
         and (scan.kafka_stop is None or stop.position < scan.kafka_stop)
     ):
         scan.kafka_stop = stop.position
+        scan.kafka_end = base if valid_last is None else valid_last + 1
     if index_views is not None:
         _index_statuses(scan, index_views, builder)
     return scan
 
 
 def _magic_check(
-    h: EntryHeader, buf, name: str, scan: SegmentScan, valid: bool, kafka_view: bool
+    h: EntryHeader,
+    buf,
+    name: str,
+    scan: SegmentScan,
+    valid: bool,
+    kafka_view: bool,
+    prev_last: int,
 ) -> tuple[EntryHeader, Finding | None]:
     """A magic byte other than 2 where a v2 batch's CRC-32C (which covers every byte but the
     first 21) matches: only the magic byte is wrong. Kafka (FileLogInputStream) reads a magic
@@ -204,6 +212,7 @@ def _magic_check(
             scan.kafka_kept_bad.append(pos)
         elif scan.kafka_stop is None:
             scan.kafka_stop = pos
+            scan.kafka_end = prev_last + 1
     return EntryHeader(
         pos,
         v.size,
@@ -229,8 +238,12 @@ def _check_pass(
     t_due = tc.due if tc is not None else _NEVER
     prev_last = scan.base_offset - 1
     prefix_max = -1
+    flipped = {p.position - MAGIC_POS for p in scan.patches}  # v2 batches with magic 0/1
     with mapped(log, sequential=True) as buf:
-        for pos, _size, _magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
+        for pos, _size, magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
+            if magic < 2 and pos in flipped:
+                b = v2.RecordBatch(buf, pos)
+                last, max_ts = b.last_offset, b.max_timestamp
             if pos >= o_due:
                 oc.on_batch(pos, last)
                 o_due = oc.due
@@ -248,9 +261,11 @@ def _check_entry(
 ) -> Finding | None:
     if not h.crc_ok:
         kind = "batch CRC-32C mismatch" if h.magic >= 2 else "message CRC-32 mismatch"
-        if h.magic > 2:
+        offset = h.last_offset
+        if h.magic > 2:  # maybe not a v2 batch at all: only the first 12 bytes are certain
             kind = f"magic {h.magic}, read as v2 as Kafka does: {kind}"
-        return Finding(K.ERROR, CRC_MISMATCH, name, h.position, h.last_offset, kind, True)
+            offset = h.first_offset
+        return Finding(K.ERROR, CRC_MISMATCH, name, h.position, offset, kind, True)
     if h.magic == 2:
         if h.last_offset < h.first_offset:
             return Finding(

@@ -1,0 +1,128 @@
+"""What Kafka's own recovery would do to a partition on the broker's next start.
+
+verify knows every fact Kafka's LogLoader acts on; this turns a PartitionReport into one event per
+affected partition (``{"type": "kafka_recovery"}``), so an operator can decide before starting the
+broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
+
+- After an unclean shutdown (no ``.kafka_cleanshutdown``), LogSegment.recover runs on every
+  segment from the one holding the recovery point (recovery-point-offset-checkpoint) on; at the
+  first invalid batch it truncates the segment there and deletes every later segment. A segment
+  wholly below the recovery point is not recovered: its bad bytes stay.
+- A v2 batch with a flipped magic >= 3 passes recovery and is kept, silently.
+- An unreadable end-transaction marker: the broker does not start.
+- On every start: when the log then ends below log-start-offset-checkpoint, every segment is
+  deleted and one empty segment is created at the log start offset.
+"""
+
+from __future__ import annotations
+
+from ..format import checkpoint as cp
+from ..format.errors import CorruptionError
+from ..storage import files as F
+from .partition import PartitionReport
+
+UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
+EVERY_START = "every_start"
+
+
+def recovery_point(report: PartitionReport) -> int | None:
+    target = report.target
+    name = F.parse_partition_dir(target.partition_dir.name)
+    path = target.log_dir / "recovery-point-offset-checkpoint"
+    if name is None or name.state or not path.is_file():
+        return None
+    try:
+        entries = cp.read_offset_checkpoint(path.read_bytes())
+    except (OSError, CorruptionError):
+        return None
+    return next(
+        (e.offset for e in entries if (e.topic, e.partition) == (name.topic, name.partition)),
+        None,
+    )
+
+
+def kafka_recovery(report: PartitionReport) -> dict | None:
+    """The event for ``report``'s partition, or None when Kafka would change nothing."""
+    scans = report.scans
+    rp = recovery_point(report)
+    # Kafka: segments.values(recoveryPoint, MaxValue) -- the segment holding it and all later
+    first_recovered = 0
+    if rp is not None:
+        for i, s in enumerate(scans):
+            if s.base_offset <= rp:
+                first_recovered = i
+    actions: list[dict] = []
+    kafka_end = _end(scans[-1]) if scans else None  # the log end when Kafka truncates nothing
+    for i, s in enumerate(scans):
+        for pos in s.kafka_kept_bad:
+            if s.kafka_stop is None or pos < s.kafka_stop:
+                actions.append(_act("keep_bad_magic_batch", s, pos, EVERY_START))
+        if s.kafka_fatal is not None and (
+            s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
+        ):
+            actions.append(_act("fail_to_start", s, s.kafka_fatal.position, UNCLEAN))
+            kafka_end = None
+            break
+        if s.kafka_stop is not None:
+            if i < first_recovered:
+                actions.append(_act("keep_corrupt_batch", s, s.kafka_stop, EVERY_START, rp=rp))
+                continue
+            actions.append(_act("truncate", s, s.kafka_stop, UNCLEAN))
+            later = len(scans) - i - 1
+            if later and report.whole:
+                actions.append({"action": "delete_later_segments", "count": later, "when": UNCLEAN})
+            kafka_end = s.kafka_end
+            break
+    start = report.log_start_offset
+    if report.whole and start is not None and scans:
+        untouched_end = _end(scans[-1])
+        if untouched_end < start:
+            actions.append({"action": "reset_log", "offset": start, "when": EVERY_START})
+        elif kafka_end is not None and kafka_end < start:
+            actions.append({"action": "reset_log", "offset": start, "when": UNCLEAN})
+    if not actions:
+        return None
+    return {
+        "type": "kafka_recovery",
+        "partition_dir": str(report.target.partition_dir),
+        "clean_shutdown": report.clean_shutdown,
+        "recovery_point": rp,
+        "actions": actions,
+        "summary": summary_line(actions),
+    }
+
+
+def _end(scan) -> int:
+    return scan.base_offset if scan.last_offset is None else scan.last_offset + 1
+
+
+def _act(action: str, scan, position: int, when: str, rp: int | None = None) -> dict:
+    out = {"action": action, "file": str(scan.log), "position": position, "when": when}
+    if rp is not None:
+        out["recovery_point"] = rp
+    return out
+
+
+def summary_line(actions: list[dict]) -> str:
+    parts = []
+    for a in actions:
+        kind = a["action"]
+        if kind == "truncate":
+            text = f"truncate {a['file']} at byte {a['position']}"
+        elif kind == "delete_later_segments":
+            text = f"delete {a['count']} later segment{'s' if a['count'] != 1 else ''}"
+        elif kind == "keep_bad_magic_batch":
+            text = f"keep the bad-magic batch at {a['file']} byte {a['position']} silently (consumers fail on it)"
+        elif kind == "keep_corrupt_batch":
+            text = (
+                f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"
+                f" point {a['recovery_point']}: not recovered; readers fail on it)"
+            )
+        elif kind == "fail_to_start":
+            text = f"fail to start on the unreadable control record at {a['file']} byte {a['position']}"
+        else:  # reset_log
+            text = f"reset the log to an empty segment at {a['offset']} (deleting every segment)"
+        if a["when"] == UNCLEAN:
+            text += " [after an unclean shutdown]"
+        parts.append(text)
+    return "; ".join(parts)
