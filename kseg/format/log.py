@@ -223,10 +223,10 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
 
 # walk_headers yields plain tuples (a NamedTuple costs ~0.5 us an entry on this hot path):
 #   (position, size, magic, first_offset, last_offset, max_timestamp, records_count,
-#    attributes, producer_id, crc_ok)
+#    attributes, producer_id, crc_ok, partition_leader_epoch)
 # magic: as stored (a v2 batch may carry a flipped magic 3..127: it is read as v2, as Kafka does).
 # first_offset: v2 base offset; legacy: the entry's offset (a wrapper's LAST offset).
-# max_timestamp: -1 for magic 0. records_count and producer_id: -1 for legacy.
+# max_timestamp: -1 for magic 0. records_count, producer_id, partition_leader_epoch: -1 for legacy.
 _V2 = struct.Struct(">qiibIhiqqqhii")
 _LEGACY = struct.Struct(">qiIbbq")  # offset, size, crc, magic, attributes, timestamp (magic 1)
 _LEGACY_PREFIX = struct.Struct(">qiIbb")
@@ -258,7 +258,7 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
             if end - pos < _V2.size or buf[pos + MAGIC_POS] != 2:
                 check_entry_header(buf, pos, end)
             if 2 <= buf[pos + MAGIC_POS] < 128:
-                (base, length, _ple, m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
+                (base, length, ple, m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
                     v2_unpack(buf, pos)
                 )
                 size = length + LOG_OVERHEAD
@@ -267,7 +267,7 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                 if pos + size > ready:
                     ready = ensure(pos, pos + size)
                 ok = crc32c(mv[pos + 21 : pos + size]) == crc
-                yield (pos, size, m, base, base + lod, max_ts, count, attrs, pid, ok)
+                yield (pos, size, m, base, base + lod, max_ts, count, attrs, pid, ok, ple)
             else:
                 magic = buf[pos + MAGIC_POS]
                 if magic == 1 and end - pos >= _LEGACY.size:
@@ -279,5 +279,5 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                 if pos + size > ready:
                     ready = ensure(pos, pos + size)
                 ok = crc32(mv[pos + MAGIC_POS : pos + size]) == crc
-                yield (pos, size, magic, off, off, ts, -1, attrs, -1, ok)
+                yield (pos, size, magic, off, off, ts, -1, attrs, -1, ok, -1)
             pos += size

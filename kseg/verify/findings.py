@@ -24,6 +24,7 @@ TIMESTAMP = "timestamp_inconsistent"
 BAD_MAGIC = "bad_magic"  # a v2 batch whose magic byte (outside the CRC) is wrong
 CONTROL_VERSION = "control_version"  # a marker Kafka accepts and reads as version 0
 BELOW_LOG_START = "below_log_start"  # the log ends below log-start-offset-checkpoint
+LEADER_EPOCH = "leader_epoch_mismatch"  # partitionLeaderEpoch contradicts the checkpoint
 
 
 @dataclass(slots=True)

@@ -8,7 +8,8 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
   segment from the one holding the recovery point (recovery-point-offset-checkpoint) on; at the
   first invalid batch it truncates the segment there and deletes every later segment. A segment
   wholly below the recovery point is not recovered: its bad bytes stay.
-- A v2 batch with a flipped magic >= 3 passes recovery and is kept, silently.
+- A v2 batch with a flipped magic >= 3 passes recovery and is kept, silently; so is a wrong
+  partitionLeaderEpoch (recovery loads one above its latest epoch into the leader-epoch cache).
 - An unreadable end-transaction marker: the broker does not start.
 - On every start: when the log then ends below log-start-offset-checkpoint, every segment is
   deleted and one empty segment is created at the log start offset.
@@ -57,6 +58,9 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
         for pos in s.kafka_kept_bad:
             if s.kafka_stop is None or pos < s.kafka_stop:
                 actions.append(_act("keep_bad_magic_batch", s, pos, EVERY_START))
+        for pos in s.kafka_kept_epoch:
+            if s.kafka_stop is None or pos < s.kafka_stop:
+                actions.append(_act("keep_bad_leader_epoch", s, pos, EVERY_START))
         if s.kafka_fatal is not None and (
             s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
         ):
@@ -113,6 +117,8 @@ def summary_line(actions: list[dict]) -> str:
             text = f"delete {a['count']} later segment{'s' if a['count'] != 1 else ''}"
         elif kind == "keep_bad_magic_batch":
             text = f"keep the bad-magic batch at {a['file']} byte {a['position']} silently (consumers fail on it)"
+        elif kind == "keep_bad_leader_epoch":
+            text = f"keep the wrong leader epoch of the batch at {a['file']} byte {a['position']} (and load it into its leader-epoch cache if it is above the latest)"
         elif kind == "keep_corrupt_batch":
             text = (
                 f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"

@@ -16,7 +16,7 @@ from ..storage.tree import Target, segment_logs
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import MISSING, WRONG
-from .segment import SegmentScan, scan_segment
+from .segment import EpochRanges, SegmentScan, scan_segment
 
 
 @dataclass(slots=True)
@@ -89,9 +89,12 @@ def verify_target(
     report.whole = len(logs) == len(all_logs)
     report.log_start_offset = _log_start_offset(target)
     report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
+    epochs = _epoch_ranges(pdir)
     for log in logs:
         try:
-            scan = scan_segment(log, index_interval_bytes=index_interval_bytes, deep=deep)
+            scan = scan_segment(
+                log, index_interval_bytes=index_interval_bytes, deep=deep, epochs=epochs
+            )
         except OSError as exc:  # name the file that failed: the log or one of its indexes
             report.findings.append(
                 Finding(
@@ -112,6 +115,17 @@ def verify_target(
         _partition_files(report, all_logs)
         _below_log_start(report)
     return report
+
+
+def _epoch_ranges(pdir: Path) -> EpochRanges:
+    try:
+        entries = cp.read_leader_epoch_checkpoint((pdir / "leader-epoch-checkpoint").read_bytes())
+    except (OSError, CorruptionError):
+        entries = []  # missing or unreadable (reported by the partition checks): prove nothing
+    for a, b in zip(entries, entries[1:], strict=False):
+        if b.epoch <= a.epoch or b.start_offset < a.start_offset:
+            return EpochRanges([])  # out of order (reported): it proves nothing
+    return EpochRanges(entries)
 
 
 def _log_start_offset(target: Target) -> int | None:

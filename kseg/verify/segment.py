@@ -46,6 +46,7 @@ class EntryHeader(NamedTuple):
     attributes: int
     producer_id: int
     crc_ok: bool
+    partition_leader_epoch: int
 
 
 @dataclass(slots=True)
@@ -71,6 +72,7 @@ class SegmentScan:
     kafka_end: int | None = None  # the segment's next offset after Kafka's truncation
     kafka_fatal: Finding | None = None  # Kafka fails to start on this (unreadable control)
     kafka_kept_bad: list[int] = field(default_factory=list)  # bad batches Kafka keeps silently
+    kafka_kept_epoch: list[int] = field(default_factory=list)  # wrong leader epochs it keeps
 
     @property
     def corrupt(self) -> bool:
@@ -92,6 +94,7 @@ def scan_segment(
     txn: TxnTracker | None = None,
     prev_last_offset: int | None = None,
     kafka_view: bool = False,
+    epochs: EpochRanges | None = None,
 ) -> SegmentScan:
     """Scan ``log``. ``valid_bytes`` is where kseg's repair truncates: where Kafka's recovery
     does, except that a v2 batch whose only wrong byte lies outside the CRC is kept (and
@@ -111,13 +114,18 @@ def scan_segment(
     valid = True
     add = builder.add
     valid_last = None
+    epochs = epochs or EpochRanges([])
+    want_epoch, epoch_next = None, -(1 << 63)
     with mapped(log, sequential=True) as buf:
         try:
             for t in walk_headers(buf):
-                pos, size, magic, first, last, max_ts, count, attrs, pid, ok = t
+                pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = t
+                if first >= epoch_next:  # the next leader-epoch range (rare)
+                    want_epoch, epoch_next = epochs.expected(first)
                 # fast path: a good, ordinary batch needs no further look
                 if (
                     deep
+                    or (ple != want_epoch and want_epoch is not None and magic >= 2)
                     or not ok
                     or magic > 2
                     or first <= prev_last
@@ -132,9 +140,11 @@ def scan_segment(
                     if magic != 2:
                         h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
                         t = h
-                        pos, size, magic, first, last, max_ts, count, attrs, pid, ok = h
+                        pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
                     if problem is None:
                         problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
+                    if problem is None and want_epoch is not None and ple != want_epoch:
+                        _epoch_check(h, epochs, name, scan, valid)
                     if problem is not None:
                         if valid:
                             if problem.kind == INVALID_CONTROL:
@@ -178,6 +188,76 @@ def scan_segment(
     if index_views is not None:
         _index_statuses(scan, index_views, builder)
     return scan
+
+
+class EpochRanges:
+    """What leader-epoch-checkpoint proves about each batch's partitionLeaderEpoch.
+
+    Epoch k was the leader epoch from its start offset s_k until epoch k+1 began at s_(k+1), so
+    every batch whose base offset lies in [s_k, s_(k+1)) was written with epoch k: there the
+    checkpoint PROVES the value. In the last, open range [s_n, ...) a newer epoch may have begun
+    that the checkpoint does not record yet (it lags after an unclean shutdown, and Kafka's
+    recovery adds such an epoch to its cache), so only a value BELOW epoch n is provably wrong
+    (epochs never decrease along a log), and its right value is not proven. Before s_0 nothing
+    is known (entries below the log start offset are dropped).
+    """
+
+    def __init__(self, entries) -> None:
+        self.entries = sorted(entries, key=lambda e: e.start_offset)
+
+    def expected(self, offset: int) -> tuple[int | None, int]:
+        """(the epoch to compare with at ``offset`` or None, the offset where that changes)."""
+        es = self.entries
+        if not es or offset < es[0].start_offset:
+            return None, es[0].start_offset if es else 1 << 63
+        for a, b in zip(es, es[1:], strict=False):
+            if a.start_offset <= offset < b.start_offset:
+                return a.epoch, b.start_offset
+        return es[-1].epoch, 1 << 63
+
+    def closed(self, offset: int) -> bool:
+        es = self.entries
+        return bool(es) and es[0].start_offset <= offset < es[-1].start_offset
+
+
+def _epoch_check(h: EntryHeader, epochs: EpochRanges, name: str, scan: SegmentScan, valid: bool):
+    """A partitionLeaderEpoch (outside the CRC) that leader-epoch-checkpoint contradicts. Kafka's
+    LogSegment.recover keeps the batch, and loads an epoch above its latest into its
+    leader-epoch cache (leaderEpochCache.assign)."""
+    want, _ = epochs.expected(h.first_offset)
+    got = h.partition_leader_epoch
+    pos = h.position
+    at = pos + v2.FIELD_POS["partition_leader_epoch"]
+    if epochs.closed(h.first_offset):
+        message = (
+            f"partition_leader_epoch {got} at byte {at} (outside the CRC): leader-epoch-checkpoint"
+            f" proves epoch {want} for offset {h.first_offset}; Kafka keeps the batch"
+            + (" and loads the wrong epoch into its leader-epoch cache" if got > want else "")
+        )
+        scan.findings.append(
+            Finding(K.ERROR, K.LEADER_EPOCH, name, pos, h.first_offset, message, True)
+        )
+        if valid:
+            scan.patches.append(
+                Patch(
+                    name,
+                    at,
+                    got.to_bytes(4, "big", signed=True),
+                    want.to_bytes(4, "big", signed=True),
+                    message,
+                )
+            )
+            scan.kafka_kept_epoch.append(pos)
+    elif got < want:
+        message = (
+            f"partition_leader_epoch {got} at byte {at} (outside the CRC) is below epoch {want},"
+            f" which leader-epoch-checkpoint starts at or before offset {h.first_offset} (epochs"
+            " never decrease); the right value is not proven (a newer epoch may be missing from"
+            " the checkpoint), so it is not repaired"
+        )
+        scan.findings.append(Finding(K.ERROR, K.LEADER_EPOCH, name, pos, h.first_offset, message))
+        if valid:
+            scan.kafka_kept_epoch.append(pos)
 
 
 def _magic_check(
@@ -224,6 +304,7 @@ def _magic_check(
         v.attributes,
         v.producer_id,
         True,
+        v.partition_leader_epoch,
     ), None
 
 

@@ -369,3 +369,48 @@ def test_kafka_recovery_summary_in_text_and_real_roots_are_clean(tmp_path, real_
     for root in sorted(p for p in real_root.rglob("*") if (p / "meta.properties").is_file()):
         code, evs = verify(root)
         assert code == 0 and not [e for e in evs if e["type"] == "kafka_recovery"], root
+
+
+# --- 4''. partitionLeaderEpoch against leader-epoch-checkpoint --------------------------------
+
+
+def test_leader_epoch_proven_by_the_checkpoint_is_patched(tmp_path):
+    """Kafka: LogSegment.recover keeps a batch whatever its partitionLeaderEpoch (outside the
+    CRC) and assigns an epoch above its latest into the leader-epoch cache. Inside a closed
+    checkpoint range [s_k, s_k+1) the checkpoint proves the value: kseg patches it."""
+    case = R.leader_epochs(tmp_path / "logs", {"e3b1": 9})
+    bad = case.batches["e3b1"]
+    assert (case.partition_dir / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n3 8\n5 16\n"
+    code, evs = verify(case.root)
+    assert code == 4
+    (f,) = findings(evs, severity="error")
+    assert (f["kind"], f["position"], f["repairable"]) == (
+        "leader_epoch_mismatch",
+        bad.position,
+        True,
+    )
+    assert "proves epoch 3" in f["message"] and "leader-epoch cache" in f["message"]
+    assert [a["action"] for a in outcome(evs)["actions"]] == ["keep_bad_leader_epoch"]
+    actions, _ = repair_cycle(case.root, tmp_path)
+    (patch,) = actions
+    assert (patch["action"], patch["position"], patch["old_hex"], patch["new_hex"]) == (
+        "patch",
+        bad.position + 12,
+        "00000009",
+        "00000003",
+    )
+
+
+def test_leader_epoch_in_the_open_last_range(tmp_path):
+    """After the checkpoint's last entry a newer epoch may be missing (the checkpoint lags
+    after an unclean shutdown; recovery adds it): a higher value is no finding; a lower one is
+    provably wrong (epochs never decrease) but its right value is not proven: not repaired."""
+    case = R.leader_epochs(tmp_path / "logs", {"e5b0": 7})
+    code, evs = verify(case.root)
+    assert code == 0 and not findings(evs, "leader_epoch_mismatch")
+    case = R.leader_epochs(tmp_path / "logs2", {"e5b1": 2})
+    code, evs = verify(case.root)
+    (f,) = findings(evs, "leader_epoch_mismatch")
+    assert code == 4 and f["position"] == case.batches["e5b1"].position and not f["repairable"]
+    code, evs = verify(case.root, "--repair", "--quarantine", tmp_path / "q")
+    assert code == 4 and not [e for e in evs if e["type"] == "repair_action"]
