@@ -92,7 +92,7 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
         "clean_shutdown": report.clean_shutdown,
         "recovery_point": rp,
         "actions": actions,
-        "summary": summary_line(actions),
+        "summary": summary_line(actions, report.clean_shutdown),
     }
 
 
@@ -107,7 +107,7 @@ def _act(action: str, scan, position: int, when: str, rp: int | None = None) -> 
     return out
 
 
-def summary_line(actions: list[dict]) -> str:
+def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
     parts = []
     for a in actions:
         kind = a["action"]
@@ -131,4 +131,7 @@ def summary_line(actions: list[dict]) -> str:
         if a["when"] == UNCLEAN:
             text += " [after an unclean shutdown]"
         parts.append(text)
-    return "; ".join(parts)
+    line = "; ".join(parts)
+    if clean_shutdown and any(a["when"] == UNCLEAN for a in actions):
+        line += " (.kafka_cleanshutdown is present: Kafka skips recovery on the next start, so the [after an unclean shutdown] steps happen only after a later crash)"
+    return line
