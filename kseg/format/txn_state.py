@@ -24,6 +24,13 @@ class TxnTracker:
     def __init__(self) -> None:
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
 
+    def seed(self, entries) -> None:
+        """Start from a producer snapshot (ProducerStateManager loads the latest one before it
+        replays): its open transactions (currentTxnFirstOffset >= 0) are ongoing."""
+        for e in entries:
+            if e.current_txn_first_offset >= 0:
+                self.ongoing[e.producer_id] = e.current_txn_first_offset
+
     def on_data_batch(self, producer_id: int, first_offset: int, transactional: bool) -> None:
         if transactional and producer_id >= 0 and producer_id not in self.ongoing:
             self.ongoing[producer_id] = first_offset

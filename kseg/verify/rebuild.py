@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..format import offset_index as oi
 from ..format import time_index as ti
+from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from ..format.producer_snapshot import read_snapshot
 from ..format.txn_index import encode_entries as encode_txn
 from ..format.txn_state import TxnTracker
 from ..storage.atomic import atomic_write
@@ -59,6 +61,8 @@ def rebuild_target(
     wanted = set(target.logs)
     partition_logs = segment_logs(target.partition_dir)
     txn = TxnTracker()  # replayed from the first segment: a transaction may span segments
+    if partition_logs:
+        _seed_from_snapshot(txn, partition_logs[0])
     out = []
     for log in partition_logs:
         scan = scan_segment(
@@ -95,6 +99,16 @@ def rebuild_target(
             res.files.append(_replace(path, data, padded_to, width, dry_run, backup_dir, target))
         out.append(res)
     return out
+
+
+def _seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
+    """A log that starts mid-transaction (earlier segments deleted by retention): Kafka knows
+    the open transactions from the producer snapshot taken at that segment's roll."""
+    path = first_log.with_suffix(".snapshot")
+    try:
+        txn.seed(read_snapshot(path.read_bytes()).entries)
+    except (OSError, CorruptionError):
+        pass  # none, or unreadable (verify reports it): replay from the log alone
 
 
 def _replace(

@@ -414,3 +414,39 @@ def test_leader_epoch_in_the_open_last_range(tmp_path):
     assert code == 4 and f["position"] == case.batches["e5b1"].position and not f["repairable"]
     code, evs = verify(case.root, "--repair", "--quarantine", tmp_path / "q")
     assert code == 4 and not [e for e in evs if e["type"] == "repair_action"]
+
+
+def test_txnindex_rebuild_of_a_log_starting_mid_transaction(tmp_path):
+    """Kafka loads the producer snapshot before replaying (ProducerStateManager.truncateAndReload),
+    so a transaction whose start was deleted by retention keeps its first offset: the rebuild
+    seeds the open transactions from the snapshot at the first segment's base offset."""
+    from kseg.storage.writer import LogWriter
+
+    pdir = tmp_path / "logs" / "txn-0"
+    with LogWriter(pdir, clock=R.FixedClock()) as w:
+        first = w.append(
+            R._records(0, 3, R.BASE_TS),
+            producer_id=3,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=True,
+        )
+        w.roll()
+        w.append(
+            R._records(3, 2, R.BASE_TS),
+            producer_id=3,
+            producer_epoch=0,
+            base_sequence=3,
+            transactional=True,
+        )
+        abort = w.append_control(commit=False, producer_id=3, producer_epoch=0)
+    second = abort.segment.with_suffix(".txnindex")
+    written = second.read_bytes()
+    assert list(tx.read_entries(written)) == [
+        tx.AbortedTxn(3, first.base_offset, abort.base_offset, abort.base_offset + 1)
+    ]
+    for p in list(pdir.glob(first.segment.stem + ".*")):
+        p.unlink()  # retention deleted the first segment
+    second.unlink()
+    rebuild_target(Target(pdir, segment_logs(pdir)))
+    assert second.read_bytes() == written
