@@ -450,3 +450,38 @@ def test_txnindex_rebuild_of_a_log_starting_mid_transaction(tmp_path):
     second.unlink()
     rebuild_target(Target(pdir, segment_logs(pdir)))
     assert second.read_bytes() == written
+
+
+@pytest.mark.parametrize(
+    ("build", "point"),
+    [("magic", "patched"), ("reset", "moved"), ("reset", "manifest")],
+)
+def test_killed_patch_or_reset_repair_completes_on_rerun(tmp_path, build, point):
+    """The new action kinds are idempotent: killed halfway, the next --repair finishes them
+    (the in_progress manifest), and restore still gives back the damaged bytes."""
+    import os
+
+    def make(root):
+        if build == "magic":
+            return R.flipped_magic(root, 7)
+        return R.below_log_start(root, 150)
+
+    ref = make(tmp_path / "ref" / "logs")
+    verify(ref.root, "--repair")
+    expected = snapshot(ref.partition_dir)
+    case = make(tmp_path / "work" / "logs")
+    damaged = snapshot(case.root)
+    env = {**os.environ, "KSEG_TEST_CRASH_AT": point}
+    assert run_kseg("verify", case.root, "--repair", env=env).returncode == 99
+    code, evs = verify(case.root, "--repair")
+    assert code == 1, evs
+    assert snapshot(case.partition_dir) == expected
+    assert verify(case.root)[0] == 0
+    qroot = case.root.parent / "kseg-quarantine" / case.root.name
+    (qdir,) = [
+        m.parent
+        for m in qroot.glob("*/manifest.json")
+        if json.loads(m.read_text())["status"] == "complete"
+    ]
+    assert run_kseg("restore", qdir).returncode == 0
+    assert snapshot(case.root) == damaged
