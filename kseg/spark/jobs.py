@@ -131,8 +131,11 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
     # log.dirs checkpoint files against the log ends the executors found
     roots = [Path(r) for p in paths if "://" not in p for r in layout(p.rstrip("/") or "/").roots]
     for root in roots:
+        below = {r["file"] for r in found if r["kind"] == "below_log_start"}
         ends = [
-            _End(Path(s["file"]), s["offset"]) for s in summaries if Path(s["file"]).parent == root
+            _End(Path(s["file"]), s["offset"], s["file"] in below)
+            for s in summaries
+            if Path(s["file"]).parent == root
         ]
         for f in verify_root_checkpoints(root, ends):
             found.append({"topic": None, "partition": None, **f.to_event()})
@@ -151,13 +154,14 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
 
 
 class _End:
-    """The two things verify_root_checkpoints reads of a partition report."""
+    """The three things verify_root_checkpoints reads of a partition report."""
 
-    def __init__(self, pdir: Path, end: int | None) -> None:
+    def __init__(self, pdir: Path, end: int | None, below_log_start: bool = False) -> None:
         from ..storage.tree import Target
 
         self.target = Target(pdir, [])
         self.log_end_offset = end
+        self.below_log_start = below_log_start
 
 
 def stats(spark, paths: list[str], per_hour: bool = False, **options):

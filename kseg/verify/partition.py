@@ -33,6 +33,11 @@ class PartitionReport:
         return [f for s in self.scans for f in s.findings] + self.findings
 
     @property
+    def below_log_start(self) -> bool:
+        """Reported here (below_log_start), so the root check does not repeat it."""
+        return any(f.kind == K.BELOW_LOG_START for f in self.findings)
+
+    @property
     def first_corrupt(self) -> int | None:
         """Index (in scans) of the first segment Kafka's recovery would truncate."""
         for i, s in enumerate(self.scans):
@@ -396,7 +401,7 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
         name = F.parse_partition_dir(r.target.partition_dir.name)
         if name and not name.state:
             ends[(name.topic, name.partition)] = r.log_end_offset
-            if any(f.kind == K.BELOW_LOG_START for f in r.findings):
+            if r.below_log_start:
                 below_start.add((name.topic, name.partition))
     for cname in F.ROOT_CHECKPOINTS:
         path = root / cname
