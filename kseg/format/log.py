@@ -85,8 +85,8 @@ def bad_magic_message(magic: int, pos: int, crc_ok: bool) -> str:
         kafka = "Kafka keeps the batch and consumers will fail on it"
     else:
         kafka = (
-            "Kafka reads it as a legacy message whose CRC-32 fails and truncates the log here"
-            " (deleting every later segment)"
+            "Kafka's recovery reads it as a legacy message whose CRC-32 fails and truncates the"
+            " log here (deleting every later segment)"
         )
     return (
         f"{where}: the CRC covers everything else and matches, so only this byte is wrong; {kafka}"

@@ -267,7 +267,12 @@ def test_flipped_magic_0_kafka_truncates_kseg_patches(tmp_path):
     code, evs = verify(case.root)
     assert code == 4
     (f,) = findings(evs, severity="error")
-    assert f["kind"] == "bad_magic" and "Kafka reads it as a legacy message" in f["message"]
+    assert f["kind"] == "bad_magic" and "reads it as a legacy message" in f["message"]
+    dump = jsonl(run_kseg("dump", bad.segment, "-f", "json").stdout)
+    (batch,) = [e for e in dump if e["type"] == "batch" and e["position"] == bad.position]
+    assert (batch["magic"], batch["crc_valid"], batch["base_offset"]) == (0, True, bad.base_offset)
+    assert [e["kind"] for e in dump if e["type"] == "error"] == ["bad_magic"]
+    assert len([e for e in dump if e["type"] == "record"]) == 24
     out = outcome(evs)
     assert [(a["action"], a.get("position"), a.get("count")) for a in out["actions"]] == [
         ("truncate", bad.position, None),
