@@ -174,3 +174,30 @@ def test_newer_end_txn_marker_is_read_as_version_0():
         1,
     )
     assert ctl.trailing_bytes == 4 and "value version 1" in ctl.unusual
+
+
+@given(
+    commit=st.booleans(),
+    key_version=st.integers(0, 0x7FFF),
+    value_version=st.integers(0, 0x7FFF),
+    epoch=st.integers(-(2**31), 2**31 - 1),
+    extra=st.binary(max_size=16),
+)
+def test_end_txn_marker_round_trip_any_non_negative_version(
+    commit, key_version, value_version, epoch, extra
+):
+    """Kafka reads any non-negative key/value version as version 0 and ignores extra value bytes
+    (ControlRecordType.parse, EndTransactionMarker.deserializeValue)."""
+    from kseg.format import control
+
+    ctl = control.end_txn_marker(
+        control.end_txn_key(commit, key_version),
+        control.end_txn_value(epoch, value_version) + extra,
+    )
+    assert (ctl.type_name, ctl.coordinator_epoch) == ("COMMIT" if commit else "ABORT", epoch)
+    assert (ctl.version, ctl.value_version, ctl.trailing_bytes) == (
+        key_version,
+        value_version,
+        len(extra),
+    )
+    assert (ctl.unusual is None) == (key_version == value_version == 0 and not extra)
