@@ -188,7 +188,7 @@ def test_unreadable_marker_is_a_truncation_point_kafka_cannot_start_from(tmp_pat
     }
 
 
-def test_kraft_control_batches_are_never_findings(real_root):
+def test_kraft_control_batches_are_never_findings(real_root, tmp_path):
     """KRaft's control batches (types 2-6) carry producer id -1: Kafka's recovery never reads
     them (LogSegment.updateProducerState: batch.hasProducerId())."""
     data = real_root / "kafka-4.1.0-dev/data"
@@ -197,6 +197,16 @@ def test_kraft_control_batches_are_never_findings(real_root):
     code, evs = verify(data / "__cluster_metadata-0")
     assert code == 0 and not [f for f in findings(evs) if f["severity"] != "info"]
     assert outcome(evs) is None
+    from kseg.verify.segment import scan_segment
+
+    snapshots = sorted((data / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert snapshots
+    for path in snapshots + [data / "bootstrap.checkpoint"]:
+        # a snapshot is named by its END offset; its batches start at 0: scan it as a segment 0
+        copy = tmp_path / "00000000000000000000.log"
+        copy.write_bytes(path.read_bytes())
+        scan = scan_segment(copy, check_indexes=False)
+        assert scan.findings == [] and scan.valid_bytes == scan.size, path
 
 
 # --- 4. magic byte and leader epoch outside the CRC ------------------------------------------
