@@ -633,6 +633,10 @@ def _verify_line(ev: dict) -> str | None:
     if t == "segment":
         if ev["status"] in ("ok", "repaired"):
             return f"{ev['file']}: {ev['status']} ({ev['size']} bytes)"
+        if ev["status"] == "corrupt" and ev["valid_bytes"] == ev["size"]:
+            return (
+                f"{ev['file']}: corrupt (nothing to truncate: bytes outside the CRC need a patch)"
+            )
         return f"{ev['file']}: {ev['status']} (valid {ev['valid_bytes']} of {ev['size']} bytes)"
     if t == "repair_action":
         pre = "[dry-run] " if ev["dry_run"] else ""
