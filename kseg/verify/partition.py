@@ -157,9 +157,19 @@ def _below_log_start(report: PartitionReport) -> None:
     if start is None:
         return
     end = report.end_after_repair()
-    where = (
-        "after truncating at the first corrupt batch, " if report.first_corrupt is not None else ""
-    )
+    if report.first_corrupt is None:
+        message = (
+            f"the log ends at offset {end}, below its log start offset {start}"
+            " (log-start-offset-checkpoint): Kafka deletes every segment on start and creates one"
+            f" empty segment at {start}"
+        )
+    else:
+        message = (
+            "once truncated at its first corrupt batch (where Kafka's recovery truncates), the"
+            f" log ends at offset {end}, below its log start offset {start}"
+            " (log-start-offset-checkpoint): Kafka then deletes every segment and creates one"
+            f" empty segment at {start}; so does the repair"
+        )
     report.findings.append(
         Finding(
             K.ERROR,
@@ -167,9 +177,7 @@ def _below_log_start(report: PartitionReport) -> None:
             str(report.target.partition_dir),
             None,
             end,
-            f"{where}the log ends at offset {end}, below its log start offset {start}"
-            " (log-start-offset-checkpoint): Kafka deletes every segment on start and creates one"
-            f" empty segment at {start}",
+            message,
             True,
         )
     )

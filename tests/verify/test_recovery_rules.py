@@ -500,3 +500,25 @@ def test_killed_patch_or_reset_repair_completes_on_rerun(tmp_path, build, point)
     ]
     assert run_kseg("restore", qdir).returncode == 0
     assert snapshot(case.root) == damaged
+
+
+def test_clean_log_ending_below_its_start_is_reset_on_every_start(tmp_path):
+    """No corruption at all (segments deleted by hand): Kafka's check runs on every start."""
+    from kseg.format.checkpoint import TopicPartitionOffset, encode_offset_checkpoint
+    from kseg.storage.writer import LogWriter
+
+    root = tmp_path / "logs"
+    with LogWriter(root / "gone-0", clock=R.FixedClock()) as w:
+        w.append(R._records(0, 5, R.BASE_TS))
+    (root / "log-start-offset-checkpoint").write_bytes(
+        encode_offset_checkpoint([TopicPartitionOffset("gone", 0, 40)])
+    )
+    code, evs = verify(root)
+    (f,) = findings(evs, "below_log_start")
+    assert code == 4 and f["offset"] == 5 and "on start" in f["message"]
+    assert [(a["action"], a["when"]) for a in outcome(evs)["actions"]] == [
+        ("reset_log", "every_start")
+    ]
+    assert not findings(evs, "checkpoint_inconsistent")  # reported once, per partition
+    actions, _ = repair_cycle(root, tmp_path)
+    assert "00000000000000000040.log" in {Path(a["file"]).name for a in actions}
