@@ -236,15 +236,16 @@ class RecordBatch:
         if not self.is_control:
             return None
         parse = end_txn_marker if end_txn else parse_control
-        try:
-            tuples = self.record_tuples()
+        try:  # Kafka reads only the first record: a later bad one does not matter here
+            first = next(iter(self.record_tuples()), None)
         except CorruptionError as exc:
-            tuples = getattr(exc, "records", None)  # Kafka reads only the first record
-            if not tuples:
+            good = getattr(exc, "records", None)
+            if not good:
                 raise exc.in_file(self.source) if self.source else exc from None
-        if not tuples:
+            first = good[0]
+        if first is None:
             return None
-        key, value, *_, offset = tuples[0][:5]
+        key, value, *_, offset = first[:5]
         try:
             return parse(key, value)
         except CorruptionError as exc:
