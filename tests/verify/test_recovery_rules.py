@@ -525,3 +525,31 @@ def test_clean_log_ending_below_its_start_is_reset_on_every_start(tmp_path):
     assert not findings(evs, "checkpoint_inconsistent")  # reported once, per partition
     actions, _ = repair_cycle(root, tmp_path)
     assert "00000000000000000040.log" in {Path(a["file"]).name for a in actions}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"old_hex": "0707070707", "new_hex": "0202020202"},  # more than 4 bytes
+        {"old_hex": "zz"},  # not hex
+        {"file_suffix": ".index"},  # not a .log
+    ],
+)
+def test_hostile_patch_in_a_manifest_is_refused(tmp_path, edit):
+    case = R.flipped_magic(tmp_path / "logs", 7)
+    code, evs = verify(case.root, "--repair", "--quarantine", tmp_path / "q")
+    assert code == 1
+    (qdir,) = [Path(e["quarantine"]) for e in evs if e["type"] == "repair_done"]
+    doc = json.loads((qdir / "manifest.json").read_text())
+    (patch,) = [a for a in doc["actions"] if a["action"] == "patch"]
+    if "file_suffix" in edit:
+        patch["file"] = str(Path(patch["file"]).with_suffix(edit["file_suffix"]))
+    else:
+        patch.update(edit)
+    (qdir / "manifest.json").write_text(json.dumps(doc))
+    before = snapshot(case.root)
+    r = run_kseg("restore", qdir)
+    assert r.returncode == 8 and (
+        b"a patch is 1 to 4 bytes" in r.stderr or b"not hex" in r.stderr
+    ), r.stderr
+    assert snapshot(case.root) == before
