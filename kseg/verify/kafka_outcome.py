@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..format import checkpoint as cp
 from ..format.errors import CorruptionError
 from ..storage import files as F
+from ..storage.mapped import read_file
 from .partition import PartitionReport
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
@@ -33,7 +34,7 @@ def recovery_point(report: PartitionReport) -> int | None:
     if name is None or name.state or not path.is_file():
         return None
     try:
-        entries = cp.read_offset_checkpoint(path.read_bytes())
+        entries = cp.read_offset_checkpoint(read_file(path))
     except (OSError, CorruptionError):
         return None
     return next(

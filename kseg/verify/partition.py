@@ -124,7 +124,7 @@ def verify_target(
 
 def _epoch_ranges(pdir: Path) -> EpochRanges:
     try:
-        entries = cp.read_leader_epoch_checkpoint((pdir / "leader-epoch-checkpoint").read_bytes())
+        entries = cp.read_leader_epoch_checkpoint(read_file(pdir / "leader-epoch-checkpoint"))
     except (OSError, CorruptionError):
         entries = []  # missing or unreadable (reported by the partition checks): prove nothing
     for a, b in zip(entries, entries[1:], strict=False):
@@ -139,7 +139,7 @@ def _log_start_offset(target: Target) -> int | None:
     if name is None or name.state or not path.is_file():
         return None
     try:
-        entries = cp.read_offset_checkpoint(path.read_bytes())
+        entries = cp.read_offset_checkpoint(read_file(path))
     except (OSError, CorruptionError):
         return None  # reported by the root checks
     for e in entries:

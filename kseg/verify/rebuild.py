@@ -106,7 +106,7 @@ def _seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
     the open transactions from the producer snapshot taken at that segment's roll."""
     path = first_log.with_suffix(".snapshot")
     try:
-        txn.seed(read_snapshot(path.read_bytes()).entries)
+        txn.seed(read_snapshot(read_file(path)).entries)
     except (OSError, CorruptionError):
         pass  # none, or unreadable (verify reports it): replay from the log alone
 

@@ -600,7 +600,7 @@ def _plan_reset(report: PartitionReport, plan: Plan, keep_later: bool) -> Plan:
         if k.kind in (F.LOG, F.INDEX, F.TIME_INDEX, F.TXN_INDEX, F.SNAPSHOT):
             plan.actions.append(_whole_file(MOVE, p, why))
     epochs = pdir / "leader-epoch-checkpoint"
-    if epochs.exists():
+    if epochs.is_file():
         plan.actions.append(_whole_file(REPLACE, epochs, "leader epochs cleared, as Kafka does"))
     for suffix in (".log", ".index", ".timeindex"):
         plan.actions.append(
