@@ -72,6 +72,46 @@ class _Budget:
         return self.left is not None and self.left <= 0
 
 
+class _Span:
+    """The offsets the selection printed from one segment's log: with a time window, that
+    segment's index files show only entries inside it."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self) -> None:
+        self.lo: int | None = None
+        self.hi: int | None = None
+
+    def add(self, lo: int, hi: int) -> None:
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+
+_NOTHING = (1, 0)  # an empty offset range
+
+
+def _offset_range(opts: DumpOptions, span: _Span | None) -> tuple[int, int] | None:
+    """The offsets an index, time index or txn index entry must fall in, or None (no selector).
+    --from/--to-offset bound it; --from/--to-time narrow it to what the window chose from the
+    segment's log (when the log was dumped in the same run)."""
+    timed = opts.from_time is not None or opts.to_time is not None
+    if opts.from_offset is None and opts.to_offset is None and not (timed and span):
+        return None
+    lo = -(1 << 63) if opts.from_offset is None else opts.from_offset
+    hi = (1 << 63) - 1 if opts.to_offset is None else opts.to_offset
+    if timed and span is not None:
+        if span.lo is None:
+            return _NOTHING
+        lo, hi = max(lo, span.lo), min(hi, span.hi)
+    return (lo, hi)
+
+
+def _in_times(ts: int, opts: DumpOptions) -> bool:
+    return (opts.from_time is None or ts >= opts.from_time) and (
+        opts.to_time is None or ts <= opts.to_time
+    )
+
+
 def error_event(
     exc: CorruptionError | OSError | str, file: str | None = None, kind: str | None = None
 ) -> dict:
@@ -149,6 +189,12 @@ def _dump_partition(
     pdir: Path, opts: DumpOptions, budget: _Budget, tags: dict | None = None
 ) -> Iterator[list[dict]]:
     files = tree.partition_files(pdir)
+    if opts.to_offset is not None:  # every offset of a segment is >= its base offset
+        files = [
+            f
+            for f in files
+            if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset <= opts.to_offset
+        ]
     if opts.from_offset is not None:
         # skip whole segments that end before the first wanted offset (next base <= from)
         bases = sorted({F.file_kind(f).base_offset for f in files if F.file_kind(f).kind == F.LOG})
@@ -159,28 +205,47 @@ def _dump_partition(
                 for f in files
                 if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset >= keep_from
             ]
+    spans: dict[int, _Span] = {}  # by segment base offset; the .log comes before its indexes
     for f in files:
-        yield from dump_file(f, opts, budget, tags)
+        kind = F.file_kind(f)
+        if kind.kind == F.LOG and kind.base_offset is not None and not kind.temp_suffix:
+            spans[kind.base_offset] = _Span()
+        span = spans.get(kind.base_offset)
+        if kind.kind == F.LEADER_EPOCH_CHECKPOINT and _selecting(opts):
+            span = _Span()  # the epochs of what the selection printed from this partition
+            for s in spans.values():
+                if s.lo is not None:
+                    span.add(s.lo, s.hi)
+            if span.lo is None:
+                continue
+        yield from dump_file(f, opts, budget, tags, span)
         if budget.spent:
             return
 
 
 def dump_file(
-    path: Path, opts: DumpOptions, budget: _Budget | None = None, tags: dict | None = None
+    path: Path,
+    opts: DumpOptions,
+    budget: _Budget | None = None,
+    tags: dict | None = None,
+    span: _Span | None = None,
 ) -> Iterator[list[dict]]:
     """One file's events; ``tags`` (see partition_tags) are added to every dict event (record
-    events get them from their maker, in a fixed place)."""
+    events get them from their maker, in a fixed place). ``span``: its segment's log was dumped
+    in this run (see _Span)."""
     if not tags:
-        yield from _dump_file(path, opts, budget or _Budget(opts.limit), {})
+        yield from _dump_file(path, opts, budget or _Budget(opts.limit), {}, span)
         return
-    for chunk in _dump_file(path, opts, budget or _Budget(opts.limit), tags):
+    for chunk in _dump_file(path, opts, budget or _Budget(opts.limit), tags, span):
         for ev in chunk:
             if type(ev) is dict and ev["type"] != "record":
                 ev.update(tags)
         yield chunk
 
 
-def _dump_file(path: Path, opts: DumpOptions, budget: _Budget, tags: dict) -> Iterator[list[dict]]:
+def _dump_file(
+    path: Path, opts: DumpOptions, budget: _Budget, tags: dict, span: _Span | None = None
+) -> Iterator[list[dict]]:
     kind = F.file_kind(path)
     name = str(path)
     try:
@@ -193,21 +258,65 @@ def _dump_file(path: Path, opts: DumpOptions, budget: _Budget, tags: dict) -> It
         if kind.kind == F.UNKNOWN:
             yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
-        yield [head]
-        framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
-        if kind.kind in framed:
-            with mapped(path, sequential=True) as buf:
-                yield from _dump_log(buf, name, kind.base_offset or 0, opts, budget, path, tags)
-            return
-        data = read_file(path)  # indexes and small files: read whole
-        if kind.kind == F.INDEX:
-            yield from _chunked(_dump_offset_index(data, name, kind.base_offset, _log_size(path)))
-        elif kind.kind == F.TIME_INDEX:
-            yield from _chunked(_dump_time_index(data, name, kind.base_offset))
+        if _selecting(opts):
+            # a selector shows only files it selects something from (files without offsets
+            # or times, e.g. meta.properties or the checkpoint files, are left out)
+            if kind.kind in _NO_OFFSETS:
+                return
+            yield from _with_head(head, _file_events(path, kind, name, opts, budget, span, tags))
         else:
-            yield from _chunked(_dump_small(kind.kind, data, name, path))
+            yield [head]
+            yield from _file_events(path, kind, name, opts, budget, span, tags)
     except OSError as exc:
         yield [error_event(exc, name)]
+
+
+_NO_OFFSETS = frozenset(
+    (
+        F.OFFSET_CHECKPOINT,
+        F.PARTITION_METADATA,
+        F.META_PROPERTIES,
+        F.CLEAN_SHUTDOWN,
+        F.QUORUM_STATE,
+    )
+)
+
+
+def _selecting(opts: DumpOptions) -> bool:
+    return (
+        opts.from_offset is not None
+        or opts.to_offset is not None
+        or opts.from_time is not None
+        or opts.to_time is not None
+    )
+
+
+def _with_head(head: dict, chunks: Iterator[list]) -> Iterator[list]:
+    for chunk in chunks:
+        if chunk:
+            yield [head, *chunk]
+            yield from chunks
+            return
+
+
+def _file_events(path: Path, kind, name: str, opts: DumpOptions, budget: _Budget, span, tags: dict):
+    framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
+    if kind.kind in framed:
+        with mapped(path, sequential=True) as buf:
+            yield from _dump_log(
+                buf, name, kind.base_offset or 0, opts, budget, path, tags, span or _Span()
+            )
+        return
+    data = read_file(path)  # indexes and small files: read whole
+    offsets = _offset_range(opts, span)
+    if kind.kind == F.INDEX:
+        yield from _chunked(
+            _dump_offset_index(data, name, kind.base_offset, _log_size(path), offsets)
+        )
+    elif kind.kind == F.TIME_INDEX:
+        yield from _chunked(_dump_time_index(data, name, kind.base_offset, opts, offsets))
+    else:
+        yield from _chunked(_dump_small(kind.kind, data, name, path, opts, offsets))
 
 
 def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
@@ -258,7 +367,14 @@ def _decoder_for(
 
 
 def _dump_log(
-    buf, name: str, base: int, opts: DumpOptions, budget: _Budget, path: Path, tags: dict
+    buf,
+    name: str,
+    base: int,
+    opts: DumpOptions,
+    budget: _Budget,
+    path: Path,
+    tags: dict,
+    span: _Span,
 ) -> Iterator[list[dict]]:
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
@@ -294,7 +410,7 @@ def _dump_log(
                 and entry.magic > 0
             ):
                 continue
-            yield from _entry_events(entry, name, opts, budget, make_event)
+            yield from _entry_events(entry, name, opts, budget, make_event, span)
             if budget.spent:
                 return
     except CorruptionError as exc:
@@ -378,10 +494,11 @@ def batch_event(entry, name: str) -> dict:
 
 
 def _entry_events(
-    entry, name: str, opts: DumpOptions, budget: _Budget, make_event
+    entry, name: str, opts: DumpOptions, budget: _Budget, make_event, span: _Span | None = None
 ) -> Iterator[list]:
     """All events of one top-level entry: the batch, its problems, its records, in lists of at
-    most one record chunk (so a batch of millions of records never exists as one list)."""
+    most one record chunk (so a batch of millions of records never exists as one list).
+    ``span`` learns the offsets a selection printed."""
     ev = batch_event(entry, name)
     if not ev["crc_valid"] and entry.magic < 2:
         end = entry.position + entry.size
@@ -429,6 +546,8 @@ def _entry_events(
         out = out[1:]  # like kafka-dump-log: the records' payloads, no batch lines
     if opts.batches_only:
         if budget.take():
+            if span is not None and ev["base_offset"] is not None:
+                span.add(ev["base_offset"], ev["last_offset"])
             yield out
         return
     if any(p.kind not in ("crc_mismatch", BAD_MAGIC) for p in problems):
@@ -440,6 +559,9 @@ def _entry_events(
     unbounded = not filtered and budget.left is None
     chunks = entry.record_chunks(opts.max_decompressed)
     problem = None
+    # with a selector, the batch is shown only once one of its records is: until then `out`
+    # holds it back
+    pending = filtered and not problems
     while True:
         try:
             recs = next(chunks, None)
@@ -468,12 +590,19 @@ def _entry_events(
                     recs = None
                     break
                 out.append(make(rec, name))
+                if filtered:
+                    pending = False
+                    if span is not None:
+                        span.add(rec[4], rec[4])
         if problem is not None or recs is None:
             break
-        yield out
-        out = []
+        if not pending:
+            yield out
+            out = []
     if problem is not None:
         out.append(error_event(problem, name))
+    elif pending:
+        return  # the selection chose no record of this batch: nothing to show of it
     if out:
         yield out
 
@@ -677,12 +806,16 @@ def _log_size(index_path: Path) -> int | None:
         return None
 
 
-def _dump_offset_index(buf, name: str, base: int, log_size: int | None) -> Iterator[dict]:
+def _dump_offset_index(
+    buf, name: str, base: int, log_size: int | None, offsets: tuple[int, int] | None = None
+) -> Iterator[dict]:
     idx = OffsetIndex(buf, base)
     prev = None
     reported = False
+    lo, hi = offsets or (None, None)
     for n, e in enumerate(idx):
-        yield {"type": "index_entry", "file": name, "offset": e.offset, "position": e.position}
+        if offsets is None or lo <= e.offset <= hi:
+            yield {"type": "index_entry", "file": name, "offset": e.offset, "position": e.position}
         problem = None
         if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
             problem = f"entry {n} ({e.offset}, {e.position}) does not increase after ({prev.offset}, {prev.position})"
@@ -697,16 +830,16 @@ def _dump_offset_index(buf, name: str, base: int, log_size: int | None) -> Itera
                 name,
             )
         prev = e
-    yield from _index_tail(idx, name)
+    yield from _index_tail(idx, name, offsets is not None)
 
 
-def _index_tail(idx, name: str) -> Iterator[dict]:
+def _index_tail(idx, name: str, selecting: bool = False) -> Iterator[dict]:
     """After an index's entries: Kafka's sanity check, and the zero padding if preallocated."""
     try:
         idx.sanity_check()
     except CorruptionError as exc:
         yield error_event(exc.in_file(name), name)
-    if idx.padded_bytes:
+    if idx.padded_bytes and not selecting:
         yield {
             "type": "index_padding",
             "file": name,
@@ -715,22 +848,44 @@ def _index_tail(idx, name: str) -> Iterator[dict]:
         }
 
 
-def _dump_time_index(buf, name: str, base: int) -> Iterator[dict]:
+def _dump_time_index(
+    buf, name: str, base: int, opts: DumpOptions, offsets: tuple[int, int] | None
+) -> Iterator[dict]:
+    """Entries within the offset range; dumped without its log, within the time window."""
     idx = TimeIndex(buf, base)
+    by_time = offsets is None and (opts.from_time is not None or opts.to_time is not None)
     for e in idx:
+        if offsets is not None and not offsets[0] <= e.offset <= offsets[1]:
+            continue
+        if by_time and not _in_times(e.timestamp, opts):
+            continue
         yield {
             "type": "timeindex_entry",
             "file": name,
             "timestamp": e.timestamp,
             "offset": e.offset,
         }
-    yield from _index_tail(idx, name)
+    yield from _index_tail(idx, name, offsets is not None or by_time)
 
 
-def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]:
+def _dump_small(
+    kind: str,
+    data: bytes,
+    name: str,
+    path: Path,
+    opts: DumpOptions | None = None,
+    offsets: tuple[int, int] | None = None,
+) -> Iterator[dict]:
+    """Small files whole; with selectors, only the entries that concern the selected offsets
+    (txn index: aborted transactions overlapping them; producer state: last written within the
+    offsets and the time window; leader epochs: those whose range overlaps the offsets)."""
+    opts = opts or DumpOptions()
+    lo, hi = offsets or (-(1 << 63), (1 << 63) - 1)
     try:
         if kind == F.TXN_INDEX:
             for e in tx.read_entries(data):
+                if e.last_offset < lo or e.first_offset > hi:
+                    continue
                 yield {
                     "type": "txn_index_entry",
                     "file": name,
@@ -743,9 +898,14 @@ def _dump_small(kind: str, data: bytes, name: str, path: Path) -> Iterator[dict]
         elif kind == F.SNAPSHOT:
             snap = ps.read_snapshot(data)
             for e in snap.entries:
-                yield {"type": "producer_state", "file": name, **_asdict(e)}
+                if lo <= e.last_offset <= hi and _in_times(e.timestamp, opts):
+                    yield {"type": "producer_state", "file": name, **_asdict(e)}
         elif kind == F.LEADER_EPOCH_CHECKPOINT:
-            for e in cp.read_leader_epoch_checkpoint(data):
+            epochs = cp.read_leader_epoch_checkpoint(data)
+            for i, e in enumerate(epochs):
+                end = epochs[i + 1].start_offset - 1 if i + 1 < len(epochs) else (1 << 63) - 1
+                if e.start_offset > hi or end < lo:
+                    continue
                 yield {
                     "type": "leader_epoch",
                     "file": name,
