@@ -661,6 +661,16 @@ def _verify_line(ev: dict) -> str | None:
     return None
 
 
+def _spark_verify_line(ev: dict) -> str | None:
+    """Spark's summary counts partitions and findings (segments are counted on the executors)."""
+    if ev["type"] == "summary":
+        return (
+            f"{ev['partitions']} partitions: {ev['errors']} errors, {ev['warnings']} warnings, "
+            f"{ev['infos']} info; exit {ev['exit_code']}"
+        )
+    return _verify_line(ev)
+
+
 @app.command()
 def restore(
     quarantine_dir: Annotated[
@@ -799,7 +809,8 @@ def seek(
         str | None,
         typer.Option(
             "--time",
-            help="Epoch ms, ISO-8601 (2026-11-21T09:30:00Z, or local time), relative (-30m, -2h, -1d), "
+            help="Epoch ms, now, ISO-8601 (2026-11-21T09:30:00.000, zone Z/+09:00; none: UTC), "
+            "a duration before now (PT30M, P1DT2H), relative (-30m, -2h, -1d), "
             "or latest/-1, earliest/-2, max-timestamp/-3.",
         ),
     ] = None,
@@ -987,6 +998,17 @@ def _spark(master: str, conf: list[str] | None):
     return spark
 
 
+def _spark_input(inputs: list[str], topic: str | None, *, segments: bool = True) -> None:
+    """Nothing to read is a usage error, said in one line before Spark starts (seconds saved)."""
+    from .spark.jobs import NoInput, require_input
+
+    try:
+        require_input(inputs, topic, segments=segments)
+    except NoInput as exc:
+        _stderr(str(exc))
+        raise typer.Exit(int(Exit.USAGE)) from None
+
+
 def _spark_filters(topic, from_time, to_time) -> dict:
     return {
         "topic": topic,
@@ -1028,6 +1050,8 @@ def spark_export(
     if fmt not in ("parquet", "json"):
         raise typer.BadParameter("parquet or json", param_hint="--format")
     _spark_inputs(inputs, topic, records=True)
+    filters = _spark_filters(topic, from_time, to_time)
+    _spark_input(inputs, topic)
     spark = _spark(master, conf)
     cols = tuple(c for c in partition_by.split(",") if c)
     n = export(
@@ -1037,7 +1061,7 @@ def spark_export(
         fmt=fmt,
         partition_by=cols,
         include_headers=headers,
-        **_spark_filters(topic, from_time, to_time),
+        **filters,
     )
     _stderr(f"wrote {n} records to {out}")
     raise typer.Exit(0)
@@ -1073,12 +1097,13 @@ def spark_verify(
     from .spark import verify as run
 
     _spark_inputs(inputs, topic)
+    _spark_input(inputs, topic, segments=False)
     spark = _spark(master, conf)
     found, summary = run(
         spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
     )
     events = [{"type": "finding", **f} for f in found] + [summary]
-    for _ in _emit(iter(events), fmt, _verify_line):
+    for _ in _emit(iter(events), fmt, _spark_verify_line):
         pass
     raise typer.Exit(summary["exit_code"])
 
@@ -1111,6 +1136,7 @@ def spark_stats(
     from .spark import stats
 
     _spark_inputs(inputs, topic)
+    _spark_input(inputs, topic)
     spark = _spark(master, conf)
     rows = [r.asDict() for r in stats(spark, inputs, per_hour=per_hour, topic=topic).collect()]
     events = [

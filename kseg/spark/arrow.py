@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..format.batch import RecordBatch
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
+from ..format.timestamps import MAX_MS, MIN_MS
 from . import fs
 from .planning import Task
 
@@ -122,6 +123,7 @@ def record_batches(
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
+    out_of_range = 0  # record timestamps no date can hold: null in the row, one warning a task
     for entry, shift in _entries(task):
         is_v2 = isinstance(entry, RecordBatch)
         is_control = is_v2 and entry.is_control
@@ -146,7 +148,17 @@ def record_batches(
             cols["topic"].append(task.topic)
             cols["partition"].append(task.partition)
             cols["offset"].append(offset)
-            cols["timestamp"].append(ts * 1000)
+            if MIN_MS <= ts <= MAX_MS:
+                cols["timestamp"].append(ts * 1000)
+            else:
+                cols["timestamp"].append(None)
+                if not out_of_range:
+                    _warn(
+                        f"{task.path}: record at offset {offset} (batch at byte "
+                        f"{entry.position + shift}) has timestamp {ts} ms, outside the years "
+                        "0001-9999 a timestamp column holds: null in the row"
+                    )
+                out_of_range += 1
             cols["timestampType"].append(TIMESTAMP_TYPE_IDS[ts_type])
             if include_headers:
                 cols["headers"].append(list(headers) if headers else None)
@@ -167,6 +179,8 @@ def record_batches(
         if problems:
             _warn(f"{problems[0].in_file(task.path)} (records before it were read)")
             break
+    if out_of_range > 1:
+        _warn(f"{task.path}: {out_of_range} record timestamps out of range (null in the rows)")
     if n:
         yield _to_batch(cols, schema)
 

@@ -9,6 +9,31 @@ from pathlib import Path
 from ..exitcodes import Exit
 
 
+class NoInput(ValueError):
+    """The inputs hold nothing to read (no partition dir, or no segment): never an empty
+    success, and never a Spark job planned over nothing."""
+
+
+def require_input(paths: list[str], topic: str | None = None, *, segments: bool = True) -> None:
+    """Raise :class:`NoInput` (one line naming the inputs) when no partition dir (with
+    ``segments``: no segment) is found under ``paths``. Runs on the driver before any Spark job:
+    a listing, stopping at the first segment found."""
+    from . import fs, planning
+
+    parts = planning.find_partitions([str(p) for p in paths], planning.Prune(topic=topic))
+    if parts and (
+        not segments
+        or any(planning.is_live_log(e.name) for pdir, *_ in parts for e in fs.list_dir(pdir))
+    ):
+        return
+    what = "segment (.log file)" if parts else "partition directory (<topic>-<n>)"
+    sel = f" of a topic matching {topic!r}" if topic else ""
+    raise NoInput(
+        f"{', '.join(str(p) for p in paths)}: no Kafka {what}{sel} found; give a log.dirs root, "
+        "a directory of roots or partition directories"
+    )
+
+
 def register(spark) -> None:
     """Register the source, and enable Python filter pushdown (used to prune segments)."""
     from .source import KsegDataSource
@@ -103,6 +128,7 @@ def export(
     **options,
 ) -> int:
     """Write the records table (Spark Kafka source schema, headers included by default)."""
+    require_input(paths, options.get("topic"))
     df = read(spark, paths, mode="records", includeHeaders=include_headers, **options)
     writer = df.write.mode("overwrite")
     if partition_by:
@@ -122,6 +148,7 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
     from ..verify.findings import ERROR, INFO, WARNING
     from ..verify.partition import verify_root_checkpoints
 
+    require_input(paths, options.get("topic"), segments=False)
     df = read(spark, paths, mode="findings", **options)
     if out:
         df.write.mode("overwrite").parquet(out)
@@ -169,12 +196,23 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     ranges, producers, transactional share. Header-level work plus one decompression a batch."""
     from pyspark.sql import functions as F
 
+    from ..format.timestamps import MAX_MS
+
+    require_input(paths, options.get("topic"))
     df = read(spark, paths, mode="batches", computeUncompressed=True, **options)
     keys = ["topic", "partition", "log_dir"]  # one row per replica: they may differ
     if per_hour:
         df = df.withColumn(
             "hour",
-            F.date_trunc("hour", F.timestamp_millis(F.greatest(F.col("max_timestamp"), F.lit(0)))),
+            # a max timestamp no date holds (years 0001-9999) has no hour: null, never an error
+            F.date_trunc(
+                "hour",
+                F.timestamp_millis(
+                    F.when(
+                        F.col("max_timestamp").between(0, MAX_MS), F.col("max_timestamp")
+                    ).otherwise(F.lit(None))
+                ),
+            ),
         )
         keys.append("hour")
     agg = df.groupBy(*keys).agg(

@@ -79,7 +79,7 @@ def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     for pdir, topic, part, log_dir in find_partitions(paths, prune):
         entries = fs.list_dir(pdir)
         names = {e.name: e for e in entries}
-        logs = sorted((F.file_kind(e.name).base_offset, e) for e in entries if _is_live_log(e.name))
+        logs = sorted((F.file_kind(e.name).base_offset, e) for e in entries if is_live_log(e.name))
         for i, (base, entry) in enumerate(logs):
             next_base = logs[i + 1][0] if i + 1 < len(logs) else None
             if prune.to_offset is not None and base > prune.to_offset:
@@ -109,7 +109,7 @@ def partition_tasks(paths: list[str], prune: Prune) -> list[Task]:
     ]
 
 
-def _is_live_log(name: str) -> bool:
+def is_live_log(name: str) -> bool:
     k = F.file_kind(name)
     return k.kind == F.LOG and not k.temp_suffix
 

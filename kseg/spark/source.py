@@ -151,6 +151,8 @@ class KsegReader(DataSourceReader):
         return [InputPartition(t.to_dict()) for t in tasks]
 
     def read(self, partition) -> Iterator:
+        if partition is None or partition.value is None:
+            return  # Spark plans one empty partition when partitions() found nothing
         task = Task(**partition.value)
         if self.mode == "records":
             from .arrow import record_batches

@@ -25,6 +25,7 @@ BAD_MAGIC = "bad_magic"  # a v2 batch whose magic byte (outside the CRC) is wron
 CONTROL_VERSION = "control_version"  # a marker Kafka accepts and reads as version 0
 BELOW_LOG_START = "below_log_start"  # the log ends below log-start-offset-checkpoint
 LEADER_EPOCH = "leader_epoch_mismatch"  # partitionLeaderEpoch contradicts the checkpoint
+TIMESTAMP_RANGE = "timestamp_out_of_range"  # valid for Kafka, but no date (years 0001-9999)
 
 
 @dataclass(slots=True)

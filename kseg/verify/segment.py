@@ -14,6 +14,7 @@ from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches, walk_headers
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
+from ..format.timestamps import in_date_range
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
 from ..storage.mapped import mapped, read_file
@@ -406,6 +407,7 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
     try:
         prev = None
         max_ts = -1
+        odd_ts = False
         for rec in entry.records():
             if prev is not None and rec.offset <= prev:
                 scan.findings.append(
@@ -433,6 +435,19 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                 break
             prev = rec.offset
             max_ts = max(max_ts, rec.timestamp)
+            if not odd_ts and rec.timestamp != -1 and not in_date_range(rec.timestamp):
+                odd_ts = True  # once a batch: Kafka accepts any long, dates do not
+                scan.findings.append(
+                    Finding(
+                        K.INFO,
+                        K.TIMESTAMP_RANGE,
+                        name,
+                        h.position,
+                        rec.offset,
+                        f"record timestamp {rec.timestamp} ms is outside the years 0001-9999: "
+                        "shown as a number, null in Spark's timestamp column",
+                    )
+                )
         if (
             h.magic == 2
             and not h.attributes & v2.ATTR_TIMESTAMP_TYPE
