@@ -106,7 +106,9 @@ def _stderr(message: str) -> None:
         _stdout().flush()  # keep data and messages in order on a terminal
     except OSError:
         pass  # stdout is gone or full: main() reports that; the message still goes out
-    sys.stderr.write(f"kseg: {message}\n")
+    from .decode.render import one_line
+
+    sys.stderr.write(f"kseg: {one_line(message)}\n")
 
 
 # What the running command has found so far, for an exit status when output stops early (a
@@ -219,7 +221,8 @@ def dump(
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
     """
     from .decode.dump import UNREADABLE, USAGE, DumpOptions, dump_chunks
-    from .decode.render import write_json_chunks, write_table, write_text_chunks
+    from .decode.render import write_json_chunks, write_text_chunks
+    from .decode.table import write_dump_table
 
     opts = DumpOptions(
         batches_only=batches_only,
@@ -242,7 +245,7 @@ def dump(
     out = _stdout()
     chunks = dump_chunks(paths, opts)
     if fmt is OutputFormat.table:
-        written = ([ev] for ev in write_table((ev for chunk in chunks for ev in chunk), out))
+        written = write_dump_table(chunks, out)
     else:
         written = (write_json_chunks if fmt is OutputFormat.json else write_text_chunks)(
             chunks, out
@@ -285,13 +288,14 @@ IntervalOpt = Annotated[
 
 def _emit(events, fmt: OutputFormat, line) -> object:
     """Render events (JSON Lines, text via ``line``, or tables) to stdout; yields them back."""
-    from .decode.render import write_json, write_table, write_text
+    from .decode.render import write_json, write_text
+    from .decode.table import write_tables
 
     out = _stdout()
     if fmt is OutputFormat.json:
         return write_json(events, out)
     if fmt is OutputFormat.table:
-        return write_table(events, out)
+        return write_tables(events, out)
     return write_text(events, out, line)
 
 
@@ -900,6 +904,8 @@ def seek(
             answered.append(t.partition_dir)
             yield ev
 
+    from .format.timestamps import with_iso
+
     def line(ev):
         name = f"{ev['topic']}-{ev['partition']}"
         if "log_dir" in ev:
@@ -918,9 +924,9 @@ def seek(
         if ev["error"]:
             return f"{name}: could not answer: {ev['error']}"
         if ev["offset"] is None:
-            return f"{name}: no offset (no record at or after {ev['target']})"
+            return f"{name}: no offset: no record at or after {with_iso(ev['target'])}"
         where = f" in {ev['segment']} at byte {ev['position']}" if ev["segment"] else ""
-        ts = f" timestamp {ev['timestamp']}" if ev["timestamp"] is not None else ""
+        ts = f" timestamp {with_iso(ev['timestamp'])}" if ev["timestamp"] is not None else ""
         ep = f" leader epoch {ev['leader_epoch']}" if ev["leader_epoch"] is not None else ""
         return f"{name}: offset {ev['offset']}{ts}{ep}{where}"
 
@@ -1142,23 +1148,14 @@ def spark_stats(
     events = [
         {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
     ]
-    if fmt is OutputFormat.table:
-        from tabulate import tabulate
+    from .decode.render import field_text
 
-        cols = [k for k in events[0] if k != "type"] if events else []
-        _stdout().write(
-            (
-                tabulate([[e[c] for c in cols] for e in events], headers=cols, floatfmt=".3f")
-                + "\n"
-            ).encode()
-        )
-    else:
-        for _ in _emit(
-            iter(events),
-            fmt,
-            lambda ev: " ".join(f"{k}={v}" for k, v in ev.items() if k != "type"),
-        ):
-            pass
+    for _ in _emit(
+        iter(events),
+        fmt,
+        lambda ev: " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type"),
+    ):
+        pass
     raise typer.Exit(0)
 
 

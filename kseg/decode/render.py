@@ -8,6 +8,19 @@ from typing import BinaryIO
 import orjson
 
 from ..format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
+from ..format.timestamps import with_iso
+
+# fields holding epoch ms: text and tables show ISO-8601 UTC beside them (JSON keeps the number)
+TIME_FIELDS = frozenset(
+    (
+        "timestamp",
+        "max_timestamp",
+        "base_timestamp",
+        "min_base_timestamp",
+        "delete_horizon_ms",
+        "target_timestamp",
+    )
+)
 
 _OPTS = orjson.OPT_APPEND_NEWLINE
 
@@ -15,6 +28,12 @@ _OPTS = orjson.OPT_APPEND_NEWLINE
 def _q(value: object) -> str:
     """A value shown unambiguously: JSON for strings/containers, bare for numbers and null."""
     return orjson.dumps(value).decode()
+
+
+def safe_path(path: str) -> str:
+    """A path as it is, or JSON-quoted when it holds a newline or another control character
+    (one line of output stays one line)."""
+    return path if path.isprintable() else orjson.dumps(path).decode()
 
 
 def _n(v: object) -> str:
@@ -70,7 +89,7 @@ def text_line(ev: dict) -> str:
             if special is not None:
                 return special
         parts = [
-            f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} keySize: {ev['key_size']}",
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {with_iso(ev['timestamp'])} keySize: {ev['key_size']}",
             f"valueSize: {ev['value_size']} sequence: {ev['sequence']}",
         ]
         if "headers" in ev:
@@ -94,8 +113,8 @@ def text_line(ev: dict) -> str:
             f"baseSequence: {ev['base_sequence']} lastSequence: {ev['last_sequence']} "
             f"producerId: {ev['producer_id']} producerEpoch: {ev['producer_epoch']} "
             f"partitionLeaderEpoch: {ev['partition_leader_epoch']} isTransactional: {_bool(ev['is_transactional'])} "
-            f"isControl: {_bool(ev['is_control'])} deleteHorizonMs: {_n(ev['delete_horizon_ms'])} "
-            f"position: {ev['position']} {ev['timestamp_type']}: {ev['max_timestamp']} size: {ev['size']} "
+            f"isControl: {_bool(ev['is_control'])} deleteHorizonMs: {with_iso(ev['delete_horizon_ms'])} "
+            f"position: {ev['position']} {ev['timestamp_type']}: {with_iso(ev['max_timestamp'])} size: {ev['size']} "
             f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
         )
         return line
@@ -108,12 +127,12 @@ def text_line(ev: dict) -> str:
         return f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} {shown}"
     if t == "control":
         return (
-            f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} endTxnMarker: {ev['control_type']} "
+            f"| offset: {ev['offset']} CreateTime: {with_iso(ev['timestamp'])} endTxnMarker: {ev['control_type']} "
             f"coordinatorEpoch: {_n(ev['coordinator_epoch'])}"
         )
     if t == "file":
         state = f" ({ev['state']})" if ev.get("state") else ""
-        line = f"Dumping {ev['file']}{state}"
+        line = f"Dumping {safe_path(ev['file'])}{state}"
         if "snapshot_end_offset" in ev:
             line += (
                 f"\nSnapshot end offset: {ev['snapshot_end_offset']}, epoch: {ev['snapshot_epoch']}"
@@ -122,7 +141,7 @@ def text_line(ev: dict) -> str:
     if t == "index_entry":
         return f"offset: {ev['offset']} position: {ev['position']}"
     if t == "timeindex_entry":
-        return f"timestamp: {ev['timestamp']} offset: {ev['offset']}"
+        return f"timestamp: {with_iso(ev['timestamp'])} offset: {ev['offset']}"
     if t == "index_padding":
         return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
     if t == "error":
@@ -132,12 +151,16 @@ def text_line(ev: dict) -> str:
         if ev.get("stored") is not None:
             extra = f" (stored {ev['stored']}, computed {ev['computed']})"
         return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
-    rest = " ".join(
-        f"{k}: {_q(v) if isinstance(v, (str, list, dict)) else v}"
-        for k, v in ev.items()
-        if k not in ("type", "file")
-    )
+    rest = " ".join(f"{k}: {field_text(k, v)}" for k, v in ev.items() if k not in ("type", "file"))
     return f"{t} {rest}"
+
+
+def field_text(key: str, v: object) -> str:
+    if isinstance(v, (str, list, dict)):
+        return _q(v)
+    if key in TIME_FIELDS and type(v) is int:
+        return with_iso(v)
+    return str(v)
 
 
 def write_json(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
@@ -172,116 +195,29 @@ def write_text_chunks(
         yield chunk
 
 
+PATH_FIELDS = ("file", "segment", "partition_dir", "quarantine", "partition")
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name...) as escapes: a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def write_text(events: Iterable[dict], out: BinaryIO, line=text_line) -> Iterator[dict]:
+    """Text lines of events (verify, index, seek, ...): paths with control characters are
+    quoted, so a line stays a line."""
     write = out.write
     for ev in events:
-        text = line(ev)
+        shown = ev
+        for key in PATH_FIELDS:
+            v = ev.get(key)
+            if type(v) is str and not v.isprintable():
+                if shown is ev:
+                    shown = dict(ev)
+                shown[key] = safe_path(v)
+        text = line(shown)
         if text is not None:
             write(text.encode("utf-8", "replace") + b"\n")
         yield ev
-
-
-TABLE_COLUMNS = {
-    "batch": (
-        "position",
-        "base_offset",
-        "last_offset",
-        "count",
-        "magic",
-        "compression",
-        "size",
-        "max_timestamp",
-        "producer_id",
-        "is_transactional",
-        "is_control",
-        "crc_valid",
-    ),
-    "record": ("offset", "timestamp", "key_size", "value_size", "key", "value"),
-    "control": ("offset", "timestamp", "control_type", "coordinator_epoch"),
-    "index_entry": ("offset", "position"),
-    "timeindex_entry": ("timestamp", "offset"),
-    "error": ("kind", "position", "field", "message"),
-    "index_check": ("file", "status", "offset_index", "time_index"),
-    "index_rebuild": ("file", "valid_bytes", "size", "files", "error"),
-    "finding": ("severity", "kind", "file", "position", "offset", "message"),
-    "segment": ("file", "status", "size", "valid_bytes"),
-    "seek": (
-        "topic",
-        "partition",
-        "target",
-        "offset",
-        "timestamp",
-        "leader_epoch",
-        "segment",
-        "position",
-    ),
-}
-
-
-def write_table(events: Iterable[dict], out: BinaryIO, chunk: int = 500) -> Iterator[dict]:
-    """Rich tables, one per run of same-typed events (at most ``chunk`` rows: memory stays bounded)."""
-    import io
-
-    from rich.console import Console
-    from rich.table import Table
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=200, force_terminal=False, color_system=None)
-    rows: list[dict] = []
-    current = None
-
-    def flush() -> None:
-        nonlocal rows
-        if not rows:
-            return
-        # columns: the event type's, else every key of the run's rows in first-seen order (a
-        # tombstone row has fewer fields than the records around it)
-        cols = TABLE_COLUMNS.get(current) or tuple(
-            dict.fromkeys(k for r in rows for k in r if k not in ("type", "file"))
-        )
-        table = Table(title=current, title_justify="left")
-        for c in cols:
-            table.add_column(c, overflow="fold")
-        for r in rows:
-            table.add_row(*(_cell(r.get(c)) for c in cols))
-        console.print(table)
-        out.write(buf.getvalue().encode())
-        buf.seek(0)
-        buf.truncate()
-        rows = []
-
-    for ev in events:
-        if ev["type"] == "file":
-            flush()
-            out.write((text_line(ev) + "\n").encode())
-            current = None
-            yield ev
-            continue
-        group, row = _table_row(ev)
-        if group != current or len(rows) >= chunk:
-            flush()
-            current = group
-        rows.append(row)
-        yield ev
-    flush()
-
-
-def _table_row(ev: dict) -> tuple[str, dict]:
-    """A decoded internal-topic record gets a table of its own record kind with a column per
-    field (metadata and KRaft control: the fields of ``data``; coordinator records: their flat
-    fields); everything else, and a record that did not decode, its event type's columns."""
-    d = ev.get("decoded")
-    if d is None or ev["type"] not in ("record", "control") or "error" in d:
-        return ev["type"], ev
-    if _is_framed(d):
-        return d["record"], {"offset": ev["offset"], **d["data"]}
-    return d["record"], {"offset": ev["offset"], **{k: v for k, v in d.items() if k != "record"}}
-
-
-def _cell(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, (dict, list)):
-        return _q(v)
-    s = str(v)
-    return s if len(s) <= 60 else s[:57] + "..."

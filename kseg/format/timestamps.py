@@ -20,16 +20,31 @@ def in_date_range(ms: int) -> bool:
 
 def iso_ms(ms: int | None) -> str | None:
     """``1700000000000`` -> ``2023-11-14T22:13:20.000Z``; None for None, for -1 (Kafka's "no
-    timestamp") and for anything a date cannot hold."""
+    timestamp") and for anything a date cannot hold. Cached by second: a dump formats one per
+    record, and neighbours share their second."""
     if ms is None or ms == -1 or not MIN_MS <= ms <= MAX_MS:
         return None
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+    sec = ms // 1000
+    prefix = _prefix.get(sec)
+    if prefix is None:
+        if len(_prefix) > 4096:
+            _prefix.clear()
+        dt = _EPOCH + timedelta(seconds=sec)
+        prefix = _prefix[sec] = f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}."
+    return f"{prefix}{ms - sec * 1000:03d}Z"
+
+
+_prefix: dict[int, str] = {}
 
 
 def with_iso(ms: int | None) -> str:
     """For text output: ``1700000000000 (2023-11-14T22:13:20.000Z)``, or just the number."""
     if ms is None:
         return "null"
-    iso = iso_ms(ms)
-    return str(ms) if iso is None else f"{ms} ({iso})"
+    if MIN_MS <= ms <= MAX_MS and ms != -1:
+        sec = ms // 1000
+        prefix = _prefix.get(sec)
+        if prefix is not None:
+            return f"{ms} ({prefix}{ms - sec * 1000:03d}Z)"
+        return f"{ms} ({iso_ms(ms)})"
+    return str(ms)
