@@ -182,7 +182,16 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
         for k, v in ev.items()
         if k not in ("type", "file", "offset", "start_offset")
     )
-    return t, _n(offset), "", None, "", rest
+    return _SHORT_KIND.get(t, t), _n(offset), "", None, "", rest
+
+
+_SHORT_KIND = {
+    "partition_metadata": "metadata",
+    "meta_properties": "properties",
+    "checkpoint_entry": "checkpoint",
+    "leader_epoch": "epoch",
+    "clean_shutdown": "shutdown",
+}
 
 
 def _decoded_row(ev: dict) -> tuple[str, dict] | None:
@@ -225,8 +234,8 @@ class _DumpTable:
         if ts is None:
             ms = iso = ""
         else:
-            iso = iso_ms(ts) or ""
             ms = str(ts)
+            iso = iso_ms(ts) or ms  # a number no date holds is shown as it is
         self.rows.append((kind, offset, position, ms, iso, size, detail))
         self.pending += 1
         if self.pending >= CHUNK:
@@ -253,7 +262,7 @@ class _DumpTable:
                     widths[i] = len(r[i])
         cols = [0, 1, 2, 3, 4, 5] if self.epoch_ms else [0, 1, 2, 4, 5]
         used = sum(widths[i] + 2 for i in cols)
-        room = max(20, self.width - used)
+        room = max(10, self.width - used)
         right = {1, 2, 3, 5}
         style = self.style
         lines = []
@@ -359,12 +368,10 @@ def write_tables(events: Iterable[dict], out: BinaryIO, width: int | None = None
         cols = tuple(c for c in cols if any(r.get(c) is not None for r in rows)) or cols[:1]
         parts.append(_render(t, cols, rows, width, style))
     for s in summaries:
-        parts.append(
-            style("summary", "1")
-            + ": "
-            + ", ".join(f"{k} {_cell(k, v)}" for k, v in s.items() if k != "type")
-            + "\n"
-        )
+        text = "summary: " + ", ".join(f"{k} {_cell(k, v)}" for k, v in s.items() if k != "type")
+        lines = _wrap(text, width)
+        lines[0] = style("summary", "1") + lines[0][len("summary") :]
+        parts.append("\n".join(lines) + "\n")
     out.write("".join(parts).encode("utf-8", "replace"))
 
 
