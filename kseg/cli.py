@@ -96,6 +96,12 @@ TopicOpt = Annotated[
 PartitionOpt = Annotated[
     int | None, typer.Option(min=0, help="With a log.dirs root: only this partition number.")
 ]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bar (it is drawn only when stderr is a terminal)."
+    ),
+]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="text, json (JSON Lines) or table.")
 ]
@@ -208,6 +214,7 @@ def dump(
         int | None,
         typer.Option(min=0, help="Read only whole batches within the first N bytes of each log."),
     ] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Decode every file of a Kafka data directory (read-only).
 
@@ -220,9 +227,8 @@ def dump(
       kseg dump /var/lib/kafka/data/orders-0 --from-time -30m --limit 20
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
     """
-    from .decode.dump import UNREADABLE, USAGE, DumpOptions, dump_chunks
-    from .decode.render import write_json_chunks, write_text_chunks
-    from .decode.table import write_dump_table
+    from . import progress
+    from .decode.dump import DumpOptions, dump_chunks, dump_progress, total_bytes
 
     opts = DumpOptions(
         batches_only=batches_only,
@@ -239,11 +245,22 @@ def dump(
         skip_record_metadata=skip_record_metadata,
         json_lines=fmt is OutputFormat.json,
     )
+    out = _stdout()
+    show = progress.wanted(quiet, stdout_to_file=True)
+    with progress.Bar(show, "dump", total_bytes(paths) if show else None) as bar:
+        code = _dump_events(dump_progress(dump_chunks(paths, opts), bar), fmt, out)
+    out.flush()
+    raise typer.Exit(int(code))
+
+
+def _dump_events(chunks, fmt: OutputFormat, out) -> Exit:
+    from .decode.dump import UNREADABLE, USAGE
+    from .decode.render import write_json_chunks, write_text_chunks
+    from .decode.table import write_dump_table
+
     code = Exit.OK
     global _found_so_far
     _found_so_far = lambda: code  # noqa: E731 - read when a closed pipe stops output
-    out = _stdout()
-    chunks = dump_chunks(paths, opts)
     if fmt is OutputFormat.table:
         written = write_dump_table(chunks, out)
     else:
@@ -265,8 +282,7 @@ def dump(
             if fmt is not OutputFormat.json:
                 where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
                 _stderr(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
-    out.flush()
-    raise typer.Exit(int(code))
+    return code
 
 
 index_app = typer.Typer(
@@ -286,12 +302,12 @@ IntervalOpt = Annotated[
 ]
 
 
-def _emit(events, fmt: OutputFormat, line) -> object:
+def _emit(events, fmt: OutputFormat, line, out=None) -> object:
     """Render events (JSON Lines, text via ``line``, or tables) to stdout; yields them back."""
     from .decode.render import write_json, write_text
     from .decode.table import write_tables
 
-    out = _stdout()
+    out = out or _stdout()
     if fmt is OutputFormat.json:
         return write_json(events, out)
     if fmt is OutputFormat.table:
@@ -343,6 +359,7 @@ def index_rebuild(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     fmt: FormatOpt = OutputFormat.text,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would (temp file, fsync, rename).
 
@@ -444,9 +461,14 @@ def index_rebuild(
             text += f"\n  ERROR {e['kind']} at byte {e['position']}: {e['message']} (indexes cover the bytes before it)"
         return text
 
-    with locks:
-        for _ in _emit(events(), fmt, line):
+    from . import progress
+
+    show = progress.wanted(quiet)
+    with locks, progress.Bar(show, "index rebuild", _log_bytes(tlist) if show else None) as bar:
+        out = progress.stdout_through(bar, _stdout())
+        for _ in _emit(_segment_progress(events(), bar), fmt, line, out):
             pass
+        out.flush()
     raise typer.Exit(int(code))
 
 
@@ -585,7 +607,13 @@ def verify(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     fmt: FormatOpt = OutputFormat.text,
+    problems_only: Annotated[
+        bool,
+        typer.Option("--problems-only", help="Leave out the segments that are ok (findings stay)."),
+    ] = False,
+    quiet: QuietOpt = False,
 ) -> None:
+    from . import progress
     from .verify.run import VerifyOptions, VerifyRun
 
     if dry_run and not repair:
@@ -605,15 +633,43 @@ def verify(
     run = VerifyRun(opts)
     global _found_so_far
     _found_so_far = lambda: run.code  # noqa: E731
+    show = progress.wanted(quiet)
     try:
-        for ev in _emit(_data_only(run.events(sel)), fmt, _verify_line):
-            if ev["type"] == "finding" and ev["kind"] == "unreadable":
-                # kseg could not do its job there: a failure, so stderr says it too
-                _stderr(f"{ev['file']}: {ev['kind']}: {ev['message']}")
+        with progress.Bar(show, "verify", _log_bytes(sel.targets()) if show else None) as bar:
+            shown = _segment_progress(_data_only(run.events(sel)), bar, problems_only)
+            out = progress.stdout_through(bar, _stdout())
+            for ev in _emit(shown, fmt, _verify_line, out):
+                if ev["type"] == "finding" and ev["kind"] == "unreadable":
+                    # kseg could not do its job there: a failure, so stderr says it too
+                    _stderr(f"{ev['file']}: {ev['kind']}: {ev['message']}")
+            out.flush()
     except interrupt.Interrupted as exc:
         exc.code |= int(run.code)  # the bitmask keeps what was already found
         raise
     raise typer.Exit(int(run.code))
+
+
+def _log_bytes(tlist) -> int:
+    total = 0
+    for t in tlist:
+        for log in t.logs:
+            try:
+                total += log.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def _segment_progress(events, bar, problems_only: bool = False):
+    """Advance ``bar`` by each segment's size as its event passes (once per segment);
+    ``problems_only`` drops the segments that are ok."""
+    for ev in events:
+        t = ev["type"]
+        if t == "segment" or t == "index_rebuild":
+            bar.advance(ev.get("size") or 0)
+            if problems_only and ev.get("status") == "ok":
+                continue
+        yield ev
 
 
 def _data_only(events):
@@ -1015,6 +1071,12 @@ def _spark_input(inputs: list[str], topic: str | None, *, segments: bool = True)
         raise typer.Exit(int(Exit.USAGE)) from None
 
 
+def _spark_bar(spark, quiet: bool, description: str):
+    from . import progress
+
+    return progress.SparkBar(progress.wanted(quiet), spark, description)
+
+
 def _spark_filters(topic, from_time, to_time) -> dict:
     return {
         "topic": topic,
@@ -1043,6 +1105,7 @@ def spark_export(
     to_time: Annotated[str | None, typer.Option(help="Records with timestamp <= this.")] = None,
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
 
@@ -1060,15 +1123,16 @@ def spark_export(
     _spark_input(inputs, topic)
     spark = _spark(master, conf)
     cols = tuple(c for c in partition_by.split(",") if c)
-    n = export(
-        spark,
-        inputs,
-        out,
-        fmt=fmt,
-        partition_by=cols,
-        include_headers=headers,
-        **filters,
-    )
+    with _spark_bar(spark, quiet, "spark export"):
+        n = export(
+            spark,
+            inputs,
+            out,
+            fmt=fmt,
+            partition_by=cols,
+            include_headers=headers,
+            **filters,
+        )
     _stderr(f"wrote {n} records to {out}")
     raise typer.Exit(0)
 
@@ -1091,6 +1155,7 @@ def spark_verify(
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
     fmt: FormatOpt = OutputFormat.text,
+    quiet: QuietOpt = False,
 ) -> None:
     """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
     (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job.
@@ -1105,9 +1170,10 @@ def spark_verify(
     _spark_inputs(inputs, topic)
     _spark_input(inputs, topic, segments=False)
     spark = _spark(master, conf)
-    found, summary = run(
-        spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
-    )
+    with _spark_bar(spark, quiet, "spark verify"):
+        found, summary = run(
+            spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
+        )
     events = [{"type": "finding", **f} for f in found] + [summary]
     for _ in _emit(iter(events), fmt, _spark_verify_line):
         pass
@@ -1130,6 +1196,7 @@ def spark_stats(
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
     fmt: FormatOpt = OutputFormat.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
     timestamp ranges, producers, transactional share.
@@ -1144,7 +1211,8 @@ def spark_stats(
     _spark_inputs(inputs, topic)
     _spark_input(inputs, topic)
     spark = _spark(master, conf)
-    rows = [r.asDict() for r in stats(spark, inputs, per_hour=per_hour, topic=topic).collect()]
+    with _spark_bar(spark, quiet, "spark stats"):
+        rows = [r.asDict() for r in stats(spark, inputs, per_hour=per_hour, topic=topic).collect()]
     events = [
         {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
     ]
@@ -1196,6 +1264,7 @@ def demo(
         None,
         12,
         None,
+        True,
     )
 
 

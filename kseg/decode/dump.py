@@ -185,6 +185,48 @@ def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) ->
     return tags
 
 
+def total_bytes(paths: list[Path]) -> int:
+    """The bytes a dump of ``paths`` reads at most (for a progress bar): a listing, no reads."""
+    import os
+
+    total = 0
+    for path in paths:
+        try:
+            if not path.is_dir():
+                total += path.stat().st_size
+                continue
+            for top, _dirs, names in os.walk(path):
+                for n in names:
+                    try:
+                        total += os.stat(os.path.join(top, n), follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+        except OSError:
+            continue
+    return total
+
+
+def dump_progress(chunks: Iterator[list], bar) -> Iterator[list]:
+    """Pass chunks through, moving ``bar`` (kseg.progress.Bar) by bytes: at each file, and within
+    a file from a batch's position at most ten times a second (never per record)."""
+    if not bar.enabled:
+        yield from chunks
+        return
+    done = size = 0
+    for chunk in chunks:
+        if chunk:
+            first = chunk[0]
+            if type(first) is dict:
+                if first["type"] == "file":
+                    done += size
+                    size = first.get("size") or 0
+                    bar.update(completed=done)
+                elif "position" in first and first["type"] == "batch" and bar.due():
+                    bar.update(completed=done + first["position"])
+        yield chunk
+    bar.update(completed=done + size)
+
+
 def _dump_partition(
     pdir: Path, opts: DumpOptions, budget: _Budget, tags: dict | None = None
 ) -> Iterator[list[dict]]:

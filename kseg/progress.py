@@ -1,0 +1,176 @@
+"""A progress bar on stderr for long runs (rich), only where a person watches.
+
+Shown when stderr is a terminal and ``--quiet`` is not given (dump: also only when stdout is not
+the terminal, i.e. dumping to a file or a pipe); otherwise every call is a no-op. Callers update
+it per segment, per file or per chunk of batches, never per record: the bar costs nothing
+measurable on the hot path (rich redraws from its own thread, 10 times a second).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import BinaryIO
+
+
+def _isatty(stream) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def wanted(quiet: bool, *, stdout_to_file: bool = False) -> bool:
+    """Should a bar be drawn? ``stdout_to_file``: only when stdout is not a terminal."""
+    if quiet or not _isatty(sys.stderr):
+        return False
+    return not (stdout_to_file and _isatty(sys.stdout))
+
+
+class Bar:
+    """One task's bar, in bytes (``total`` may be None: a spinner with a count)."""
+
+    def __init__(
+        self, enabled: bool, description: str, total: int | None = None, unit: str = "bytes"
+    ) -> None:
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+        self._next = 0.0
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(file=sys.stderr)
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn() if unit == "bytes" else MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self._task = self._progress.add_task(description, total=total)
+        self._progress.start()
+
+    def advance(self, n: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+
+    def update(self, completed: int | None = None, description: str | None = None, **kw) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=completed, description=description, **kw)
+
+    def due(self, every: float = 0.1) -> bool:
+        """True at most every ``every`` seconds (for callers that could update per batch)."""
+        if self._progress is None:
+            return False
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + every
+        return True
+
+    def print_above(self, data: bytes) -> None:
+        """Data for a stdout that is the same terminal: printed above the bar, not through it."""
+        if self._progress is not None:
+            self._progress.console.print(
+                data.decode("utf-8", "replace"),
+                end="",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def __enter__(self) -> Bar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class AboveBar:
+    """A binary stdout for renderers that prints through the bar's console (when stdout and
+    stderr are one terminal), so data lines and the bar do not tear each other."""
+
+    def __init__(self, bar: Bar) -> None:
+        self.bar = bar
+        self._pending = b""
+
+    def write(self, data: bytes) -> int:
+        self._pending += data
+        if b"\n" in self._pending:
+            head, _, self._pending = self._pending.rpartition(b"\n")
+            self.bar.print_above(head + b"\n")
+        return len(data)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.bar.print_above(self._pending)
+            self._pending = b""
+
+
+def stdout_through(bar: Bar, out: BinaryIO) -> BinaryIO:
+    """``out``, or a writer that prints above ``bar`` when both go to the same terminal."""
+    if bar.enabled and _isatty(sys.stdout):
+        return AboveBar(bar)  # type: ignore[return-value]
+    return out
+
+
+class SparkBar:
+    """Spark's tasks as a bar: a thread polls the status tracker twice a second."""
+
+    def __init__(self, enabled: bool, spark, description: str) -> None:
+        self.bar = Bar(enabled, description, unit="tasks")
+        self._stop = None
+        if not enabled:
+            return
+        import threading
+
+        self._stop = threading.Event()
+        tracker = spark.sparkContext.statusTracker()
+
+        def poll() -> None:
+            while not self._stop.wait(0.5):
+                try:
+                    stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+                    stages = [s for s in stages if s is not None]
+                    if stages:
+                        self.bar.update(
+                            completed=sum(s.numCompletedTasks for s in stages),
+                            total=sum(s.numTasks for s in stages),
+                            description=f"{description} (stage {max(s.stageId for s in stages)}, tasks)",
+                        )
+                except Exception:  # noqa: BLE001 - a progress bar never fails a job
+                    pass
+
+        threading.Thread(target=poll, daemon=True).start()
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        self.bar.close()
+
+    def __enter__(self) -> SparkBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

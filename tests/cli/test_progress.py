@@ -1,0 +1,154 @@
+"""A progress bar on stderr only where a person watches: a terminal on stderr, no --quiet.
+The real entry point; the terminal is a pseudo-tty (python's pty module)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+
+import pytest
+
+from tests.helpers import kseg_command, run_kseg
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env["TERM"] = "xterm"
+    return env
+
+
+def run_with_tty_stderr(*args, stdout=subprocess.PIPE, timeout: float = 120):
+    """Run kseg with stderr on a pseudo-terminal; returns (exit code, stdout, terminal bytes)."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*kseg_command(), *map(str, args)],
+            stdout=stdout,
+            stderr=slave,
+            stdin=subprocess.DEVNULL,
+            env=_env(),
+        )
+        os.close(slave)
+        seen = b""
+        out = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], timeout)
+            if not ready:
+                proc.kill()
+                raise AssertionError("kseg hung")
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            seen += data
+        if proc.stdout is not None:
+            out = proc.stdout.read()
+        return proc.wait(timeout), out, seen
+    finally:
+        os.close(master)
+
+
+@pytest.fixture()
+def bad_copy(corrupt_cases, tmp_path):
+    import shutil
+
+    case = corrupt_cases[0]
+    return shutil.copytree(case.partition_dir, tmp_path / case.partition_dir.name)
+
+
+def test_no_bar_when_stderr_is_not_a_terminal(tree, bad_copy, tmp_path):
+    proc = run_kseg("verify", tree)
+    assert proc.returncode == 0 and proc.stderr == b""
+    proc = run_kseg("dump", tree / "orders-0", "-f", "json")
+    assert proc.returncode == 0 and proc.stderr == b""
+    proc = run_kseg("index", "rebuild", bad_copy, "--dry-run")
+    assert proc.stderr == b""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("verify",), ("index", "rebuild", "--dry-run"), ("dump", "-f", "json")],
+    ids=["verify", "rebuild", "dump-to-a-file"],
+)
+def test_a_bar_on_a_terminal_and_the_same_exit_code(bad_copy, args, tmp_path):
+    plain = run_kseg(*args, bad_copy)
+    with open(tmp_path / "out", "wb") as f:
+        code, _, seen = run_with_tty_stderr(*args, bad_copy, stdout=f)
+    assert code == plain.returncode
+    assert args[0].encode() in seen and b"\x1b[" in seen  # the bar, drawn and cleared
+    if args[0] == "dump":
+        assert (tmp_path / "out").read_bytes() == plain.stdout  # the data is untouched
+    code, _, seen = run_with_tty_stderr(*args, bad_copy, "--quiet", stdout=subprocess.DEVNULL)
+    assert code == plain.returncode and args[0].encode() not in seen
+
+
+def test_dump_to_the_terminal_draws_no_bar(tree):
+    """stdout on the terminal too: the data is what the person reads, no bar through it."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*kseg_command(), "dump", tree / "orders-0", "--limit", "3"],
+            stdout=slave,
+            stderr=slave,
+            env=_env(),
+            timeout=120,
+        )
+        os.close(slave)
+        seen = b""
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            seen += data
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and b"Dumping" in seen and b"\x1b[?25l" not in seen
+
+
+def test_verify_on_a_terminal_prints_data_above_the_bar(bad_copy):
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*kseg_command(), "verify", bad_copy],
+            stdout=slave,
+            stderr=slave,
+            stdin=subprocess.DEVNULL,
+            env=_env(),
+        )
+        os.close(slave)
+        seen = b""
+        while True:
+            if not select.select([master], [], [], 60)[0]:
+                proc.kill()
+                raise AssertionError("hung")
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            seen += data
+        code = proc.wait(60)
+    finally:
+        os.close(master)
+    assert code == 4
+    text = seen.decode("utf-8", "replace")
+    assert "corrupt" in text and "1 partitions, 1 segments" in text
+
+
+def test_problems_only_leaves_out_ok_segments(tree, bad_copy):
+    proc = run_kseg("verify", tree, "--problems-only")
+    lines = proc.stdout.decode().splitlines()
+    assert proc.returncode == 0 and not [ln for ln in lines if ": ok (" in ln]
+    assert lines[-1].startswith("7 partitions,")  # the summary still counts them all
+    full = run_kseg("verify", tree).stdout.decode()
+    assert full.count(": ok (") > 10
+    proc = run_kseg("verify", bad_copy, "--problems-only", "-f", "json")
+    assert b'"status":"corrupt"' in proc.stdout and b'"status":"ok"' not in proc.stdout
