@@ -176,6 +176,17 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
             if k not in ("type", "file", "last_offset", "timestamp")
         )
         return "producer", str(ev["last_offset"]), "", ev["timestamp"], "", rest
+    if t == "checkpoint_entry":
+        return "checkpoint", str(ev["offset"]), "", None, "", f"{ev['topic']}-{ev['partition']}"
+    if t == "leader_epoch":
+        return (
+            "epoch",
+            str(ev["start_offset"]),
+            "",
+            None,
+            "",
+            f"leader epoch {ev['epoch']} from here",
+        )
     offset = ev.get("offset", ev.get("start_offset"))
     rest = " ".join(
         f"{k} {orjson.dumps(v).decode() if isinstance(v, (str, list, dict)) else v}"

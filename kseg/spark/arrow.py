@@ -20,6 +20,7 @@ from . import fs
 from .planning import Task
 
 ROWS_PER_BATCH = 8192
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 TIMESTAMP_TYPE_IDS = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -79,6 +80,7 @@ def records_schema(include_headers: bool, segment_columns: bool) -> pa.Schema:
 
 
 BATCHES_SCHEMA = pa.schema(BATCH_FIELDS)
+_LONGS = ("base_offset", "last_offset")
 
 
 def _warn(message: str) -> None:
@@ -147,7 +149,16 @@ def record_batches(
             cols["value"].append(value)
             cols["topic"].append(task.topic)
             cols["partition"].append(task.partition)
-            cols["offset"].append(offset)
+            if I64_MIN <= offset <= I64_MAX:
+                cols["offset"].append(offset)
+            else:  # base offset + delta past 2^63-1 (Kafka's long arithmetic would wrap)
+                cols["offset"].append(None)
+                if not out_of_range:
+                    _warn(
+                        f"{task.path}: a record of the batch at byte {entry.position + shift} has "
+                        f"offset {offset}, past 2^63-1: null in the row"
+                    )
+                out_of_range += 1
             if MIN_MS <= ts <= MAX_MS:
                 cols["timestamp"].append(ts * 1000)
             else:
@@ -180,7 +191,7 @@ def record_batches(
             _warn(f"{problems[0].in_file(task.path)} (records before it were read)")
             break
     if out_of_range > 1:
-        _warn(f"{task.path}: {out_of_range} record timestamps out of range (null in the rows)")
+        _warn(f"{task.path}: {out_of_range} record timestamps or offsets out of range (null)")
     if n:
         yield _to_batch(cols, schema)
 
@@ -209,6 +220,11 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
             "uncompressed_size": size_out,
             "log_dir": task.log_dir,
         }
+        for name in _LONGS:  # last_offset = base + delta can pass 2^63-1
+            v = row[name]
+            if v is not None and not I64_MIN <= v <= I64_MAX:
+                _warn(f"{task.path}: batch at byte {row['position']}: {name} {v} past 2^63-1: null")
+                row[name] = None
         for name in BATCHES_SCHEMA.names:
             cols[name].append(row[name])
         n += 1

@@ -66,8 +66,10 @@ def find_partitions(paths: list[str], prune: Prune) -> list[tuple[str, str, int,
                 tree.NOT_KAFKA_FILE, path, "Spark jobs take directories: a root or partition dirs"
             )
         for log_dir, pdir, name in tree.select(lay.partitions, prune.topic):
-            if name.state or (
-                prune.partitions is not None and name.partition not in prune.partitions
+            if (
+                name.state
+                or name.partition > 0x7FFFFFFF  # Kafka's partition numbers are int32
+                or (prune.partitions is not None and name.partition not in prune.partitions)
             ):
                 continue
             out.append((pdir, name.topic, name.partition, log_dir))

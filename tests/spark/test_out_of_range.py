@@ -63,3 +63,26 @@ def test_dump_and_deep_verify_show_them_as_numbers(odd_partition, fmt):
     proc = run_kseg("verify", "--deep", odd_partition, "-f", "json")
     found = [e for e in events(proc.stdout.decode()) if e.get("kind") == "timestamp_out_of_range"]
     assert len(found) == len(ODD) and all(f["severity"] == "info" for f in found)
+
+
+def test_offsets_past_2_63_are_null_not_an_exception(tmp_path, capfd):
+    """base offset + offset delta past 2^63-1 (a lie a valid CRC can carry)."""
+    pdir = tmp_path / "x-0"
+    with kseg.LogWriter(pdir, base_offset=2**63 - 3) as w:
+        w.append([kseg.Record(value=b"a", timestamp=1), kseg.Record(value=b"b", timestamp=2)])
+        w.append([kseg.Record(value=b"c", timestamp=3), kseg.Record(value=b"d", timestamp=4)])
+    tasks = planning.plan([str(pdir)], planning.Prune())
+    offsets = [o for t in tasks for b in record_batches(t) for o in b.column("offset").to_pylist()]
+    assert offsets == [2**63 - 3, 2**63 - 2, 2**63 - 1, None]
+    lasts = [o for t in tasks for b in batch_rows(t) for o in b.column("last_offset").to_pylist()]
+    assert lasts == [2**63 - 2, None]
+    assert "past 2^63-1" in capfd.readouterr().err
+    proc = run_kseg("dump", pdir, "-f", "json")
+    assert proc.returncode == 0 and str(2**63).encode() in proc.stdout
+
+
+def test_a_partition_number_past_int32_is_not_a_partition(tree, tmp_path):
+    import shutil
+
+    shutil.copytree(tree / "orders-0", tmp_path / "orders-99999999999")
+    assert planning.plan([str(tmp_path)], planning.Prune()) == []

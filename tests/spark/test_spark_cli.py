@@ -103,3 +103,13 @@ def test_spark_on_nothing_is_one_line_and_usage_exit(tmp_path, args):
         err = proc.stderr.decode()
         assert proc.returncode == 16 and err.count("\n") == 1, err
         assert "no Kafka segment (.log file) found" in err
+
+
+def test_spark_job_draws_a_bar_on_a_terminal(small_root):
+    from tests.cli.test_progress import run_with_tty_stderr
+
+    code, out, seen = run_with_tty_stderr(
+        "spark", "stats", small_root, "-f", "json", *SPARK, timeout=300
+    )
+    assert code == 0 and b"spark stats" in seen
+    assert events(out.decode())[0]["topic"] == "txn"
