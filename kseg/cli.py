@@ -980,7 +980,8 @@ def seek(
         if ev["error"]:
             return f"{name}: could not answer: {ev['error']}"
         if ev["offset"] is None:
-            return f"{name}: no offset: no record at or after {with_iso(ev['target'])}"
+            target = with_iso(ev["target"]) if ev["target"] >= 0 else ev["target"]
+            return f"{name}: no offset: no record at or after {target}"
         where = f" in {ev['segment']} at byte {ev['position']}" if ev["segment"] else ""
         ts = f" timestamp {with_iso(ev['timestamp'])}" if ev["timestamp"] is not None else ""
         ep = f" leader epoch {ev['leader_epoch']}" if ev["leader_epoch"] is not None else ""
@@ -1216,6 +1217,8 @@ def spark_stats(
     events = [
         {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
     ]
+    if not events:  # segments exist but hold no batch (e.g. empty active segments)
+        _stderr(f"{', '.join(inputs)}: the segments hold no batch: nothing to count")
     from .decode.render import field_text
 
     for _ in _emit(

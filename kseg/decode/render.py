@@ -19,6 +19,7 @@ TIME_FIELDS = frozenset(
         "min_base_timestamp",
         "delete_horizon_ms",
         "target_timestamp",
+        "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
     )
 )
 
@@ -158,7 +159,7 @@ def text_line(ev: dict) -> str:
 def field_text(key: str, v: object) -> str:
     if isinstance(v, (str, list, dict)):
         return _q(v)
-    if key in TIME_FIELDS and type(v) is int:
+    if key in TIME_FIELDS and type(v) is int and v >= 0:  # negatives: -1 "none", -2 earliest...
         return with_iso(v)
     return str(v)
 
