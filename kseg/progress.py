@@ -3,7 +3,7 @@
 Shown when stderr is a terminal and ``--quiet`` is not given (dump: also only when stdout is not
 the terminal, i.e. dumping to a file or a pipe); otherwise every call is a no-op. Callers update
 it per segment, per file or per chunk of batches, never per record: the bar costs nothing
-measurable on the hot path (rich redraws from its own thread, 10 times a second).
+measurable on the hot path (rich redraws from its own thread, 5 times a second).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Bar:
             TimeRemainingColumn(),
             console=console,
             transient=True,
+            refresh_per_second=5,  # the redraw thread takes the GIL: keep it rare
         )
         self._task = self._progress.add_task(description, total=total)
         self._progress.start()
