@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
+from ..format.timestamps import with_iso
 
 IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
 _NEVER = 1 << 62
@@ -147,14 +148,17 @@ class TimeIndexChecker:
                 return
             if self.prev_ts is not None and e.timestamp <= self.prev_ts:
                 self._wrong(
-                    self.n, f"timestamp {e.timestamp} does not increase after {self.prev_ts}"
+                    self.n,
+                    f"timestamp {with_iso(e.timestamp)} does not increase after "
+                    f"{with_iso(self.prev_ts)}",
                 )
                 return
             if e.timestamp != max_timestamp or e.timestamp <= prefix_max:
                 self._wrong(
                     self.n,
-                    f"({e.timestamp}, {e.offset}): the batch holding offset {e.offset} has max timestamp "
-                    f"{max_timestamp}, and the max before it is {prefix_max}",
+                    f"({with_iso(e.timestamp)}, {e.offset}): the batch holding offset {e.offset} "
+                    f"has max timestamp {with_iso(max_timestamp)}, and the max before it is "
+                    f"{with_iso(prefix_max)}",
                 )
                 return
             self.prev_ts = e.timestamp
@@ -171,7 +175,8 @@ class TimeIndexChecker:
                 self.problem = {
                     "entry": max(n, 0),
                     "position": max(n, 0) * 12,
-                    "message": f"last timestamp {last.timestamp} is not the segment's max timestamp "
-                    f"{segment_max_timestamp}: a timestamp lookup would skip this segment",
+                    "message": f"last timestamp {with_iso(last.timestamp)} is not the segment's max "
+                    f"timestamp {with_iso(segment_max_timestamp)}: a timestamp lookup would skip "
+                    "this segment",
                 }
         return self.problem

@@ -14,7 +14,7 @@ from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches, walk_headers
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
-from ..format.timestamps import in_date_range
+from ..format.timestamps import in_date_range, with_iso
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
 from ..storage.mapped import mapped, read_file
@@ -461,7 +461,8 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                     name,
                     h.position,
                     h.first_offset,
-                    f"max_timestamp {h.max_timestamp} differs from the records' max {max_ts}",
+                    f"max_timestamp {with_iso(h.max_timestamp)} differs from the records' max "
+                    f"{with_iso(max_ts)}",
                 )
             )
     except CorruptionError as exc:
