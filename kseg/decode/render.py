@@ -19,6 +19,9 @@ TIME_FIELDS = frozenset(
         "min_base_timestamp",
         "delete_horizon_ms",
         "target_timestamp",
+        "commit_timestamp",
+        "expire_timestamp",
+        "current_state_timestamp",
         "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
     )
 )
@@ -75,7 +78,7 @@ def _record_special(ev: dict) -> str | None:
         return f"offset: {ev['offset']} {shown}"
     if _is_framed(ev["decoded"]):
         return (
-            f"| offset: {ev['offset']} {ev['timestamp_type']}: {ev['timestamp']} "
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {with_iso(ev['timestamp'])} "
             f"keySize: {ev['key_size']} valueSize: {ev['value_size']} sequence: {ev['sequence']} "
             f"{_framed(ev['decoded'])}"
         )
@@ -125,7 +128,7 @@ def text_line(ev: dict) -> str:
             shown = f"{ev['control_type']}: ERROR {d['error']}"
         else:
             shown = f"{_CONTROL_NAMES.get(d['control_type'], ev['control_type'])}: {_q(d['data'])}"
-        return f"| offset: {ev['offset']} CreateTime: {ev['timestamp']} {shown}"
+        return f"| offset: {ev['offset']} CreateTime: {with_iso(ev['timestamp'])} {shown}"
     if t == "control":
         return (
             f"| offset: {ev['offset']} CreateTime: {with_iso(ev['timestamp'])} endTxnMarker: {ev['control_type']} "

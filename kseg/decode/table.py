@@ -212,9 +212,11 @@ def _decoded_row(ev: dict) -> tuple[str, dict] | None:
     d = ev.get("decoded")
     if d is None or ev["type"] not in ("record", "control") or "error" in d:
         return None
+    # the record's own offset first, as record_offset: a committed offset is a field "offset"
     if isinstance(d, dict) and "data" in d and "record" in d:
-        return d["record"], {"offset": ev["offset"], **d["data"]}
-    return d["record"], {"offset": ev["offset"], **{k: v for k, v in d.items() if k != "record"}}
+        return d["record"], {"record_offset": ev["offset"], **d["data"]}
+    fields = {k: v for k, v in d.items() if k != "record"}
+    return d["record"], {"record_offset": ev["offset"], **fields}
 
 
 class _DumpTable:
@@ -300,8 +302,7 @@ def write_dump_table(
                 table.file(ev)
             else:
                 table.add(ev)
-        table.flush()
-        yield chunk
+        yield chunk  # rows are written CHUNK at a time and at each file
     table.flush()
 
 

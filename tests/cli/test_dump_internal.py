@@ -38,7 +38,9 @@ def test_root_dump_lists_bootstrap_and_quorum_state_by_kind(real_root):
 def test_text_names_kraft_control_records_and_skip_record_metadata(real_root):
     log = real_root / DATA / "__cluster_metadata-0" / "00000000000000000000.log"
     text = run_kseg("dump", str(log), "--to-offset", "4").stdout.decode()
-    assert "| offset: 0 CreateTime: 1795416734913 LeaderChange: {" in text
+    assert (
+        "| offset: 0 CreateTime: 1795416734913 (2026-11-23T06:52:14.913Z) LeaderChange: {" in text
+    )
     assert "KRaftVoters: {" in text and "endTxnMarker" not in text
     assert 'feature_level_record v0: {"name":"metadata.version","feature_level":27,' in text
     skipped = run_kseg("dump", str(log), "--to-offset", "4", "--skip-record-metadata").stdout

@@ -72,10 +72,18 @@ def test_dump_table_fits_the_terminal_one_table_per_file(tree, columns):
 
 
 def test_decoded_internal_records_in_the_table(real_root):
-    part = next(real_root.rglob("__consumer_offsets-*/0*.log")).parent
+    """A table per record kind, a column per field, after each chunk of rows (not per batch)."""
+    part = real_root / "xpxwo100__bullShit" / "tmp" / "kafka-logs" / "__consumer_offsets-40"
     proc = run_kseg("dump", part, "-f", "table", env=_env(COLUMNS="200"))
-    assert proc.returncode in (0, 4)
-    assert "decoded=" in proc.stdout.decode()
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert re.search(r"^offset_commit \(\d+ records\)$", out, re.M)
+    header = next(ln for ln in out.splitlines() if "commit_timestamp" in ln)
+    assert header.startswith("record_offset") and "group" in header and "topic" in header
+    assert re.search(r"^ +1 +1 +GroupA +foo .* 1479457455691 2016-11-18T08:24:15\.691Z", out, re.M)
+    titles = re.findall(r"^offset_commit \(", out, re.M)
+    batches = out.count("\nbatch ")
+    assert 0 < len(titles) <= batches // 100 + 1  # grouped by chunk, not one per batch
 
 
 def test_verify_table_keeps_file_names_and_wraps_messages(corrupt_cases):
