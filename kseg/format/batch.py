@@ -195,14 +195,19 @@ class RecordBatch:
         256 MiB buffer of 7-byte records would be 38 million tuples). Decompression happens on
         the first step; a bad record raises there, with the good ones before it (in its list)
         in the error's ``records``."""
-        start = self.position + HEADER_SIZE
-        end = self.position + self.size
+        buf, base = self.buf, self.position
+        covers = getattr(buf, "covers", None)  # a buffer read on demand (storage.mapped)
+        if covers is not None and not covers(base, base + self.size):
+            # a batch kept after the walk released its bytes: read just them again
+            buf, base = buf.read_range(base, base + self.size), 0
+        start = base + HEADER_SIZE
+        end = base + self.size
         cid = self.attributes & ATTR_COMPRESSION
         if cid == codecs.NONE:
-            data, pos = self.buf, start
+            data, pos = buf, start
         else:
             try:
-                with memoryview(self.buf) as mv:
+                with memoryview(buf) as mv:
                     data = codecs.decompress(cid, mv[start:end], max_decompressed)
             except DecompressionError as exc:
                 exc.field = f"records ({self.compression}, payload byte {exc.position or 0})"

@@ -251,6 +251,19 @@ class LegacyEntry:
         """Records as lists of at most RECORD_CHUNK tuples (see RecordBatch.record_chunks). The
         inner messages are all checked before the first is handed out (the offsets of a magic 1
         wrapper depend on its last message), but only one list of them exists at a time."""
+        covers = getattr(self.buf, "covers", None)  # a buffer read on demand (storage.mapped)
+        if covers is not None and not covers(self.position, self.position + self.size):
+            # an entry kept after the walk released its bytes: decode a copy of just them
+            copy = LegacyEntry(
+                self.buf.read_range(self.position, self.position + self.size), 0, self.source
+            )
+            try:
+                yield from copy.record_chunks(max_decompressed)
+            except CorruptionError as exc:
+                if exc.position is not None:
+                    exc.position += self.position
+                raise
+            return
         ts_type = self.timestamp_type
         if not self.is_compressed:
             key, value = self.key_value()

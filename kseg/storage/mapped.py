@@ -139,6 +139,36 @@ class ShadowMap(mmap.mmap):
         self.hi = target
         return target
 
+    def covers(self, start: int, end: int) -> bool:
+        """Is [start, end) inside the window read so far (and not released)?"""
+        return self.lo <= start and end <= self.hi
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """[start, end) read again from the file, as bytes of their own (for a batch kept after
+        the walk has passed and released it): the walk's window is left as it is."""
+        if self.fd < 0:
+            raise ValueError(f"{self.path} is closed")
+        out = bytearray()
+        while len(out) < end - start:
+            piece = os.pread(self.fd, end - start - len(out), start + len(out))
+            if not piece:
+                try:
+                    now = os.fstat(self.fd).st_size
+                except OSError:
+                    now = start + len(out)
+                raise FileShrankError(self.path, start + len(out), self.size, now)
+            out += piece
+        return bytes(out)
+
+    def __del__(self) -> None:
+        # a map handed out without a with-block (read_batches) closes its file when it goes
+        if getattr(self, "fd", -1) >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
     def _release(self, start: int, end: int) -> None:
         start -= start % _PAGE
         if end > start:
@@ -180,6 +210,21 @@ def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | Sh
             mm.close()
         except BufferError:
             pass  # a caller still holds a view; the map closes when it is released
+
+
+def open_mapped(path: str | Path) -> bytes | ShadowMap:
+    """Like :func:`mapped`, without a block: the map (and its file) close when the last
+    reference goes, e.g. the last batch view a caller keeps (kseg.read_batches)."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            os.close(fd)
+            return b""
+        return ShadowMap(fd, size, str(path))
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def map_file(path: str | Path) -> bytes | mmap.mmap:
