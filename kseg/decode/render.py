@@ -222,6 +222,10 @@ def write_text(events: Iterable[dict], out: BinaryIO, line=text_line) -> Iterato
                     shown = dict(ev)
                 shown[key] = safe_path(v)
         text = line(shown)
+        if text is not None and not text.isprintable():
+            # a path inside free text (a message, a plan): escape what is not the deliberate
+            # continuation of a line ("\n  ")
+            text = "\n  ".join(one_line(part) for part in text.split("\n  "))
         if text is not None:
             write(text.encode("utf-8", "replace") + b"\n")
         yield ev

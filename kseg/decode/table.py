@@ -341,7 +341,17 @@ TABLE_COLUMNS = {
         "transactional_share",
     ),
 }
-_FLEXIBLE = ("message", "error", "log_error", "files", "offset_index", "time_index")
+_FLEXIBLE = (
+    "message",
+    "error",
+    "log_error",
+    "files",
+    "offset_index",
+    "time_index",
+    "actions",
+    "summary",
+    "reason",
+)
 
 
 def _cell(key: str, v: object) -> str:
