@@ -210,9 +210,13 @@ fn field(out: &mut Vec<u8>, data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
     }
 }
 
+#[inline]
 fn int(out: &mut Vec<u8>, v: i128) {
-    use std::io::Write;
-    let _ = write!(out, "{}", v);
+    let mut b = itoa::Buffer::new();
+    match i64::try_from(v) {
+        Ok(small) => out.extend_from_slice(b.format(small).as_bytes()),
+        Err(_) => out.extend_from_slice(b.format(v).as_bytes()),
+    }
 }
 
 /// A key or value: length varint, then that many bytes (or -1 for null).
