@@ -74,3 +74,18 @@ def test_walk_blocks_same_either_way(choose, tree):
         pytest.skip("the compiled kernel is not built")
     choose("rust")
     assert [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs] == expected
+
+
+def test_walk_blocks_across_windows(choose, tree, monkeypatch):
+    """Batches that cross the kernel's per-call window are handed to the core and the walk goes
+    on: the same rows as the core's walk, with windows far smaller than a batch."""
+    if not kernel_built():
+        pytest.skip("the compiled kernel is not built")
+    logs = sorted(tree.rglob("*.log"))
+    choose("python")
+    expected = [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs]
+    choose("rust")
+    for window, chunk in ((1000, 2), (100, 4096), (70_000, 1)):
+        monkeypatch.setattr(kernel, "_WINDOW", window)
+        monkeypatch.setattr(kernel, "_CHUNK_BATCHES", chunk)
+        assert [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs] == expected
