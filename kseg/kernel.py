@@ -110,12 +110,16 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
             yield b"".join(block)
         return
     behind = _Behind(buf, start)
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
     walk = k.walk
     pos = start
     while pos < end:
         if pos >= behind.next:
             behind.passed(pos)
-        rows, stop, reason = walk(buf, pos, min(end, pos + _WINDOW), _CHUNK_BATCHES)
+        window = min(end, pos + _WINDOW)
+        if ensure is not None:
+            window = min(window, ensure(pos, window))
+        rows, stop, reason = walk(buf, pos, window, _CHUNK_BATCHES)
         if rows:
             yield rows
         pos = stop
@@ -199,6 +203,12 @@ def batch_json(buf, position: int, file_json: bytes, mode: str) -> bytes | None:
     k = compiled()
     if k is None or mode not in k.MODES:
         return None
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand: make the batch readable
+    if ensure is not None:
+        if ensure(position, position + 12) < position + 12:
+            return None
+        size = int.from_bytes(buf[position + 8 : position + 12], "big", signed=True) + 12
+        ensure(position, position + max(size, 12))
     return k.batch_json(buf, position, file_json, mode)
 
 

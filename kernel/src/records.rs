@@ -3,7 +3,7 @@
 //! The decode mirrors kseg.format.batch.decode_records: it succeeds exactly where that function
 //! succeeds and gives up (returns None) wherever it would raise, without saying why: the Python
 //! core then decodes the batch itself and reports the problem. Arithmetic is in i128 because the
-//! Python core's is unbounded (a 10-byte varint carries up to 70 bits).
+//! Python core's is unbounded (a 64-bit delta plus a 64-bit base does not fit an i64).
 
 use sha2::{Digest, Sha256};
 
@@ -29,6 +29,10 @@ impl Mode {
     }
 }
 
+/// kseg.format.batch.MIN_RECORD_SIZE: length varint, attributes, timestamp delta, offset delta,
+/// key length, value length, header count, one byte each at least.
+const MIN_RECORD_SIZE: usize = 7;
+
 /// What a batch header tells the record loop.
 pub struct BatchInfo {
     pub count: i64,
@@ -53,8 +57,9 @@ fn varint(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
         result |= ((b & 0x7F) as u128) << shift;
         if b < 0x80 {
             *pos = p;
-            let r = result as i128;
-            return Some((r >> 1) ^ -(r & 1));
+            // 64 bits, as the core (and Java's long) keeps of a 10-byte varlong
+            let r = result as u64;
+            return Some((((r >> 1) as i64) ^ -((r & 1) as i64)) as i128);
         }
         shift += 7;
         if shift >= 70 {
@@ -263,7 +268,13 @@ fn decode_into(
     mode: Mode,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
-    if info.count < 0 || end > d.len() {
+    // the core refuses a count the bytes cannot hold before decoding anything (each record
+    // takes at least MIN_RECORD_SIZE bytes)
+    if info.count < 0
+        || end > d.len()
+        || *pos > end
+        || info.count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
+    {
         return None;
     }
     let ts_type: &[u8] = if info.log_append_time.is_some() {

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kseg.decode.dump import record_json_maker
 from kseg.format.batch import build_batch
 from kseg.format.crc import crc32c
+from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import IndexBuilder
 from kseg.format.record import Record
 
@@ -211,3 +213,52 @@ def test_fuzz_mutated_segments(spec, patches, cut, fix, k):
     if fix:
         fix_crcs(buf)
     check_segment(bytes(buf), "fuzz.log", k)
+
+
+@pytest.mark.parametrize(
+    "ts_varint",
+    [
+        bytes([0xFF] * 9 + [0x7F]),  # 70 bits: the core keeps 64, as Java does
+        bytes([0xFE] + [0xFF] * 8 + [0x01]),  # exactly 64 bits
+        bytes([0x80] * 9 + [0x02]),  # bit 64 only: 0 after the cut
+        bytes([0xFF] * 10 + [0x01]),  # 11 bytes: too long, the core raises
+    ],
+)
+def test_long_varints(ts_varint, k):
+    """A 10-byte timestamp delta: the kernel keeps the same 64 bits the core keeps."""
+    from kseg.format.batch import iter_record_chunks
+    from kseg.format.varint import write_varint
+
+    body = b"\x00" + ts_varint + b"\x00" + b"\x01" + b"\x00" + b"\x00"  # null key, empty value
+    rec = bytearray()
+    write_varint(rec, len(body))
+    data = bytes(rec + body) * 2
+    for mode in ("base64", "auto"):
+        make = record_json_maker("f", mode)
+        try:
+            chunks = iter_record_chunks(data, 0, len(data), 2, 10, 1000, None, 5, 0, "CreateTime")
+            expected = b"".join(make(t) for chunk in chunks for t in chunk)
+        except CorruptionError:
+            expected = None
+        assert k.records_json(data, 2, 10, 1000, None, 5, b'"f"', mode) == expected
+    assert (expected is None) == (len(ts_varint) > 10)  # the case does what it says
+
+
+def test_shadow_map(tree, k):
+    """A buffer read on demand (storage.mapped): the kernel paths make it readable first."""
+    from kseg import kernel
+    from kseg.storage.mapped import mapped
+
+    log = max(segments(tree / "orders-0"), key=lambda p: p.stat().st_size)
+    data = log.read_bytes()
+    expected = b"".join(kernel.walk_blocks(data))
+    with mapped(log) as buf:
+        assert hasattr(buf, "ensure")
+        assert b"".join(kernel.walk_blocks(buf)) == expected
+    rendered = 0
+    for pos in v2_positions(data):
+        with mapped(log) as buf:  # fresh: nothing read yet
+            lines = kernel.batch_json(buf, pos, b'"f"', "base64")
+        assert lines == k.batch_json(data, pos, b'"f"', "base64")
+        rendered += lines is not None
+    assert rendered > 0
