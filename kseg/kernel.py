@@ -22,8 +22,8 @@ ENV = "KSEG_KERNEL"
 RUST = "rust"
 PYTHON = "python"
 
-ROW = struct.Struct("=10q")  # one walk row, as the kernel packs it (native int64)
-_CHUNK_BATCHES = 4096  # rows per kernel call: bounds the rows buffer (320 KiB)
+ROW = struct.Struct("=11q")  # one walk row, as the kernel packs it (native int64)
+_CHUNK_BATCHES = 4096  # rows per kernel call: bounds the rows buffer (352 KiB)
 _WINDOW = 64 << 20  # bytes per kernel call: lets the walk drop passed pages of a map in between
 _STOP_OTHER = 2
 
@@ -140,7 +140,7 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
     unpack = ROW.iter_unpack
     for block in walk_blocks(buf, start, end):
         for r in unpack(block):
-            yield r[:9] + (r[9] == 1,)
+            yield r[:9] + (r[9] == 1,) + r[10:]
 
 
 # --- Kafka's index-append rule --------------------------------------------------------------
@@ -223,7 +223,7 @@ def records_json(
     mode: str,
 ) -> bytes | None:
     """The same for records the core has already decompressed (``data`` holds exactly the
-    records; ``base_sequence`` -1 when the batch has no producer id). None: use the core."""
+    records; ``base_sequence`` the batch's). None: use the core."""
     k = compiled()
     if k is None or mode not in k.MODES:
         return None

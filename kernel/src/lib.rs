@@ -67,7 +67,7 @@ fn clamp(v: i64, len: usize) -> usize {
 
 /// walk(buf, start, end, max_batches) -> (rows: bytes, stop: int, reason: int)
 ///
-/// rows: native-endian int64 values, 10 per valid v2 batch, in the order of
+/// rows: native-endian int64 values, 11 per valid v2 batch, in the order of
 /// kseg.format.log.walk_headers' tuples. reason: 0 reached end, 1 max_batches rows returned
 /// (call again from stop), 2 the entry at stop is anything but a valid v2 batch.
 #[pyfunction(name = "walk")]
@@ -189,7 +189,6 @@ fn py_batch_json<'py>(
         if attributes & 0x07 != 0 {
             return None;
         }
-        let producer_id = walk::be_i64(data, pos + 43);
         let info = BatchInfo {
             count: walk::be_i32(data, pos + 57) as i64,
             base_offset: walk::be_i64(data, pos),
@@ -199,11 +198,7 @@ fn py_batch_json<'py>(
             } else {
                 None
             },
-            base_sequence: if producer_id != -1 {
-                walk::be_i32(data, pos + 53) as i64
-            } else {
-                -1
-            },
+            base_sequence: walk::be_i32(data, pos + 53) as i64,
         };
         let mut out = Vec::with_capacity(size * 2);
         records::records_json(
@@ -224,7 +219,7 @@ fn py_batch_json<'py>(
 /// file_json, mode) -> bytes | None
 ///
 /// The same for records already decompressed by the Python core (its bounded codecs):
-/// `data` holds exactly the records. base_sequence: -1 when the batch has no producer id.
+/// `data` holds exactly the records. base_sequence: the batch's (records get -1 when it is < 0).
 #[pyfunction(name = "records_json")]
 #[allow(clippy::too_many_arguments)]
 fn py_records_json<'py>(

@@ -39,7 +39,7 @@ pub struct BatchInfo {
     pub base_offset: i64,
     pub base_timestamp: i64,
     pub log_append_time: Option<i64>,
-    pub base_sequence: i64, // -1 when the batch has no producer id
+    pub base_sequence: i64, // the batch's; a negative one gives every record -1
 }
 
 /// One zig-zag varint of at most 10 bytes, all of it before `limit`.

@@ -12,8 +12,9 @@ pub const MAGIC_POS: usize = 16;
 pub const CRC_POS: usize = 17;
 pub const CRC_COVERAGE_START: usize = 21;
 /// Values per batch row: position, size, magic, base_offset, last_offset, max_timestamp,
-/// records_count, attributes, producer_id, crc_ok (the tuple of kseg.format.log.walk_headers).
-pub const ROW: usize = 10;
+/// records_count, attributes, producer_id, crc_ok, partition_leader_epoch (the tuple of
+/// kseg.format.log.walk_headers).
+pub const ROW: usize = 11;
 
 /// Why a walk returned.
 pub const STOP_END: u8 = 0; // reached `end`
@@ -101,6 +102,7 @@ pub fn walk(
             be_i16(buf, pos + 21) as i64, // attributes
             be_i64(buf, pos + 43),        // producer_id
             1,
+            be_i32(buf, pos + 12) as i64, // partition_leader_epoch
         ]);
         n += 1;
         pos += size;

@@ -10,12 +10,12 @@ import orjson
 
 from kseg.decode.dump import record_json_maker
 from kseg.format import compression as codecs
-from kseg.format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, NO_PRODUCER_ID, RecordBatch
+from kseg.format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
 from kseg.format.log import walk_headers
 
 KERNEL_MODES = ("auto", "utf8", "hex", "base64", "redact")
-ROW = struct.Struct("=10q")
+ROW = struct.Struct("=11q")
 
 
 def kernel_built() -> bool:
@@ -53,7 +53,7 @@ def check_raw_walk(buf, k) -> None:
     starts = [0] + [r[0] + r[1] for r in rows]
     for i, start in enumerate(starts):
         got_raw, stop, reason = k.walk(buf, start, len(buf), 1 << 30)
-        got = [r[:9] + (r[9] == 1,) for r in ROW.iter_unpack(got_raw)]
+        got = [r[:9] + (r[9] == 1,) + r[10:] for r in ROW.iter_unpack(got_raw)]
         expected = []
         for r in rows[i:]:
             if r[2] != 2 or not r[9]:
@@ -96,7 +96,7 @@ def kernel_json(buf, pos: int, name: str, mode: str, k) -> bytes | None:
         batch.base_offset,
         batch.base_timestamp,
         batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None,
-        batch.base_sequence if batch.producer_id != NO_PRODUCER_ID else -1,
+        batch.base_sequence,
         file_json,
         mode,
     )

@@ -119,7 +119,7 @@ def test_index_rule_out_of_range_goes_to_the_core(k):
     """A relative offset beyond int32 is the core's to handle (it raises struct.error)."""
     from kseg import kernel
 
-    block = kernel.ROW.pack(0, 100, 2, 0, 1 << 40, 5, 1, 0, -1, 1) * 3
+    block = kernel.ROW.pack(0, 100, 2, 0, 1 << 40, 5, 1, 0, -1, 1, 0) * 3
     core, kern = IndexBuilder(0, 0), IndexBuilder(0, 0)
     core.add(1 << 40, 5, 100)
     with pytest.raises(Exception) as core_exc:
@@ -163,8 +163,9 @@ def make_segment(spec) -> bytes:
             base,
             compression_id=codec,
             log_append_time=1_700_000_000_000 if log_append else None,
-            producer_id=-1 if seq is None else 7,
-            producer_epoch=-1 if seq is None else 0,
+            # a base sequence without a producer id too: records still count from it
+            producer_id=-1 if seq is None or seq % 3 == 0 else 7,
+            producer_epoch=-1 if seq is None or seq % 3 == 0 else 0,
             base_sequence=-1 if seq is None else seq,
             last_offset=None if rs else base,
         )
