@@ -1,0 +1,217 @@
+"""The compiled kernel vs the pure-Python core, in one process, on the same inputs.
+
+    python bench/kernel.py [--mib 64] [--json-mib 32] [--repeat 3] [--markdown]
+
+Inputs (built once under bench/data/ with kseg's LogWriter, deterministic, the records of
+bench/run.py): ``kbig`` one segment of ~16 KiB uncompressed batches (60 records of ~250 bytes),
+``ksmall`` one segment of 1-4-record batches. Each timing is the best of --repeat runs of the
+loop alone (CPU seconds of this process, warm page cache, no start-up), with its anchors measured
+in the same run: a bare Python crc32c header walk, and kafka-python's decode-only reader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import platform
+import struct
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from run import DATA, TS0, _records  # noqa: E402  (bench/run.py: the same records)
+
+_V2 = struct.Struct(">qiibI")
+
+
+def generate(mib: int) -> tuple[Path, Path]:
+    import kseg
+
+    out = []
+    for name, sizes in (("kbig", lambda i: 60), ("ksmall", lambda i: 1 + i % 4)):
+        pdir = DATA / f"{name}-{mib}-0"
+        log = pdir / "00000000000000000000.log"
+        out.append(log)
+        if (pdir / ".done").exists():
+            continue
+        import shutil
+
+        shutil.rmtree(pdir, ignore_errors=True)
+        target = mib << 20
+        with kseg.LogWriter(pdir, clock=lambda: TS0, segment_bytes=target + (64 << 20)) as w:
+            i = size = 0
+            while size < target:
+                n = sizes(i)
+                info = w.append(_records(n, i))
+                i += n
+                size = info.position + info.size
+        (pdir / ".done").write_text("ok")
+    return out[0], out[1]
+
+
+def best(fn, repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        t = time.process_time()
+        result = fn()
+        times.append(time.process_time() - t)
+    return min(times), result
+
+
+def crc_walk(mm) -> int:
+    """The anchor: a bare Python header walk with the C crc32c package (no checks at all)."""
+    from crc32c import crc32c
+
+    mv = memoryview(mm)
+    unpack = _V2.unpack_from
+    pos = n = 0
+    size = len(mm)
+    while pos < size:
+        _, length, _, _, crc = unpack(mm, pos)
+        end = pos + length + 12
+        if crc32c(mv[pos + 21 : end]) != crc:
+            raise SystemExit("bad crc in bench input")
+        pos = end
+        n += 1
+    mv.release()
+    return n
+
+
+def core_walk(mm) -> int:
+    from kseg.format.log import walk_headers
+
+    return sum(1 for _ in walk_headers(mm))
+
+
+def kernel_walk(mm) -> int:
+    from kseg import kernel
+
+    return sum(len(b) for b in kernel.walk_blocks(mm)) // kernel.ROW.size
+
+
+def json_batches(mm, limit: int) -> tuple[list[int], int]:
+    """Positions of the batches wholly within the first ``limit`` bytes, and where they end."""
+    from kseg.format.log import walk_headers
+
+    out, end = [], 0
+    for r in walk_headers(mm):
+        if r[0] + r[1] > limit:
+            break
+        out.append(r[0])
+        end = r[0] + r[1]
+    return out, end
+
+
+def core_json(mm, positions, name: str) -> int:
+    from kseg.decode.dump import record_json_maker
+    from kseg.format.batch import RecordBatch
+
+    make = record_json_maker(name, "base64")
+    n = 0
+    for pos in positions:
+        n += len(b"".join([make(t) for t in RecordBatch(mm, pos).record_tuples()]))
+    return n
+
+
+def kernel_json(mm, positions, name: str) -> int:
+    import orjson
+
+    from kseg import kernel
+
+    fj = orjson.dumps(name)
+    n = 0
+    for pos in positions:
+        n += len(kernel.batch_json(mm, pos, fj, "base64"))
+    return n
+
+
+def kafka_python(data: bytes) -> int:
+    from kafka.record import MemoryRecords
+
+    mr = MemoryRecords(data)
+    n = 0
+    while mr.has_next():
+        for _ in mr.next_batch():
+            n += 1
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--json-mib", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.environ["KSEG_KERNEL"] = "rust"
+    from kseg import kernel
+
+    kernel.reset()
+    print(kernel.describe(), file=sys.stderr)
+    big, small = generate(args.mib)
+    rows = []
+
+    def row(name, secs, mb=None, recs=None, note=""):
+        rate = f"{mb / secs / 1e3:.2f} GB/s" if mb else ""
+        rr = f"{recs / secs / 1e6:.2f} M rec/s" if recs else ""
+        rows.append((name, f"{secs:.3f}", rate, rr, note))
+        print(f"{name:58s} {secs:7.3f} s {rate:>11s} {rr:>14s} {note}", flush=True)
+
+    for label, path in (("16 KiB batches", big), ("1-4-record batches", small)):
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            mb = len(mm) / 1e6
+            bytes(mm)  # warm the page cache
+            t_crc, n = best(lambda mm=mm: crc_walk(mm), args.repeat)
+            row(
+                f"anchor: bare Python crc32c walk, {label} ({mb:.0f} MB)",
+                t_crc,
+                mb,
+                note=f"{n} batches",
+            )
+            t_py, n_py = best(lambda mm=mm: core_walk(mm), args.repeat)
+            row(f"core walk_headers (python), {label}", t_py, mb)
+            t_k, n_k = best(lambda mm=mm: kernel_walk(mm), args.repeat)
+            assert n_k == n_py == n, (n_k, n_py, n)
+            row(
+                f"kernel walk_blocks (rust), {label}",
+                t_k,
+                mb,
+                note=f"{t_py / t_k:.1f}x the core walk, {t_crc / t_k:.1f}x the bare crc32c walk",
+            )
+
+    with open(big, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        positions, end = json_batches(mm, args.json_mib << 20)
+        data = bytes(mm[:end])
+        mb = len(data) / 1e6
+        t_kp, recs = best(lambda: kafka_python(data), 1)
+        row(f"anchor: kafka-python decode only, 16 KiB batches ({mb:.0f} MB)", t_kp, mb, recs)
+        name = str(big)
+        t_py, n_py = best(lambda: core_json(mm, positions, name), args.repeat)
+        row("core records -> JSON lines, --payload base64 (python)", t_py, mb, recs)
+        t_k, n_k = best(lambda: kernel_json(mm, positions, name), args.repeat)
+        assert n_k == n_py, (n_k, n_py)
+        row(
+            "kernel records -> JSON lines, --payload base64 (rust)",
+            t_k,
+            mb,
+            recs,
+            note=f"{t_py / t_k:.1f}x the core, {t_kp / t_k:.1f}x kafka-python (target >= 10x)",
+        )
+
+    print()
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, {platform.platform()}; {kernel.describe()}"
+    )
+    print("| what | CPU s | GB/s | records/s | note |")
+    print("|---|---:|---:|---:|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+//! kseg's compiled kernel: the hot loops only, on Python buffers (bytes, mmap, memoryview)
+//! without copies. Every rule and every error message stays in the Python core (kseg.format);
+//! these functions either do the common case exactly as the core does, or say where they
+//! stopped. Imported only through kseg/kernel.py.
+
+pub mod records;
+pub mod walk;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use records::{BatchInfo, Mode};
+use walk::IndexState;
+
+/// A C-contiguous byte buffer held for the duration of a call.
+struct Bytes {
+    buf: PyBuffer<u8>,
+}
+
+impl Bytes {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+        let buf = PyBuffer::<u8>::get(obj)?;
+        if !buf.is_c_contiguous() || buf.item_size() != 1 {
+            return Err(PyBufferError::new_err(
+                "kernel: need a contiguous byte buffer",
+            ));
+        }
+        Ok(Bytes { buf })
+    }
+
+    fn slice(&self) -> &[u8] {
+        let len = self.buf.len_bytes();
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: the buffer is C-contiguous with 1-byte items and `self.buf` keeps the export
+        // (and so the memory) alive for as long as the returned slice borrows `self`. A writable
+        // buffer is only read while the GIL is held (see `read_only`), so no Python code can
+        // change it meanwhile.
+        unsafe { std::slice::from_raw_parts(self.buf.buf_ptr() as *const u8, len) }
+    }
+
+    /// Safe to read with the GIL released: nobody can write through a read-only export.
+    fn read_only(&self) -> bool {
+        self.buf.readonly()
+    }
+}
+
+/// Run `f` without the GIL when the data cannot change meanwhile.
+fn maybe_detach<T: Send>(py: Python<'_>, ro: bool, f: impl FnOnce() -> T + Send) -> T {
+    if ro {
+        py.allow_threads(f)
+    } else {
+        f()
+    }
+}
+
+fn clamp(v: i64, len: usize) -> usize {
+    if v < 0 {
+        0
+    } else {
+        (v as u64).min(len as u64) as usize
+    }
+}
+
+/// walk(buf, start, end, max_batches) -> (rows: bytes, stop: int, reason: int)
+///
+/// rows: native-endian int64 values, 11 per valid v2 batch, in the order of
+/// kseg.format.log.walk_headers' tuples. reason: 0 reached end, 1 max_batches rows returned
+/// (call again from stop), 2 the entry at stop is anything but a valid v2 batch.
+#[pyfunction(name = "walk")]
+fn py_walk<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyAny>,
+    start: i64,
+    end: i64,
+    max_batches: usize,
+) -> PyResult<(Bound<'py, PyBytes>, usize, u8)> {
+    let b = Bytes::get(buf)?;
+    let data = b.slice();
+    let (start, end) = (clamp(start, data.len()), clamp(end, data.len()));
+    // rows are bounded by the bytes present: a batch is at least 61 bytes
+    let cap = ((end.saturating_sub(start)) / walk::HEADER_SIZE + 1).min(max_batches) * walk::ROW;
+    let (rows, stop, reason) = maybe_detach(py, b.read_only(), || {
+        let mut rows: Vec<i64> = Vec::with_capacity(cap);
+        let (stop, reason) = walk::walk(data, start, end, max_batches, &mut rows);
+        (rows, stop, reason)
+    });
+    let mut raw = Vec::with_capacity(rows.len() * 8);
+    for v in rows {
+        raw.extend_from_slice(&v.to_ne_bytes());
+    }
+    Ok((PyBytes::new(py, &raw), stop, reason))
+}
+
+/// index_add(rows, state) -> (consumed, state, offset_index_bytes, time_index_bytes)
+///
+/// Kafka's index-append rule (kseg.format.index_rule.IndexBuilder.add) over walk rows.
+/// state: (base_offset, interval, valid_bytes, last_entry_pos, last_index_offset or None,
+/// last_time_ts, max_timestamp, max_timestamp_offset). Stops early (consumed < rows) at a row
+/// the Python builder must handle itself.
+#[pyfunction(name = "index_add")]
+#[allow(clippy::type_complexity)]
+fn py_index_add<'py>(
+    py: Python<'py>,
+    rows: &Bound<'py, PyAny>,
+    state: (i64, i64, i64, i64, Option<i64>, i64, i64, i64),
+) -> PyResult<(
+    usize,
+    (i64, i64, i64, i64, Option<i64>, i64, i64, i64),
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+)> {
+    let b = Bytes::get(rows)?;
+    let raw = b.slice();
+    let mut st = IndexState {
+        base_offset: state.0,
+        interval: state.1,
+        valid_bytes: state.2,
+        last_entry_pos: state.3,
+        last_index_offset: state.4,
+        last_time_ts: state.5,
+        max_timestamp: state.6,
+        max_timestamp_offset: state.7,
+    };
+    let (mut off, mut time) = (Vec::new(), Vec::new());
+    let mut consumed = 0;
+    let row_bytes = walk::ROW * 8;
+    for row in raw.chunks_exact(row_bytes) {
+        let v = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&row[i * 8..i * 8 + 8]);
+            i64::from_ne_bytes(a)
+        };
+        if !st.add(v(4), v(5), v(1), &mut off, &mut time) {
+            break;
+        }
+        consumed += 1;
+    }
+    let out = (
+        st.base_offset,
+        st.interval,
+        st.valid_bytes,
+        st.last_entry_pos,
+        st.last_index_offset,
+        st.last_time_ts,
+        st.max_timestamp,
+        st.max_timestamp_offset,
+    );
+    Ok((
+        consumed,
+        out,
+        PyBytes::new(py, &off),
+        PyBytes::new(py, &time),
+    ))
+}
+
+fn mode_of(mode: &str) -> PyResult<Mode> {
+    Mode::parse(mode).ok_or_else(|| {
+        PyValueError::new_err(format!("kernel: payload mode {mode:?} is not compiled"))
+    })
+}
+
+/// batch_json(buf, position, file_json, mode) -> bytes | None
+///
+/// The JSON lines of every record of the uncompressed v2 batch at `position`, or None when the
+/// batch is anything else (compressed, torn, any lie in its records): the Python core decodes it.
+/// The CRC is not checked here (dump shows records of a batch whose CRC is wrong).
+#[pyfunction(name = "batch_json")]
+fn py_batch_json<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyAny>,
+    position: i64,
+    file_json: &[u8],
+    mode: &str,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let mode = mode_of(mode)?;
+    let b = Bytes::get(buf)?;
+    let data = b.slice();
+    if position < 0 {
+        return Ok(None);
+    }
+    let pos = position as usize;
+    let out = maybe_detach(py, b.read_only(), || {
+        let size = walk::v2_size(data, pos, data.len())?;
+        let attributes = walk::be_i16(data, pos + 21);
+        if attributes & 0x07 != 0 {
+            return None;
+        }
+        let info = BatchInfo {
+            count: walk::be_i32(data, pos + 57) as i64,
+            base_offset: walk::be_i64(data, pos),
+            base_timestamp: walk::be_i64(data, pos + 27),
+            log_append_time: if attributes & 0x08 != 0 {
+                Some(walk::be_i64(data, pos + 35))
+            } else {
+                None
+            },
+            base_sequence: walk::be_i32(data, pos + 53) as i64,
+        };
+        let mut out = Vec::with_capacity(size * 2);
+        records::records_json(
+            data,
+            pos + walk::HEADER_SIZE,
+            pos + size,
+            &info,
+            file_json,
+            mode,
+            &mut out,
+        )?;
+        Some(out)
+    });
+    Ok(out.map(|o| PyBytes::new(py, &o)))
+}
+
+/// records_json(data, count, base_offset, base_timestamp, log_append_time, base_sequence,
+/// file_json, mode) -> bytes | None
+///
+/// The same for records already decompressed by the Python core (its bounded codecs):
+/// `data` holds exactly the records. base_sequence: the batch's (records get -1 when it is < 0).
+#[pyfunction(name = "records_json")]
+#[allow(clippy::too_many_arguments)]
+fn py_records_json<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    count: i64,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+    base_sequence: i64,
+    file_json: &[u8],
+    mode: &str,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let mode = mode_of(mode)?;
+    let b = Bytes::get(data)?;
+    let d = b.slice();
+    let info = BatchInfo {
+        count,
+        base_offset,
+        base_timestamp,
+        log_append_time,
+        base_sequence,
+    };
+    let out = maybe_detach(py, b.read_only(), || {
+        let mut out = Vec::with_capacity(d.len() * 2);
+        records::records_json(d, 0, d.len(), &info, file_json, mode, &mut out)?;
+        Some(out)
+    });
+    Ok(out.map(|o| PyBytes::new(py, &o)))
+}
+
+/// CRC-32C (hardware where the CPU has it) of a buffer, for tests and benchmarks.
+#[pyfunction(name = "crc32c")]
+fn py_crc32c<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>) -> PyResult<u32> {
+    let b = Bytes::get(buf)?;
+    let d = b.slice();
+    Ok(maybe_detach(py, b.read_only(), || crc32c::crc32c(d)))
+}
+
+#[pymodule]
+fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(py_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(py_index_add, m)?)?;
+    m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
+    m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
+    m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;
+    m.add("ROW", walk::ROW)?;
+    m.add("MODES", ("auto", "utf8", "hex", "base64", "redact"))?;
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,376 @@
+//! Records of a v2 batch -> JSON Lines, byte for byte what `kseg dump -f json` prints.
+//!
+//! The decode mirrors kseg.format.batch.decode_records: it succeeds exactly where that function
+//! succeeds and gives up (returns None) wherever it would raise, without saying why: the Python
+//! core then decodes the batch itself and reports the problem. Arithmetic is in i128 because the
+//! Python core's is unbounded (a 64-bit delta plus a 64-bit base does not fit an i64).
+
+use sha2::{Digest, Sha256};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Auto,
+    Utf8,
+    Hex,
+    Base64,
+    Redact,
+}
+
+impl Mode {
+    pub fn parse(name: &str) -> Option<Mode> {
+        match name {
+            "auto" => Some(Mode::Auto),
+            "utf8" => Some(Mode::Utf8),
+            "hex" => Some(Mode::Hex),
+            "base64" => Some(Mode::Base64),
+            "redact" => Some(Mode::Redact),
+            _ => None, // json, none: the Python core
+        }
+    }
+}
+
+/// kseg.format.batch.MIN_RECORD_SIZE: length varint, attributes, timestamp delta, offset delta,
+/// key length, value length, header count, one byte each at least.
+const MIN_RECORD_SIZE: usize = 7;
+
+/// What a batch header tells the record loop.
+pub struct BatchInfo {
+    pub count: i64,
+    pub base_offset: i64,
+    pub base_timestamp: i64,
+    pub log_append_time: Option<i64>,
+    pub base_sequence: i64, // the batch's; a negative one gives every record -1
+}
+
+/// One zig-zag varint of at most 10 bytes, all of it before `limit`.
+#[inline]
+fn varint(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
+    let mut result: u128 = 0;
+    let mut shift = 0u32;
+    let mut p = *pos;
+    loop {
+        if p >= limit {
+            return None;
+        }
+        let b = d[p];
+        p += 1;
+        result |= ((b & 0x7F) as u128) << shift;
+        if b < 0x80 {
+            *pos = p;
+            // 64 bits, as the core (and Java's long) keeps of a 10-byte varlong
+            let r = result as u64;
+            return Some((((r >> 1) as i64) ^ -((r & 1) as i64)) as i128);
+        }
+        shift += 7;
+        if shift >= 70 {
+            return None;
+        }
+    }
+}
+
+fn add_sequence(base: i128, delta: i128) -> i128 {
+    if base > 0x7FFF_FFFF - delta {
+        delta - (0x7FFF_FFFF - base) - 1
+    } else {
+        base + delta
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn base64(out: &mut Vec<u8>, data: &[u8]) {
+    out.reserve(data.len().div_ceil(3) * 4);
+    let mut chunks = data.chunks_exact(3);
+    for c in &mut chunks {
+        let n = ((c[0] as u32) << 16) | ((c[1] as u32) << 8) | c[2] as u32;
+        out.extend_from_slice(&[
+            B64[(n >> 18) as usize & 63],
+            B64[(n >> 12) as usize & 63],
+            B64[(n >> 6) as usize & 63],
+            B64[n as usize & 63],
+        ]);
+    }
+    match *chunks.remainder() {
+        [a] => {
+            let n = (a as u32) << 16;
+            out.extend_from_slice(&[
+                B64[(n >> 18) as usize & 63],
+                B64[(n >> 12) as usize & 63],
+                b'=',
+                b'=',
+            ]);
+        }
+        [a, b] => {
+            let n = ((a as u32) << 16) | ((b as u32) << 8);
+            out.extend_from_slice(&[
+                B64[(n >> 18) as usize & 63],
+                B64[(n >> 12) as usize & 63],
+                B64[(n >> 6) as usize & 63],
+                b'=',
+            ]);
+        }
+        _ => {}
+    }
+}
+
+/// A JSON string of valid UTF-8 text, escaped as orjson escapes it.
+fn json_text(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in s.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0C => b"\\f",
+            0..=0x1F => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&s[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 15) as usize]);
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&s[start..]);
+    out.push(b'"');
+}
+
+/// Python's bytes.decode("utf-8", "replace") as a JSON string (both replace each maximal
+/// invalid subpart with one U+FFFD).
+fn json_lossy(out: &mut Vec<u8>, data: &[u8]) {
+    match std::str::from_utf8(data) {
+        Ok(_) => json_text(out, data),
+        Err(_) => json_text(out, String::from_utf8_lossy(data).as_bytes()),
+    }
+}
+
+/// kseg.decode.payload's printable text: UTF-8 without control bytes other than \t \n \r.
+fn printable(data: &[u8]) -> bool {
+    !data
+        .iter()
+        .any(|&b| (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F)
+        && std::str::from_utf8(data).is_ok()
+}
+
+/// The shown value (JSON) of one key, value or header value; returns its encoding's JSON.
+fn field(out: &mut Vec<u8>, data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
+    let data = match data {
+        None => {
+            out.extend_from_slice(b"null");
+            return b"null";
+        }
+        Some(d) => d,
+    };
+    match mode {
+        Mode::Base64 => {
+            out.push(b'"');
+            base64(out, data);
+            out.push(b'"');
+            b"\"base64\""
+        }
+        Mode::Auto => {
+            if printable(data) {
+                json_text(out, data);
+                b"\"utf8\""
+            } else {
+                out.push(b'"');
+                base64(out, data);
+                out.push(b'"');
+                b"\"base64\""
+            }
+        }
+        Mode::Utf8 => {
+            json_lossy(out, data);
+            b"\"utf8\""
+        }
+        Mode::Hex => {
+            out.reserve(data.len() * 2 + 2);
+            out.push(b'"');
+            for &b in data {
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            out.push(b'"');
+            b"\"hex\""
+        }
+        Mode::Redact => {
+            let digest = Sha256::digest(data);
+            out.extend_from_slice(b"\"sha256:");
+            for &b in &digest[..8] {
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            out.push(b'"');
+            b"\"redacted\""
+        }
+    }
+}
+
+#[inline]
+fn int(out: &mut Vec<u8>, v: i128) {
+    let mut b = itoa::Buffer::new();
+    match i64::try_from(v) {
+        Ok(small) => out.extend_from_slice(b.format(small).as_bytes()),
+        Err(_) => out.extend_from_slice(b.format(v).as_bytes()),
+    }
+}
+
+/// A key or value: length varint, then that many bytes (or -1 for null).
+#[inline]
+fn bytes_field<'a>(d: &'a [u8], pos: &mut usize, rec_end: usize) -> Option<Option<&'a [u8]>> {
+    let len = varint(d, pos, rec_end)?;
+    if len < 0 {
+        return if len == -1 { Some(None) } else { None };
+    }
+    let len = usize::try_from(len).ok()?;
+    if len > rec_end - *pos {
+        return None;
+    }
+    let s = &d[*pos..*pos + len];
+    *pos += len;
+    Some(Some(s))
+}
+
+/// Append the JSON line of every record in `d[pos..end]` to `out`; on any problem truncate
+/// `out` back and return None. `file_json` is the file name already as a JSON string.
+pub fn records_json(
+    d: &[u8],
+    mut pos: usize,
+    end: usize,
+    info: &BatchInfo,
+    file_json: &[u8],
+    mode: Mode,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let mark = out.len();
+    let r = decode_into(d, &mut pos, end, info, file_json, mode, out);
+    if r.is_none() {
+        out.truncate(mark);
+    }
+    r
+}
+
+fn decode_into(
+    d: &[u8],
+    pos: &mut usize,
+    end: usize,
+    info: &BatchInfo,
+    file_json: &[u8],
+    mode: Mode,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    // the core refuses a count the bytes cannot hold before decoding anything (each record
+    // takes at least MIN_RECORD_SIZE bytes)
+    if info.count < 0
+        || end > d.len()
+        || *pos > end
+        || info.count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
+    {
+        return None;
+    }
+    let ts_type: &[u8] = if info.log_append_time.is_some() {
+        b"LogAppendTime"
+    } else {
+        b"CreateTime"
+    };
+    let mut headers: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
+    let mut i: i64 = 0;
+    while i < info.count {
+        if *pos >= end {
+            return None;
+        }
+        let length = varint(d, pos, end)?;
+        if length < 6 || length > (end - *pos) as i128 {
+            return None;
+        }
+        let rec_end = *pos + length as usize;
+        *pos += 1; // attributes: unused
+        let ts_delta = varint(d, pos, rec_end)?;
+        let offset_delta = varint(d, pos, rec_end)?;
+        let key = bytes_field(d, pos, rec_end)?;
+        let value = bytes_field(d, pos, rec_end)?;
+        let hcount = varint(d, pos, rec_end)?;
+        headers.clear();
+        if hcount != 0 {
+            if hcount < 0 || 2 * hcount > (rec_end - *pos) as i128 {
+                return None;
+            }
+            for _ in 0..hcount {
+                let hk = match bytes_field(d, pos, rec_end)? {
+                    Some(k) => k,
+                    None => return None, // a null header key is a lie
+                };
+                let hv = bytes_field(d, pos, rec_end)?;
+                headers.push((hk, hv));
+            }
+        }
+        if *pos != rec_end {
+            return None;
+        }
+        let timestamp = match info.log_append_time {
+            Some(t) => t as i128,
+            None => info.base_timestamp as i128 + ts_delta,
+        };
+        let sequence = if info.base_sequence < 0 {
+            -1
+        } else {
+            add_sequence(info.base_sequence as i128, offset_delta)
+        };
+        out.extend_from_slice(b"{\"type\":\"record\",\"file\":");
+        out.extend_from_slice(file_json);
+        out.extend_from_slice(b",\"offset\":");
+        int(out, info.base_offset as i128 + offset_delta);
+        out.extend_from_slice(b",\"timestamp\":");
+        int(out, timestamp);
+        out.extend_from_slice(b",\"timestamp_type\":\"");
+        out.extend_from_slice(ts_type);
+        out.extend_from_slice(b"\",\"key_size\":");
+        int(out, key.map_or(-1, |k| k.len() as i128));
+        out.extend_from_slice(b",\"value_size\":");
+        int(out, value.map_or(-1, |v| v.len() as i128));
+        out.extend_from_slice(b",\"sequence\":");
+        int(out, sequence);
+        out.extend_from_slice(b",\"key\":");
+        let ke = field(out, key, mode);
+        out.extend_from_slice(b",\"key_encoding\":");
+        out.extend_from_slice(ke);
+        out.extend_from_slice(b",\"value\":");
+        let ve = field(out, value, mode);
+        out.extend_from_slice(b",\"value_encoding\":");
+        out.extend_from_slice(ve);
+        out.extend_from_slice(b",\"headers\":[");
+        let mut encodings: Vec<&'static [u8]> = Vec::with_capacity(headers.len());
+        for (n, (hk, hv)) in headers.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.push(b'[');
+            json_lossy(out, hk);
+            out.push(b',');
+            encodings.push(field(out, *hv, mode));
+            out.push(b']');
+        }
+        out.extend_from_slice(b"],\"header_encodings\":[");
+        for (n, e) in encodings.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(e);
+        }
+        out.extend_from_slice(b"]}\n");
+        i += 1;
+    }
+    if *pos != end {
+        return None;
+    }
+    Some(i as usize)
+}

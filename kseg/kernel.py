@@ -1,0 +1,236 @@
+"""The compiled kernel or the pure-Python core, for the hot loops: the one place that imports
+``kseg._kernel`` (built from kernel/ by ``pip install .`` when a Rust toolchain is there).
+
+``KSEG_KERNEL=rust`` forces the kernel (an error when it is not built), ``KSEG_KERNEL=python``
+the pure-Python core; unset (or ``auto``): the kernel when it imports, else Python.
+
+The kernel only does the common case, exactly as the core does it, and says where it stopped:
+every rule and every error message stays in kseg.format. The functions here splice the two, so
+a caller sees the core's contract (same values, same CorruptionError at the same position)
+whichever runs. Nothing here is imported by a command that does not use it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+
+from .format.errors import KsegError
+
+ENV = "KSEG_KERNEL"
+RUST = "rust"
+PYTHON = "python"
+
+ROW = struct.Struct("=11q")  # one walk row, as the kernel packs it (native int64)
+_CHUNK_BATCHES = 4096  # rows per kernel call: bounds the rows buffer (352 KiB)
+_WINDOW = 64 << 20  # bytes per kernel call: lets the walk drop passed pages of a map in between
+_STOP_OTHER = 2
+
+_UNSET = object()
+_module = _UNSET
+
+
+class KernelUnavailable(KsegError):
+    """KSEG_KERNEL asks for something that is not there (or is not a known choice)."""
+
+
+def _load():
+    choice = os.environ.get(ENV, "").strip().lower()
+    if choice == PYTHON:
+        return None
+    if choice not in ("", "auto", RUST):
+        raise KernelUnavailable(f"{ENV}={choice!r} is not one of: rust, python, auto")
+    try:
+        from . import _kernel
+    except ImportError as exc:
+        if choice == RUST:
+            raise KernelUnavailable(
+                f"{ENV}=rust but the compiled kernel is not built ({exc}): reinstall kseg with a "
+                "Rust toolchain on PATH (pip install .), or unset KSEG_KERNEL to use pure Python"
+            ) from None
+        return None
+    return _kernel
+
+
+def compiled():
+    """The compiled module, or None when the pure-Python core is active (decided once)."""
+    global _module
+    if _module is _UNSET:
+        _module = _load()
+    return _module
+
+
+def reset() -> None:
+    """Decide again from the environment (tests switch KSEG_KERNEL)."""
+    global _module
+    _module = _UNSET
+
+
+def active() -> str:
+    """ "rust" or "python": which implementation runs the hot loops."""
+    return PYTHON if compiled() is None else RUST
+
+
+def describe() -> str:
+    """One line for ``kseg --version``: which kernel is active and why."""
+    k = compiled()
+    if k is not None:
+        return f"kernel: rust (kseg._kernel {k.VERSION})"
+    if os.environ.get(ENV, "").strip().lower() == PYTHON:
+        return f"kernel: python ({ENV}=python)"
+    return "kernel: python (the compiled kernel is not built)"
+
+
+# --- the header walk ------------------------------------------------------------------------
+
+
+def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """kseg.format.log.walk_headers as blocks of packed rows (``ROW``, one per entry, the
+    tuple's values with crc_ok as 0/1): no Python object per batch on the kernel's path.
+
+    Raises the core's CorruptionError at the core's position, after yielding every row before
+    it. The kernel walks plain valid v2 batches; any other entry (legacy, bad CRC, torn, a lie)
+    is handed to the core's walk for that one entry, then the kernel carries on after it.
+    """
+    from .format.log import _Behind, walk_headers
+
+    if end is None:
+        end = len(buf)
+    k = compiled()
+    if k is None:
+        pack = ROW.pack
+        block: list[bytes] = []
+        for row in walk_headers(buf, start, end):
+            block.append(pack(*row))
+            if len(block) >= _CHUNK_BATCHES:
+                yield b"".join(block)
+                block = []
+        if block:
+            yield b"".join(block)
+        return
+    behind = _Behind(buf, start)
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
+    walk = k.walk
+    pos = start
+    while pos < end:
+        if pos >= behind.next:
+            behind.passed(pos)
+        window = min(end, pos + _WINDOW)
+        if ensure is not None:
+            window = min(window, ensure(pos, window))
+        rows, stop, reason = walk(buf, pos, window, _CHUNK_BATCHES)
+        if rows:
+            yield rows
+        pos = stop
+        if reason == _STOP_OTHER:
+            # the core walks this one entry: it yields its row or raises its error
+            row = next(walk_headers(buf, pos, end))
+            yield ROW.pack(*row)
+            pos += row[1]
+
+
+def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
+    """Exactly kseg.format.log.walk_headers (same tuples, same errors), on the kernel if active."""
+    if compiled() is None:
+        from .format.log import walk_headers as core
+
+        yield from core(buf, start, end)
+        return
+    unpack = ROW.iter_unpack
+    for block in walk_blocks(buf, start, end):
+        for r in unpack(block):
+            yield r[:9] + (r[9] == 1,) + r[10:]
+
+
+# --- Kafka's index-append rule --------------------------------------------------------------
+
+
+def index_add(builder, block: bytes) -> None:
+    """``builder.add(last_offset, max_timestamp, size)`` (kseg.format.index_rule.IndexBuilder)
+    for every row of a walk block, in the kernel when active."""
+    k = compiled()
+    view = memoryview(block)
+    if k is None:
+        for r in ROW.iter_unpack(view):
+            builder.add(r[4], r[5], r[1])
+        return
+    while len(view):
+        state = (
+            builder.base_offset,
+            builder.index_interval_bytes,
+            builder.valid_bytes,
+            builder._last_entry_pos,
+            builder._last_index_offset,
+            builder._last_time_ts,
+            builder.max_timestamp,
+            builder.max_timestamp_offset,
+        )
+        consumed, state, off, time = k.index_add(view, state)
+        builder.offset_index += off
+        builder.time_index += time
+        (
+            _,
+            _,
+            builder.valid_bytes,
+            builder._last_entry_pos,
+            builder._last_index_offset,
+            builder._last_time_ts,
+            builder.max_timestamp,
+            builder.max_timestamp_offset,
+        ) = state
+        view = view[consumed * ROW.size :]
+        if len(view):  # a row outside the kernel's int range: the core adds it (or raises)
+            r = ROW.unpack_from(view)
+            builder.add(r[4], r[5], r[1])
+            view = view[ROW.size :]
+
+
+# --- records -> JSON Lines -----------------------------------------------------------------
+
+
+def json_modes() -> tuple[str, ...]:
+    """The payload modes the kernel renders (others always take the core's path)."""
+    k = compiled()
+    return () if k is None else tuple(k.MODES)
+
+
+def batch_json(buf, position: int, file_json: bytes, mode: str) -> bytes | None:
+    """The JSON lines of every record of the uncompressed v2 batch at ``position`` — byte for
+    byte kseg.decode.dump.record_json_maker's — or None: the caller then takes the core's path
+    (kernel not active, a mode it does not render, a compressed batch, or any problem in the
+    records, which the core reports with its message). ``file_json``: orjson.dumps(file name)."""
+    k = compiled()
+    if k is None or mode not in k.MODES:
+        return None
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand: make the batch readable
+    if ensure is not None:
+        if ensure(position, position + 12) < position + 12:
+            return None
+        size = int.from_bytes(buf[position + 8 : position + 12], "big", signed=True) + 12
+        ensure(position, position + max(size, 12))
+    return k.batch_json(buf, position, file_json, mode)
+
+
+def records_json(
+    data,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    base_sequence: int,
+    file_json: bytes,
+    mode: str,
+) -> bytes | None:
+    """The same for records the core has already decompressed (``data`` holds exactly the
+    records; ``base_sequence`` the batch's). None: use the core."""
+    k = compiled()
+    if k is None or mode not in k.MODES:
+        return None
+    try:
+        return k.records_json(
+            data, count, base_offset, base_timestamp, log_append_time, base_sequence,
+            file_json, mode,
+        )  # fmt: skip
+    except OverflowError:  # a header field outside int64 cannot come from a real batch
+        return None

@@ -1,0 +1,78 @@
+"""Fuzz target for the kernel's entry points (atheris), through the module, against the core.
+
+    python -m tests.kernel.fuzz [--seconds 60] [--seed-corpus]   # from the project root
+
+Each input is a segment: the first byte chooses whether the CRCs are recomputed after the
+mutation (so lies reach the record loop) and the payload mode; the rest is the log. Both paths
+must agree (walk rows, stop positions, errors, JSON bytes); a difference or a crash is a finding.
+Runs for a bounded time; new inputs go to a temporary directory, the committed corpus
+(tests/kernel/corpus/, written by --seed-corpus from kseg's own writer) stays as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def one_input(data: bytes) -> None:
+    from kseg import _kernel as k
+
+    from .diff import KERNEL_MODES, check_json, check_raw_walk, core_walk, spliced_walk
+    from .test_differential import fix_crcs
+
+    if not data:
+        return
+    flags, buf = data[0], bytearray(data[1:])
+    if flags & 1:
+        fix_crcs(buf)
+    buf = bytes(buf)
+    assert spliced_walk(buf) == core_walk(buf)
+    check_raw_walk(buf, k)
+    check_json(buf, "fuzz.log", k, modes=(KERNEL_MODES[(flags >> 1) % len(KERNEL_MODES)],))
+
+
+def seed_corpus() -> None:
+    """A small corpus from kseg's writer: the fixture batches of each kind, one file each."""
+    from kseg.fixtures import build_tree
+
+    CORPUS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = build_tree(Path(tmp) / "logs")
+        for log in sorted(root.rglob("*.log")):
+            data = log.read_bytes()[:4096]
+            if data:
+                name = f"{log.parent.name}-{log.stem[-4:]}"
+                (CORPUS / name).write_bytes(b"\x01" + data)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--seed-corpus", action="store_true")
+    args, rest = ap.parse_known_args()
+    if args.seed_corpus:
+        seed_corpus()
+        return
+    import os
+
+    os.environ["KSEG_KERNEL"] = "rust"
+    import atheris
+
+    with atheris.instrument_imports():
+        import kseg.decode.dump  # noqa: F401
+        import kseg.format.batch  # noqa: F401
+        import kseg.format.log  # noqa: F401
+        import kseg.kernel  # noqa: F401
+    with tempfile.TemporaryDirectory() as new:
+        argv = [sys.argv[0], f"-max_total_time={args.seconds}", "-max_len=8192", *rest]
+        atheris.Setup([*argv, new, str(CORPUS)], one_input)
+        atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
