@@ -382,6 +382,23 @@ def test_unreadable_input_is_8(tree, args):
         shutil.rmtree(base)
 
 
+@pytest.mark.parametrize(
+    "args", [("dump",), ("verify",), ("index", "check")], ids=lambda a: "-".join(a)
+)
+def test_every_command_ors_its_exit_codes(tree, tmp_path, args):
+    """Invalid data in one file and an unreadable one in the same run: 4 | 8 = 12."""
+    root = tmp_path / "logs"
+    shutil.copytree(tree, root)
+    log = root / "orders-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[100] ^= 0xFF  # inside the first batch's CRC-covered bytes
+    log.write_bytes(bytes(data))
+    os.mkfifo(root / "orders-1" / "00000000000000099999.log")
+    proc = run_kseg(*args, root, timeout=120)
+    assert proc.returncode == 12, proc.stderr
+    assert b"named pipe" in proc.stderr and b"crc" in (proc.stdout + proc.stderr).lower()
+
+
 # --- 3. partition dirs without a .log ---------------------------------------------------------
 
 
