@@ -376,10 +376,11 @@ def resolve(
                     "directory, a log.dirs root or a directory of roots",
                 )
             if logs_only and k.kind != F.LOG:
+                article = "an" if k.kind[:1] in "aeiou" else "a"
                 raise InputError(
                     NOT_KAFKA_FILE,
                     path,
-                    f"a {k.kind} file: this command takes a segment .log file, a partition "
+                    f"{article} {k.kind} file: this command takes a segment .log file, a partition "
                     "directory, a log.dirs root or a directory of roots (`kseg dump` decodes any file)",
                 )
             parent = F.parse_partition_dir(path.parent.name) if path.parent.name else None

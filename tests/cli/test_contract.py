@@ -346,6 +346,10 @@ def test_unknown_file_and_wrong_file_kind(tree):
         proc = run_kseg(*args, ckpt)
         assert proc.returncode == 16, args
         assert "this command takes a segment .log file" in proc.stderr.decode()
+    # the file's kind is named with the right article ("an index file", not "a index file")
+    index = next(tree.glob("*/*.index"))
+    proc = run_kseg("verify", index)
+    assert proc.returncode == 16 and ": an index file: " in proc.stderr.decode()
 
 
 needs_nobody = pytest.mark.skipif(
