@@ -1249,7 +1249,17 @@ def demo(
     if directory.exists() and any(directory.iterdir()):
         _stderr(f"{directory} exists and is not empty; using it as it is")
     else:
-        build_tree_atomically(directory)
+        if not directory.name:  # "." (empty): the tree is built aside and renamed into place
+            raise typer.BadParameter(
+                f"{directory}: give the directory by name (e.g. kseg-demo): the tree is built "
+                "beside it and renamed into place, which the current directory cannot be",
+                param_hint="DIRECTORY",
+            )
+        try:
+            build_tree_atomically(directory)
+        except OSError as exc:  # name the directory asked for, not the hidden temp sibling
+            _stderr(f"{directory}: cannot write the example tree: {exc.strerror or exc}")
+            raise typer.Exit(int(Exit.OPERATIONAL)) from None
         _stderr(f"wrote an example log.dirs tree to {directory}/")
     _stderr(f"$ kseg dump {directory}/upgrade-0 --limit 12")
     dump(

@@ -182,6 +182,24 @@ def test_interrupted_demo_leaves_nothing(tmp_path, sig):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_demo_into_the_current_or_an_unwritable_directory(tmp_path):
+    """`kseg demo .` in an empty directory is a usage error (the tree is renamed into place),
+    not an internal error; a directory it cannot create is named as given (not the hidden temp
+    sibling), one line, exit 8."""
+    proc = run_kseg("demo", ".", cwd=tmp_path)
+    assert proc.returncode == 16, proc.stderr
+    assert b"give the directory by name" in proc.stderr and b"internal error" not in proc.stderr
+    assert proc.stdout == b"" and list(tmp_path.iterdir()) == []
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    proc = run_kseg("demo", blocker / "demo")
+    assert proc.returncode == 8, proc.stderr
+    assert _err_lines(proc) == [
+        f"kseg: {blocker / 'demo'}: cannot write the example tree: Not a directory"
+    ]
+    assert proc.stdout == b""
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_interrupted_repair_is_resumable(big_root, tmp_path, sig):
     """SIGINT/SIGTERM while a repair copies a large tail to the quarantine (before or after its
