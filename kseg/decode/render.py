@@ -152,8 +152,9 @@ def text_line(ev: dict) -> str:
         where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
         field = f" [{ev['field']}]" if ev.get("field") else ""
         extra = ""
-        if ev.get("stored") is not None:
-            extra = f" (stored {ev['stored']}, computed {ev['computed']})"
+        if ev.get("stored") is not None:  # computed is None when nothing recomputes it (a magic)
+            computed = f", computed {ev['computed']}" if ev.get("computed") is not None else ""
+            extra = f" (stored {ev['stored']}{computed})"
         return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
     rest = " ".join(f"{k}: {field_text(k, v)}" for k, v in ev.items() if k not in ("type", "file"))
     return f"{t} {rest}"

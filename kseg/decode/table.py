@@ -145,7 +145,10 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
         detail = f"{ev['control_type']} coordinator_epoch {_n(ev['coordinator_epoch'])}"
         return "control", str(ev["offset"]), "", ev["timestamp"], "", detail
     if t == "error":
-        extra = f" (stored {ev['stored']}, computed {ev['computed']})" if ev.get("stored") else ""
+        extra = ""
+        if ev.get("stored") is not None:  # computed is None when nothing recomputes it (a magic)
+            computed = f", computed {ev['computed']}" if ev.get("computed") is not None else ""
+            extra = f" (stored {ev['stored']}{computed})"
         return (
             "ERROR",
             _n(ev.get("offset")),

@@ -143,3 +143,25 @@ def test_a_newline_in_a_path_stays_on_one_line(tree, tmp_path):
     assert proc.returncode == 4 and err.count("\n") == 1 and "a\\nb" in err
     js = events(run_kseg("dump", logs[0], "--limit", "1", "-f", "json").stdout.decode())
     assert js[0]["file"] == str(logs[0])  # JSON keeps the real name (JSON escapes it)
+
+
+def test_a_value_nothing_recomputes_is_shown_without_computed_none(tree, tmp_path):
+    """A bad v2 magic has a stored value and nothing computed: text and table say `(stored 7)`,
+    not `computed None`; a CRC mismatch still shows both."""
+    seg = tmp_path / "orders-0" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    data = bytearray((tree / "orders-0" / seg.name).read_bytes())
+    data[16] = 7  # the first batch's magic byte (outside the CRC)
+    seg.write_bytes(bytes(data))
+    for fmt in ("text", "table"):
+        proc = run_kseg("dump", seg, "--batches-only", "-f", fmt, env=_env(COLUMNS="400"))
+        assert proc.returncode == 4, proc.stderr
+        out = proc.stdout.decode()
+        assert "bad_magic" in out and "None" not in out, out
+    proc = run_kseg("dump", seg, "--batches-only")
+    assert "(stored 7)" in proc.stdout.decode()
+    data[16] = 2
+    data[100] ^= 0xFF  # inside the first batch's CRC-covered bytes
+    seg.write_bytes(bytes(data))
+    proc = run_kseg("dump", seg, "--batches-only")
+    assert proc.returncode == 4 and re.search(r"\(stored \d+, computed \d+\)", proc.stdout.decode())
