@@ -963,7 +963,8 @@ def seek(
     from .format.timestamps import with_iso
 
     def line(ev):
-        name = f"{ev['topic']}-{ev['partition']}"
+        # a directory not named <topic>-<partition> has no topic: name the directory instead
+        name = f"{ev['topic']}-{ev['partition']}" if ev["topic"] is not None else str(answered[-1])
         if "log_dir" in ev:
             name += f" [{ev['log_dir']}]"
         if ev["type"] == "seek_offset":

@@ -33,8 +33,8 @@ UNSUPPORTED = {-4: "earliest-local", -5: "latest-tiered", -6: "earliest-pending-
 
 @dataclass(slots=True)
 class SeekResult:
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     target: int
     offset: int | None = None
     timestamp: int | None = None
@@ -73,7 +73,8 @@ class Partition:
     def __init__(self, pdir: Path) -> None:
         self.dir = pdir
         name = F.parse_partition_dir(pdir.name)
-        self.topic, self.partition = (name.topic, name.partition) if name else (pdir.name, -1)
+        # a directory not named <topic>-<partition> (a loose segment file's): null, as in dump
+        self.topic, self.partition = (name.topic, name.partition) if name else (None, None)
         self.segments = [_Segment(p, int(p.name[:20])) for p in segment_logs(pdir)]
         self.bytes_read = 0
         self._warnings: dict[str, None] = {}  # ordered and without repeats
@@ -324,8 +325,8 @@ def _locate(part: Partition, res: SeekResult, offset: int) -> None:
 
 @dataclass(slots=True)
 class OffsetLocation:
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     target_offset: int
     status: str = ""  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
     offset: int | None = None  # the target, or the next offset that exists
@@ -415,7 +416,10 @@ def reset_rows(answers, warn) -> Iterator[tuple[str, int, int]]:
     groups: dict[tuple[str, int], list[tuple[dict, Path]]] = {}
     for ev, pdir in answers:
         name = F.parse_partition_dir(pdir.name)
-        if ev["offset"] is None or (name is not None and name.state):
+        if name is None:  # kafka-consumer-groups needs a topic and a partition: no row to give
+            warn(f"{pdir}: not named <topic>-<partition>: no reset-csv row for it")
+            continue
+        if ev["offset"] is None or name.state:
             continue
         groups.setdefault((ev["topic"], ev["partition"]), []).append((ev, pdir))
     for (topic, part), reps in groups.items():

@@ -673,3 +673,25 @@ def test_in_process_run_restores_the_hosts_signal_handlers(tree, monkeypatch, ca
     before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
     assert run_cli(monkeypatch, capsysbinary, "verify", tree)[0] == 0
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == before
+
+
+def test_seek_on_a_segment_outside_a_partition_dir(tree, tmp_path):
+    """A .log in a directory not named <topic>-<partition>: JSON topic/partition are null (as
+    in dump and verify), the text line names the directory, and reset-csv gives no row
+    (it had printed `loose,-1,0`, which kafka-consumer-groups would take as a partition)."""
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    log = loose / "00000000000000000000.log"
+    shutil.copy(tree / "orders-0" / log.name, log)
+    proc = run_kseg("seek", "-f", "json", "--time", "0", log)
+    assert proc.returncode == 0, proc.stderr
+    (ev,) = events(proc.stdout)
+    assert ev["topic"] is None and ev["partition"] is None and ev["offset"] == 0
+    proc = run_kseg("seek", "-f", "json", "--offset", "3", log)
+    (ev,) = events(proc.stdout)
+    assert ev["topic"] is None and ev["partition"] is None and ev["status"] == "found"
+    proc = run_kseg("seek", "--time", "0", log)
+    assert proc.stdout.decode().startswith(f"{loose}: offset 0 "), proc.stdout
+    proc = run_kseg("seek", "-f", "reset-csv", "--time", "0", log)
+    assert proc.returncode == 0 and proc.stdout == b"", proc.stdout
+    assert f"kseg: {loose}: not named <topic>-<partition>: no reset-csv row" in proc.stderr.decode()
