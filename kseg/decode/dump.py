@@ -162,6 +162,9 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
         tags = (
             partition_tags(item.name, item.log_dir if several else None) if opts.json_lines else {}
         )
+        if opts.json_lines and item.kind == tree.FILE and item.name is None and not item.log_dir:
+            # a data file outside any <topic>-<partition> dir (not a root's own file): null
+            tags = {"topic": None, "partition": None, **tags}
         if item.kind == tree.FILE:
             yield from dump_file(item.path, opts, budget, tags)
         elif item.kind == tree.PARTITION:

@@ -695,3 +695,21 @@ def test_seek_on_a_segment_outside_a_partition_dir(tree, tmp_path):
     proc = run_kseg("seek", "-f", "reset-csv", "--time", "0", log)
     assert proc.returncode == 0 and proc.stdout == b"", proc.stdout
     assert f"kseg: {loose}: not named <topic>-<partition>: no reset-csv row" in proc.stderr.decode()
+
+
+def test_dump_of_a_file_outside_a_partition_dir_has_null_topic(tree, tmp_path):
+    """README: objects from a partition carry topic and partition, null when the file's
+    directory is not named like a partition (dump left the keys out); a root's own files
+    still carry neither."""
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for name in ("00000000000000000000.log", "00000000000000000000.index"):
+        shutil.copy(tree / "orders-0" / name, loose / name)
+        proc = run_kseg("dump", "-f", "json", "--limit", "3", loose / name)
+        assert proc.returncode == 0, proc.stderr
+        evs = events(proc.stdout.decode())
+        assert {e["type"] for e in evs} > {"file"}
+        for e in evs:
+            assert "topic" in e and e["topic"] is None and e["partition"] is None, e
+    for e in events(run_kseg("dump", "-f", "json", tree / "meta.properties").stdout.decode()):
+        assert "topic" not in e and "partition" not in e, e
