@@ -44,6 +44,7 @@ from ..storage.atomic import (
 )
 from ..storage.space import check_space, device
 from ..storage.tree import Target, segment_logs
+from .findings import INFO, MISSING_INDEX
 from .findings import Patch as PatchNeeded
 from .manifest import (
     COMPLETE,
@@ -535,10 +536,7 @@ def plan_repair(
                 if p.exists():
                     why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
                     plan.actions.append(_whole_file(MOVE, p, why))
-        elif any(
-            st is not None and st.status in ("wrong", "missing")
-            for st in (scan.offset_index, scan.time_index)
-        ):
+        elif _index_problem(scan):
             rebuild.append(log)
     end = report.log_end_offset
     if first is not None and end is not None:
@@ -567,6 +565,15 @@ def plan_repair(
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     plan.rebuild_logs = [str(p) for p in rebuild]
     return plan
+
+
+def _index_problem(scan) -> bool:
+    """An index verify reports as a problem: wrong, or missing beside an inactive segment. A
+    missing index of the active segment is an info finding (Kafka creates it at startup), so
+    the repair leaves it alone: a repair changes only what verify calls a problem."""
+    if any(st is not None and st.status == "wrong" for st in (scan.offset_index, scan.time_index)):
+        return True
+    return any(f.kind == MISSING_INDEX and f.severity != INFO for f in scan.findings)
 
 
 def _patch_action(pdir: Path, p: PatchNeeded) -> Action:

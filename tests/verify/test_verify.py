@@ -310,3 +310,40 @@ def test_quarantine_option(corrupt_cases, tmp_path, monkeypatch, capsysbinary):
     )
     assert code == 1
     assert list(q.glob("*/*/manifest.json"))
+
+
+def test_repair_changes_only_what_verify_calls_a_problem(real_root, tmp_path):
+    """A real broker's data dir whose active segments have no index files: verify says info
+    (Kafka creates them at startup), so --repair, dry run or not, changes nothing and exits 0."""
+    import shutil
+
+    from tests.helpers import run_kseg
+
+    root = tmp_path / "kafka-logs"
+    shutil.copytree(real_root / "seanorth__kafka-server/kafka-logs", root)
+    before = snapshot_tree(tmp_path)
+    plain = run_kseg("verify", root)
+    assert plain.returncode == 0 and b"INFO missing_index" in plain.stdout, plain.stdout
+    dry = run_kseg("verify", "--repair", "--dry-run", root)
+    assert dry.returncode == 0 and b"create" not in dry.stdout, dry.stdout
+    done = run_kseg("verify", "--repair", root)
+    assert done.returncode == 0 and b"; 0 repaired; exit 0" in done.stdout, done.stdout
+    assert not any(line.startswith(b"repaired ") for line in done.stdout.splitlines())
+    after = snapshot_tree(tmp_path)
+    after.pop("kafka-logs/.lock", None)  # the lock a repair holds: Kafka's own lock file
+    assert after == before
+
+
+def test_repair_rebuilds_a_missing_index_of_an_inactive_segment(tree, tmp_path):
+    from tests.helpers import run_kseg
+
+    pdir = copy_partition(tree / "txn-0", tmp_path / "logs")
+    logs = segment_logs(pdir)
+    assert len(logs) > 1
+    index = logs[0].with_suffix(".index")
+    index.unlink()
+    plain = run_kseg("verify", pdir)
+    assert plain.returncode == 4 and b"WARNING missing_index" in plain.stdout, plain.stdout
+    done = run_kseg("verify", "--repair", pdir)
+    assert done.returncode == 1, done.stdout
+    assert index.exists() and run_kseg("verify", pdir).returncode == 0
