@@ -164,8 +164,8 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
             for s in summaries
             if Path(s["file"]).parent == root
         ]
-        for f in verify_root_checkpoints(root, ends):
-            found.append({"topic": None, "partition": None, **f.to_event()})
+        for f, tags in verify_root_checkpoints(root, ends):
+            found.append({**tags, **f.to_event()})
             found[-1].pop("type", None)
     counts = {sev: sum(1 for r in found if r["severity"] == sev) for sev in (ERROR, WARNING, INFO)}
     code = Exit.PROBLEMS if counts[ERROR] or counts[WARNING] else Exit.OK

@@ -400,9 +400,13 @@ def _epochs(
         )
 
 
-def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[Finding]:
-    """log.dirs checkpoint files against what is on disk."""
-    out: list[Finding] = []
+def verify_root_checkpoints(
+    root: Path, reports: list[PartitionReport]
+) -> list[tuple[Finding, dict]]:
+    """log.dirs checkpoint files against what is on disk: each finding with the ``topic`` and
+    ``partition`` of the checkpoint entry it is about (None for the file as a whole)."""
+    out: list[tuple[Finding, dict]] = []
+    whole = {"topic": None, "partition": None}
     ends = {}
     below_start = set()  # reported per partition already (below_log_start)
     for r in reports:
@@ -419,14 +423,14 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
             data = read_file(path)
             entries = cp.read_offset_checkpoint(data) if data.strip() else []
         except CorruptionError as exc:
-            out.append(
-                from_error(exc.in_file(path), str(path), severity=K.WARNING, repairable=False)
-            )
+            finding = from_error(exc.in_file(path), str(path), severity=K.WARNING, repairable=False)
+            out.append((finding, whole))
             continue
         except OSError as exc:
-            out.append(
-                Finding(K.ERROR, K.UNREADABLE, str(path), None, None, exc.strerror or str(exc))
+            finding = Finding(
+                K.ERROR, K.UNREADABLE, str(path), None, None, exc.strerror or str(exc)
             )
+            out.append((finding, whole))
             continue
         for e in entries:
             end = ends.get((e.topic, e.partition))
@@ -438,14 +442,7 @@ def verify_root_checkpoints(root: Path, reports: list[PartitionReport]) -> list[
                 sev, why = K.WARNING, "the log start offset is past the log end"
             else:
                 sev, why = K.INFO, "Kafka resets it to the log end at startup"
-            out.append(
-                Finding(
-                    sev,
-                    K.CHECKPOINT,
-                    str(path),
-                    None,
-                    e.offset,
-                    f"{e.topic}-{e.partition}: {e.offset} > log end {end} ({why})",
-                )
-            )
+            message = f"{e.topic}-{e.partition}: {e.offset} > log end {end} ({why})"
+            finding = Finding(sev, K.CHECKPOINT, str(path), None, e.offset, message)
+            out.append((finding, {"topic": e.topic, "partition": e.partition}))
     return out

@@ -137,20 +137,12 @@ class VerifyRun:
         for root, reps in reports.items():
             found = verify_root_checkpoints(root, reps)
             if not reps and unfiltered:  # say so: "0 partitions" alone looks clean
-                found.insert(
-                    0,
-                    K.Finding(
-                        K.INFO,
-                        K.NO_SEGMENTS,
-                        str(root),
-                        None,
-                        None,
-                        "log.dirs root without partition directories: only its root files checked",
-                    ),
-                )
-            for f in found:
+                why = "log.dirs root without partition directories: only its root files checked"
+                empty = K.Finding(K.INFO, K.NO_SEGMENTS, str(root), None, None, why)
+                found.insert(0, (empty, {"topic": None, "partition": None}))
+            for f, tags in found:
                 self.code |= _code([f])
-                ev = self._finding(f)
+                ev = self._finding(f, **tags)
                 yield {**ev, "log_dir": str(root)} if several else ev
         yield {
             "type": "summary",

@@ -347,3 +347,21 @@ def test_repair_rebuilds_a_missing_index_of_an_inactive_segment(tree, tmp_path):
     done = run_kseg("verify", "--repair", pdir)
     assert done.returncode == 1, done.stdout
     assert index.exists() and run_kseg("verify", pdir).returncode == 0
+
+
+def test_root_checkpoint_findings_name_their_partition(tree, tmp_path, monkeypatch, capsysbinary):
+    """Every finding object has the same keys: a root checkpoint entry past a partition's log
+    end names that partition; a checkpoint file unreadable as a whole has null topic/partition."""
+    import shutil
+
+    root = tmp_path / "logs"
+    shutil.copytree(tree, root)
+    (root / "recovery-point-offset-checkpoint").write_text("0\n1\norders 1 999999\n")
+    (root / "replication-offset-checkpoint").write_text("garbage\n")
+    code, out, _ = run_cli(monkeypatch, capsysbinary, "verify", root, "-f", "json")
+    found = {e["kind"]: e for e in events(out) if e["type"] == "finding"}
+    past = found["checkpoint_inconsistent"]
+    assert (past["topic"], past["partition"], past["offset"]) == ("orders", 1, 999999)
+    whole = found["invalid_file"]
+    assert whole["topic"] is None and whole["partition"] is None
+    assert code == 4  # the unreadable checkpoint is a warning
