@@ -318,7 +318,8 @@ fn decode_into(
         }
         let timestamp = match info.log_append_time {
             Some(t) => t as i128,
-            None => info.base_timestamp as i128 + ts_delta,
+            // a Java long sum: wraps at the int64 limits, as the core's _wrap_timestamp_delta
+            None => info.base_timestamp.wrapping_add(ts_delta as i64) as i128,
         };
         let sequence = if info.base_sequence < 0 {
             -1

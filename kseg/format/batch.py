@@ -265,6 +265,19 @@ class RecordBatch:
         )
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _wrap_timestamp_delta(base: int, delta: int) -> int:
+    """The delta that gives Kafka's record timestamp: ``baseTimestamp + timestampDelta`` is a
+    Java long sum, so it wraps around at the int64 limits (kafka-dump-log shows the wrapped
+    value); every varint kseg reads is already an int64, only the sum can leave the range."""
+    total = base + delta
+    if _INT64_MIN <= total <= _INT64_MAX:
+        return delta
+    return ((total + (1 << 63)) % (1 << 64) - (1 << 63)) - base
+
+
 def _add_sequence(base: int, delta: int) -> int:
     # Sequences wrap around at Int32.MAX_VALUE, as in DefaultRecordBatch.incrementSequence.
     if base > 0x7FFFFFFF - delta:
@@ -324,6 +337,8 @@ def iter_record_chunks(
     i = 0
     rec_start = pos
     cut, cut_pos = RECORD_CHUNK, pos + RECORD_CHUNK_BYTES
+    # a one-byte delta (-64..63) can leave the int64 range only from a base this close to it
+    near_edge = not (_INT64_MIN + 64 <= base_timestamp <= _INT64_MAX - 64)
     try:
         while i < count:
             rec_start = pos
@@ -346,11 +361,12 @@ def iter_record_chunks(
                 )
             pos += 1  # attributes: unused
             b = data[pos]
-            if b < 0x80:
+            if b < 0x80 and not near_edge:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
                 ts_delta, pos = read_varint(data, pos)
+                ts_delta = _wrap_timestamp_delta(base_timestamp, ts_delta)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)

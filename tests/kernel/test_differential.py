@@ -263,3 +263,26 @@ def test_shadow_map(tree, k):
         assert lines == k.batch_json(data, pos, b'"f"', "base64")
         rendered += lines is not None
     assert rendered > 0
+
+
+@pytest.mark.parametrize("base_timestamp", [(1 << 63) - 1, (1 << 63) - 40, -(1 << 63), 0])
+@pytest.mark.parametrize("delta", [1, 63, -64, 300, (1 << 62), -(1 << 62)])
+def test_timestamp_sums_wrap_like_java(base_timestamp, delta, k):
+    """baseTimestamp + timestampDelta is a Java long sum: both paths wrap it the same way."""
+    from kseg.format.batch import iter_record_chunks
+    from kseg.format.varint import write_varint
+
+    body = bytearray(b"\x00")
+    write_varint(body, delta)
+    body += b"\x00" + b"\x01" + b"\x00" + b"\x00"  # offset delta 0, null key, empty value, 0 hdrs
+    rec = bytearray()
+    write_varint(rec, len(body))
+    data = bytes(rec + body)
+    (chunk,) = iter_record_chunks(
+        data, 0, len(data), 1, 10, base_timestamp, None, 5, 0, "CreateTime"
+    )
+    wrapped = (base_timestamp + delta + (1 << 63)) % (1 << 64) - (1 << 63)
+    assert chunk[0][2] == wrapped
+    make = record_json_maker("f", "base64")
+    expected = b"".join(make(t) for t in chunk)
+    assert k.records_json(data, 1, 10, base_timestamp, None, 5, b'"f"', "base64") == expected
