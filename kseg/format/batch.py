@@ -337,8 +337,10 @@ def iter_record_chunks(
     i = 0
     rec_start = pos
     cut, cut_pos = RECORD_CHUNK, pos + RECORD_CHUNK_BYTES
-    # a one-byte delta (-64..63) can leave the int64 range only from a base this close to it
-    near_edge = not (_INT64_MIN + 64 <= base_timestamp <= _INT64_MAX - 64)
+    # a delta of at most ts_limit either way keeps base + delta inside int64 (no wrap to do);
+    # a one-byte delta (-64..63) can leave it only from a base this close to the limits
+    ts_limit = _INT64_MAX - abs(base_timestamp)
+    near_edge = ts_limit < 64
     try:
         while i < count:
             rec_start = pos
@@ -366,7 +368,8 @@ def iter_record_chunks(
                 pos += 1
             else:
                 ts_delta, pos = read_varint(data, pos)
-                ts_delta = _wrap_timestamp_delta(base_timestamp, ts_delta)
+                if not -ts_limit <= ts_delta <= ts_limit:
+                    ts_delta = _wrap_timestamp_delta(base_timestamp, ts_delta)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
