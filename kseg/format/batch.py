@@ -16,6 +16,7 @@ from itertools import chain
 from . import compression as codecs
 from .control import ControlRecord, end_txn_marker, parse_control
 from .crc import crc32c
+from .entry import LOG_OVERHEAD, MAGIC_POS
 from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
 from .record import CREATE_TIME, LOG_APPEND_TIME, Record
 from .varint import read_varint, varint_size, write_varint
@@ -44,12 +45,13 @@ for _name, _code in _FIELDS:
 del _p, _name, _code
 
 HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = FIELD_POS["partition_leader_epoch"]  # 12: offset + length
-CRC_POS = FIELD_POS["crc"]
+assert FIELD_POS["partition_leader_epoch"] == LOG_OVERHEAD and FIELD_POS["magic"] == MAGIC_POS
+CRC_POS = FIELD_POS["crc"]  # 17
 CRC_COVERAGE_START = FIELD_POS["attributes"]
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 MAGIC = 2
-_CRC_STRUCT = struct.Struct(">I")
+CRC = struct.Struct(">I")
+_CRC_STRUCT = CRC
 
 ATTR_COMPRESSION = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08

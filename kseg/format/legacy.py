@@ -17,17 +17,51 @@ from itertools import chain
 from . import compression as codecs
 from .batch import RECORD_CHUNK
 from .crc import crc32
+from .entry import LOG_OVERHEAD
+from .entry import MAGIC_POS as ENTRY_MAGIC_POS
 from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
 from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, Record
 
-PREFIX = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+# One field list per magic, in wire order; every position and struct below is derived from them.
+_FIELDS_V0 = (
+    ("offset", "q"),  # a wrapper's: its LAST inner offset
+    ("message_size", "i"),  # bytes after this field
+    ("crc", "I"),  # CRC-32 of [magic, end of message)
+    ("magic", "b"),
+    ("attributes", "b"),
+    ("key_length", "i"),  # -1: null key; then the key, valueLength i32, the value
+)
+_FIELDS_V1 = _FIELDS_V0[:5] + (("timestamp", "q"),) + _FIELDS_V0[5:]
+
+
+def _positions(fields) -> dict[str, int]:
+    out, p = {}, 0
+    for name, code in fields:
+        out[name] = p
+        p += struct.calcsize(">" + code)
+    return out
+
+
+FIELD_POS = {0: _positions(_FIELDS_V0), 1: _positions(_FIELDS_V1)}
+_V0, _V1 = FIELD_POS[0], FIELD_POS[1]
+PREFIX = struct.Struct(">" + "".join(c for _, c in _FIELDS_V0[:5]))  # up to attributes: both
+HEADER_V1 = struct.Struct(">" + "".join(c for _, c in _FIELDS_V1[:6]))  # up to the timestamp
+_OFFSET_SIZE_CRC = struct.Struct(">" + "".join(c for _, c in _FIELDS_V0[:3]))
+_MAGIC_ATTRIBUTES = struct.Struct(">" + "".join(c for _, c in _FIELDS_V0[3:5]))
 TIMESTAMP = struct.Struct(">q")
-LENGTH = struct.Struct(">i")
-LOG_OVERHEAD = 12  # offset + size
-CRC_POS = 12
-MAGIC_POS = 16
-# size field minimum: crc 4 + magic 1 + attributes 1 + key length 4 + value length 4 (+ ts 8)
-RECORD_OVERHEAD = {0: 14, 1: 22}
+LENGTH = struct.Struct(">i")  # key length, value length
+CRC_POS = _V0["crc"]  # 12
+MAGIC_POS = _V0["magic"]  # 16
+CRC_COVERAGE_START = MAGIC_POS
+TIMESTAMP_POS = _V1["timestamp"]  # 18
+KEY_LENGTH_POS = {0: _V0["key_length"], 1: _V1["key_length"]}  # 18, 26
+assert _V0["message_size"] + LENGTH.size == LOG_OVERHEAD and PREFIX.size == TIMESTAMP_POS
+assert MAGIC_POS == ENTRY_MAGIC_POS
+# size field minimum: everything after it with an empty key and value (crc, magic, attributes,
+# [timestamp], key length, value length): 14 for magic 0, 22 for magic 1
+RECORD_OVERHEAD = {m: KEY_LENGTH_POS[m] + 2 * LENGTH.size - LOG_OVERHEAD for m in (0, 1)}
+_V0_OVERHEAD = RECORD_OVERHEAD[0]
+_V0_KEY_LENGTH_POS, _V1_KEY_LENGTH_POS = KEY_LENGTH_POS[0], KEY_LENGTH_POS[1]
 ATTR_COMPRESSION = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
 
@@ -46,6 +80,8 @@ class LegacyEntry:
         "attributes",
         "timestamp",
         "_summary",
+        "_kept",
+        "_inner_size",
     )
 
     def __init__(self, buf, position: int, source: str | None = None) -> None:
@@ -53,11 +89,14 @@ class LegacyEntry:
         self.position = position
         self.source = source  # a label (the file) for error messages only
         self._summary: tuple[int, int] | None = None
+        # a wrapper's decompressed value kept for record_chunks (limit used, bytes): see keep
+        self._kept: tuple[int, bytes] | None = None
+        self._inner_size: int | None = None
         self.offset, self.message_size, self.crc, self.magic, self.attributes = PREFIX.unpack_from(
             buf, position
         )
         if self.magic >= 1 and self.message_size >= RECORD_OVERHEAD[1]:
-            (self.timestamp,) = TIMESTAMP.unpack_from(buf, position + PREFIX.size)
+            (self.timestamp,) = TIMESTAMP.unpack_from(buf, position + TIMESTAMP_POS)
         else:
             self.timestamp = NO_TIMESTAMP
 
@@ -101,7 +140,7 @@ class LegacyEntry:
 
     def compute_crc(self) -> int:
         with memoryview(self.buf) as mv:
-            return crc32(mv[self.position + MAGIC_POS : self.position + self.size])
+            return crc32(mv[self.position + CRC_COVERAGE_START : self.position + self.size])
 
     @property
     def crc_valid(self) -> bool:
@@ -109,7 +148,7 @@ class LegacyEntry:
 
     def validate(self) -> None:
         """Raise unless size, CRC and key/value lengths are consistent (what Kafka accepts)."""
-        minimum = RECORD_OVERHEAD.get(self.magic, 14)
+        minimum = RECORD_OVERHEAD.get(self.magic, _V0_OVERHEAD)
         if self.message_size < minimum:
             raise self._error(
                 f"message size {self.message_size} is below the minimum {minimum} for magic {self.magic}",
@@ -139,13 +178,13 @@ class LegacyEntry:
     def key_value(self) -> tuple[bytes | None, bytes | None]:
         """The key and value, with every length checked against the message size."""
         end = self.position + self.size
-        pos = self.position + PREFIX.size + (8 if self.magic >= 1 else 0)
+        pos = self.position + (_V1_KEY_LENGTH_POS if self.magic >= 1 else _V0_KEY_LENGTH_POS)
         parts = []
         for name in ("key", "value"):
-            if pos + 4 > end:
+            if pos + LENGTH.size > end:
                 raise self._error(f"{name} length field past the end of the message", field=name)
             (n,) = LENGTH.unpack_from(self.buf, pos)
-            pos += 4
+            pos += LENGTH.size
             if n == -1:
                 parts.append(None)
                 continue
@@ -176,14 +215,14 @@ class LegacyEntry:
         an object per message: (count, first inner offset, last inner offset). Nested wrappers are
         refused, as Kafka refuses them, so decompression never recurses."""
         n = len(data)
-        minimum = RECORD_OVERHEAD.get(self.magic, 14)
+        minimum = RECORD_OVERHEAD.get(self.magic, _V0_OVERHEAD)
         unpack = PREFIX.unpack_from
         count = 0
         first = last = 0
         pos = 0
         with memoryview(data) as mv:
             while pos < n:
-                if n - pos < MAGIC_POS + 2:
+                if n - pos < PREFIX.size:
                     raise self._error(
                         f"truncated inner message at decompressed byte {pos}", field="value"
                     )
@@ -203,7 +242,7 @@ class LegacyEntry:
                     raise self._error(
                         "compressed inner message inside a compressed wrapper", field="value"
                     )
-                computed = crc32(mv[pos + MAGIC_POS : end])
+                computed = crc32(mv[pos + CRC_COVERAGE_START : end])
                 if computed != crc:
                     raise CorruptionError(
                         f"inner message CRC-32 mismatch at decompressed byte {pos}",
@@ -225,14 +264,37 @@ class LegacyEntry:
         return count, first, last
 
     def inner_summary(
-        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+        self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED, *, keep: bool = False
     ) -> tuple[int, int]:
         """(records count, first absolute offset) of a wrapper, checked; decompresses once and
-        keeps only the two numbers."""
+        keeps the two numbers. ``keep``: also keep the decompressed bytes until the next
+        record_chunks() takes them (dump asks for the count, then the records), so the wrapper
+        is decompressed once, not twice."""
         if self._summary is None:
-            count, first, last = self._scan_inner(self._inner_data(max_decompressed))
+            data = self._inner_data(max_decompressed)
+            self._inner_size = len(data)
+            count, first, last = self._scan_inner(data)
             self._summary = (count, first + self._shift(last))
+            if keep:
+                self._kept = (max_decompressed, data)
         return self._summary
+
+    def decompressed_size(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> int:
+        """Bytes a wrapper's value decompresses to (no second decompression after
+        inner_summary)."""
+        if self._inner_size is None:
+            self._inner_size = len(self._inner_data(max_decompressed))
+        return self._inner_size
+
+    def _take_kept(self, max_decompressed: int) -> bytes | None:
+        """The bytes inner_summary(keep=True) kept, if decompressing under ``max_decompressed``
+        would give exactly them (it succeeded under a limit no larger, or they are below it);
+        else None: the caller decompresses, and meets the limit's own error."""
+        kept, self._kept = self._kept, None
+        if kept is None:
+            return None
+        limit, data = kept
+        return data if limit <= max_decompressed or len(data) < max_decompressed else None
 
     def record_tuples(
         self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
@@ -257,6 +319,7 @@ class LegacyEntry:
             copy = LegacyEntry(
                 self.buf.read_range(self.position, self.position + self.size), 0, self.source
             )
+            copy._summary, copy._kept, self._kept = self._summary, self._kept, None
             try:
                 yield from copy.record_chunks(max_decompressed)
             except CorruptionError as exc:
@@ -269,7 +332,9 @@ class LegacyEntry:
             key, value = self.key_value()
             yield [(key, value, self.timestamp, [], self.offset, -1, ts_type)]
             return
-        data = self._inner_data(max_decompressed)
+        data = self._take_kept(max_decompressed)
+        if data is None:
+            data = self._inner_data(max_decompressed)
         if self._summary is None:  # checked once per entry (dump asks for the count first)
             count, first, last = self._scan_inner(data)
             self._summary = (count, first + self._shift(last))
@@ -325,7 +390,7 @@ class LegacyEntry:
 def encode_message(
     offset: int, magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None
 ) -> bytes:
-    body = bytearray(struct.pack(">bb", magic, attributes))
+    body = bytearray(_MAGIC_ATTRIBUTES.pack(magic, attributes))
     if magic >= 1:
         body += TIMESTAMP.pack(timestamp)
     for part in (key, value):
@@ -334,7 +399,8 @@ def encode_message(
         else:
             body += LENGTH.pack(len(part))
             body += part
-    return struct.pack(">qiI", offset, 4 + len(body), crc32(body)) + bytes(body)
+    size = CRC_COVERAGE_START - LOG_OVERHEAD + len(body)
+    return _OFFSET_SIZE_CRC.pack(offset, size, crc32(body)) + bytes(body)
 
 
 def build_entries(

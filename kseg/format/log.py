@@ -12,18 +12,27 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .batch import MIN_BATCH_LENGTH, RecordBatch
+from .batch import HEADER_SIZE, MIN_BATCH_LENGTH, RecordBatch
+from .entry import (
+    ENTRY_PREFIX,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_POS,
+    entry_magic,
+)
 from .errors import INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, ZERO_FILLED_TAIL, CorruptionError
 from .legacy import LegacyEntry
+from .magic import CURRENT_MAGIC, MIN_ENTRY_SIZE, READER_BY_BYTE, V0, V1, V2
 
-ENTRY_PREFIX = struct.Struct(">qi")  # offset (base or last), size
-LOG_OVERHEAD = 12
-MAGIC_POS = 16
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_ENTRY_SIZE = 14  # Kafka: any size field below the v0 message overhead is corruption
 _ZERO_CHUNK = bytes(1 << 20)
-_HEADER_PROBE = 61  # a v2 header, the largest a walk reads before knowing the entry's size
+_HEADER_PROBE = HEADER_SIZE  # a v2 header, the largest a walk reads before knowing the size
 _EVERYTHING = 1 << 62
+# v2 and legacy CRC facts, bound once as module ints (hot loops)
+_V2_CRC_POS = V2.crc_pos
+_V2_CRC_START = V2.crc_coverage_start
+_V2_CRC = struct.Struct(">I")
+_LEGACY_CRC_START = V0.crc_coverage_start
+assert V1.crc_coverage_start == _LEGACY_CRC_START
 
 Entry = RecordBatch | LegacyEntry
 
@@ -55,33 +64,25 @@ def _tail_error(
     return CorruptionError(message, kind=kind, position=pos, field=field)
 
 
-def entry_magic(buf, pos: int) -> int:
-    """The magic byte of the entry at ``pos``, signed as Kafka reads it (a Java byte)."""
-    m = buf[pos + MAGIC_POS]
-    return m - 256 if m > 127 else m
-
-
 def v2_crc_matches(buf, pos: int, end: int) -> bool:
     """Does the entry at ``pos`` hold a v2 batch whose CRC-32C (over [21, size)) matches, whatever
     its magic byte says? Used to tell a flipped magic byte (outside the CRC) from corruption."""
-    from .crc import crc32c
-
-    if end - pos < HEADER_SIZE_UP_TO_MAGIC + 4:
+    if end - pos < _V2_CRC_START:
         return False
     _, size = ENTRY_PREFIX.unpack_from(buf, pos)
     if size < MIN_BATCH_LENGTH or size > end - pos - LOG_OVERHEAD:
         return False
-    (stored,) = struct.unpack_from(">I", buf, pos + 17)
+    (stored,) = _V2_CRC.unpack_from(buf, pos + _V2_CRC_POS)
     with memoryview(buf) as mv:
-        return crc32c(mv[pos + 21 : pos + LOG_OVERHEAD + size]) == stored
+        return V2.crc(mv[pos + _V2_CRC_START : pos + LOG_OVERHEAD + size]) == stored
 
 
 def bad_magic_message(magic: int, pos: int, crc_ok: bool) -> str:
     """What a v2 batch with a magic byte other than 2 means, by Kafka's reading rule."""
     where = f"magic {magic} at byte {pos + MAGIC_POS}"
     if not crc_ok:
-        return f"{where}, and the batch CRC-32C does not match either"
-    if magic > 2:
+        return f"{where}, and the {V2.entry_name} {V2.crc_name} does not match either"
+    if magic > CURRENT_MAGIC:
         kafka = "Kafka keeps the batch and consumers will fail on it"
     else:
         kafka = (
@@ -133,7 +134,7 @@ def check_entry_header(buf, pos: int, end: int) -> None:
         raise CorruptionError(
             f"invalid magic {magic}", kind=INVALID_MAGIC, position=pos, field="magic", offset=offset
         )
-    if magic >= 2 and size < MIN_BATCH_LENGTH:
+    if magic >= CURRENT_MAGIC and size < MIN_BATCH_LENGTH:
         raise CorruptionError(
             f"batch length {size} is below the minimum {MIN_BATCH_LENGTH}",
             kind=INVALID_SIZE,
@@ -210,11 +211,7 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
         size = ENTRY_PREFIX.unpack_from(buf, pos)[1] + LOG_OVERHEAD
         if pos + size > ready:
             ready = ensure(pos, pos + size)
-        entry = (
-            RecordBatch(buf, pos, source)
-            if 2 <= buf[pos + MAGIC_POS] < 128  # Kafka: magic >= 2 is a v2 batch
-            else LegacyEntry(buf, pos, source)
-        )
+        entry = READER_BY_BYTE[buf[pos + MAGIC_POS]](buf, pos, source)  # magic.format_of
         if validate:
             entry.validate()
         yield entry
@@ -227,9 +224,11 @@ def _walk(buf, pos: int, end: int, validate: bool, source: str | None) -> Iterat
 # magic: as stored (a v2 batch may carry a flipped magic 3..127: it is read as v2, as Kafka does).
 # first_offset: v2 base offset; legacy: the entry's offset (a wrapper's LAST offset).
 # max_timestamp: -1 for magic 0. records_count, producer_id, partition_leader_epoch: -1 for legacy.
-_V2 = struct.Struct(">qiibIhiqqqhii")
-_LEGACY = struct.Struct(">qiIbbq")  # offset, size, crc, magic, attributes, timestamp (magic 1)
-_LEGACY_PREFIX = struct.Struct(">qiIbb")
+_V2 = V2.header
+_LEGACY = V1.header  # offset, size, crc, magic, attributes, timestamp (magic 1)
+_LEGACY_PREFIX = V0.header
+_V2_MAGIC = V2.magic
+_V1_MAGIC = V1.magic
 
 
 def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
@@ -238,8 +237,7 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
     Raises :class:`CorruptionError` at the first structural problem (like ``iter_entries``);
     CRC mismatches are reported in ``crc_ok`` so the caller decides (recovery stops there).
     """
-    from .crc import crc32, crc32c
-
+    v2_crc, legacy_crc = V2.crc, V1.crc
     if end is None:
         end = len(buf)
     v2_unpack = _V2.unpack_from
@@ -255,9 +253,9 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
             if pos + _HEADER_PROBE > ready:
                 ready = ensure(pos, min(end, pos + _HEADER_PROBE))
             # the common case inline; anything unusual goes through the full check
-            if end - pos < _V2.size or buf[pos + MAGIC_POS] != 2:
+            if end - pos < _V2.size or buf[pos + MAGIC_POS] != _V2_MAGIC:
                 check_entry_header(buf, pos, end)
-            if 2 <= buf[pos + MAGIC_POS] < 128:
+            if READER_BY_BYTE[buf[pos + MAGIC_POS]] is RecordBatch:
                 (base, length, ple, m, crc, attrs, lod, _bts, max_ts, pid, _pe, _bs, count) = (
                     v2_unpack(buf, pos)
                 )
@@ -266,11 +264,11 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                     check_entry_header(buf, pos, end)  # raises with the precise kind
                 if pos + size > ready:
                     ready = ensure(pos, pos + size)
-                ok = crc32c(mv[pos + 21 : pos + size]) == crc
+                ok = v2_crc(mv[pos + _V2_CRC_START : pos + size]) == crc
                 yield (pos, size, m, base, base + lod, max_ts, count, attrs, pid, ok, ple)
             else:
                 magic = buf[pos + MAGIC_POS]
-                if magic == 1 and end - pos >= _LEGACY.size:
+                if magic == _V1_MAGIC and end - pos >= _LEGACY.size:
                     off, length, crc, _m, attrs, ts = legacy_unpack(buf, pos)
                 else:
                     off, length, crc, _m, attrs = _LEGACY_PREFIX.unpack_from(buf, pos)
@@ -278,6 +276,6 @@ def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]
                 size = length + LOG_OVERHEAD
                 if pos + size > ready:
                     ready = ensure(pos, pos + size)
-                ok = crc32(mv[pos + MAGIC_POS : pos + size]) == crc
+                ok = legacy_crc(mv[pos + _LEGACY_CRC_START : pos + size]) == crc
                 yield (pos, size, magic, off, off, ts, -1, attrs, -1, ok, -1)
             pos += size

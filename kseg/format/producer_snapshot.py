@@ -8,9 +8,30 @@ from dataclasses import dataclass
 from .crc import crc32c
 from .errors import CRC_MISMATCH, INVALID_FILE, CorruptionError
 
-HEADER = struct.Struct(">hIi")  # version, crc (CRC-32C of bytes [6, end)), entry count
-CRC_COVERAGE_START = 6
-ENTRY = struct.Struct(">qhiqiqiq")
+# Wire order (ProducerStateManager's PRODUCER_SNAPSHOT_ENTRY_SCHEMA, version 1); positions
+# derived.
+HEADER_FIELDS = (
+    ("version", "h"),
+    ("crc", "I"),  # CRC-32C of [count, end of file)
+    ("count", "i"),  # entries that follow
+)
+ENTRY_FIELDS = (  # the names of ProducerEntry's fields, in the same order
+    ("producer_id", "q"),
+    ("producer_epoch", "h"),
+    ("last_sequence", "i"),
+    ("last_offset", "q"),
+    ("offset_delta", "i"),
+    ("timestamp", "q"),
+    ("coordinator_epoch", "i"),
+    ("current_txn_first_offset", "q"),
+)
+HEADER = struct.Struct(">" + "".join(c for _, c in HEADER_FIELDS))
+CRC_POS = struct.calcsize(">" + HEADER_FIELDS[0][1])  # 2
+COUNT_POS = CRC_POS + struct.calcsize(">" + HEADER_FIELDS[1][1])  # 6
+CRC_COVERAGE_START = COUNT_POS
+_VERSION_CRC = struct.Struct(">" + "".join(c for _, c in HEADER_FIELDS[:2]))
+_COUNT = struct.Struct(">" + HEADER_FIELDS[2][1])
+ENTRY = struct.Struct(">" + "".join(c for _, c in ENTRY_FIELDS))
 ENTRY_SIZE = ENTRY.size  # 46
 VERSION = 1
 NO_TXN = -1
@@ -54,7 +75,7 @@ def read_snapshot(buf) -> ProducerSnapshot:
         raise CorruptionError(
             "snapshot CRC-32C mismatch",
             kind=CRC_MISMATCH,
-            position=2,
+            position=CRC_POS,
             field="crc",
             stored=crc,
             computed=computed,
@@ -63,7 +84,7 @@ def read_snapshot(buf) -> ProducerSnapshot:
         raise CorruptionError(
             f"snapshot declares {count} entries but holds {(n - HEADER.size) / ENTRY_SIZE:g}",
             kind=INVALID_FILE,
-            position=6,
+            position=COUNT_POS,
             field="count",
         )
     entries = [
@@ -73,7 +94,7 @@ def read_snapshot(buf) -> ProducerSnapshot:
 
 
 def encode_snapshot(entries: list[ProducerEntry]) -> bytes:
-    body = bytearray(struct.pack(">i", len(entries)))
+    body = bytearray(_COUNT.pack(len(entries)))
     for e in entries:
         body += ENTRY.pack(
             e.producer_id,
@@ -85,4 +106,4 @@ def encode_snapshot(entries: list[ProducerEntry]) -> bytes:
             e.coordinator_epoch,
             e.current_txn_first_offset,
         )
-    return struct.pack(">hI", VERSION, crc32c(bytes(body))) + bytes(body)
+    return _VERSION_CRC.pack(VERSION, crc32c(bytes(body))) + bytes(body)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import INVALID_INDEX, CorruptionError
-from .offset_index import _count_until_padding
+from .index import Index, entry_struct
 
-ENTRY = struct.Struct(">qi")  # timestamp, offset - base offset
-ENTRY_SIZE = ENTRY.size
+FIELDS = (
+    ("timestamp", "q"),  # the largest timestamp seen up to this offset
+    ("relative_offset", "i"),  # offset - base offset
+)
+ENTRY = entry_struct(FIELDS)
+ENTRY_SIZE = ENTRY.size  # 12
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024 // ENTRY_SIZE * ENTRY_SIZE  # 10,485,756
 
 
@@ -20,78 +21,40 @@ class TimestampOffset:
     offset: int
 
 
-class TimeIndex:
+class TimeIndex(Index):
     """A read-only view of a time index held in ``buf`` (bytes or mmap); see OffsetIndex."""
 
-    def __init__(self, buf, base_offset: int) -> None:
-        self.buf = buf
-        self.base_offset = base_offset
-        self.file_size = len(buf)
-        self.slots = len(buf) // ENTRY_SIZE
-        self.entries = _count_until_padding(buf, self.slots, ENTRY_SIZE)
+    FIELDS = FIELDS
+    ENTRY = ENTRY
+    ENTRY_SIZE = ENTRY_SIZE
+    KEY_FIELD = 0
+    FILE_NAME = "time index"
 
-    @property
-    def padded_bytes(self) -> int:
-        return self.file_size - self.entries * ENTRY_SIZE
-
-    def __len__(self) -> int:
-        return self.entries
-
-    def entry(self, n: int) -> TimestampOffset:
-        if not 0 <= n < self.entries:
-            raise IndexError(n)
-        ts, rel = ENTRY.unpack_from(self.buf, n * ENTRY_SIZE)
+    def _value(self, fields: tuple) -> TimestampOffset:
+        ts, rel = fields
         return TimestampOffset(ts, self.base_offset + rel)
 
-    def __iter__(self) -> Iterator[TimestampOffset]:
-        base = self.base_offset
-        for ts, rel in ENTRY.iter_unpack(memoryview(self.buf)[: self.entries * ENTRY_SIZE]):
-            yield TimestampOffset(ts, base + rel)
+    def _not_found(self) -> TimestampOffset:
+        return TimestampOffset(-1, self.base_offset)
 
     def last_entry(self) -> TimestampOffset:
         """Kafka's lastEntry: (-1, base offset) when empty."""
         if not self.entries:
-            return TimestampOffset(-1, self.base_offset)
+            return self._not_found()
         return self.entry(self.entries - 1)
 
     def lookup(self, timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= ``timestamp``, else (-1, base offset)."""
-        lo, hi = 0, self.entries - 1
-        found = -1
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            ts = ENTRY.unpack_from(self.buf, mid * ENTRY_SIZE)[0]
-            if ts <= timestamp:
-                found = mid
-                lo = mid + 1
-            else:
-                hi = mid - 1
-        if found < 0:
-            return TimestampOffset(-1, self.base_offset)
-        return self.entry(found)
+        return self._lookup(timestamp)
 
-    def sanity_check(self) -> None:
-        """Kafka's TimeIndex.sanityCheck."""
-        if self.file_size % ENTRY_SIZE:
-            raise CorruptionError(
-                f"time index file size {self.file_size} is not a multiple of {ENTRY_SIZE}",
-                kind=INVALID_INDEX,
-                position=self.file_size - self.file_size % ENTRY_SIZE,
+    def _check_entries(self) -> None:
+        """Kafka's TimeIndex.sanityCheck: timestamps do not go back; last offset >= base."""
+        first, last = self.entry(0), self.entry(self.entries - 1)
+        if last.timestamp < first.timestamp:
+            raise self._bad_last(
+                f"last timestamp {last.timestamp} is below the first {first.timestamp}"
             )
-        if self.entries:
-            first, last = self.entry(0), self.entry(self.entries - 1)
-            if last.timestamp < first.timestamp:
-                raise CorruptionError(
-                    f"last timestamp {last.timestamp} is below the first {first.timestamp}",
-                    kind=INVALID_INDEX,
-                    position=(self.entries - 1) * ENTRY_SIZE,
-                )
-            if last.offset < self.base_offset:
-                raise CorruptionError(
-                    f"last offset {last.offset} is below the base offset {self.base_offset}",
-                    kind=INVALID_INDEX,
-                    position=(self.entries - 1) * ENTRY_SIZE,
-                )
+        super()._check_entries()
 
 
 def encode_entries(entries, base_offset: int) -> bytes:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import INVALID_INDEX, CorruptionError
+from .index import entry_struct
 
-ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
+FIELDS = (
+    ("version", "h"),  # CURRENT_VERSION
+    ("producer_id", "q"),
+    ("first_offset", "q"),
+    ("last_offset", "q"),  # the ABORT marker's offset
+    ("last_stable_offset", "q"),
+)
+ENTRY = entry_struct(FIELDS)
 ENTRY_SIZE = ENTRY.size  # 34
+VERSION_POS = 0
 CURRENT_VERSION = 0
 
 
@@ -37,7 +45,7 @@ def read_entries(buf) -> Iterator[AbortedTxn]:
             raise CorruptionError(
                 f"unknown transaction index entry version {version}",
                 kind=INVALID_INDEX,
-                position=pos,
+                position=pos + VERSION_POS,
                 field="version",
             )
         yield AbortedTxn(pid, first, last, lso, version)
