@@ -16,6 +16,7 @@ import os
 import struct
 from collections.abc import Iterator
 
+from .format.entry import LOG_OVERHEAD, SIZE_POS
 from .format.errors import KsegError
 
 ENV = "KSEG_KERNEL"
@@ -205,10 +206,12 @@ def batch_json(buf, position: int, file_json: bytes, mode: str) -> bytes | None:
         return None
     ensure = getattr(buf, "ensure", None)  # a buffer read on demand: make the batch readable
     if ensure is not None:
-        if ensure(position, position + 12) < position + 12:
+        if ensure(position, position + LOG_OVERHEAD) < position + LOG_OVERHEAD:
             return None
-        size = int.from_bytes(buf[position + 8 : position + 12], "big", signed=True) + 12
-        ensure(position, position + max(size, 12))
+        size = LOG_OVERHEAD + int.from_bytes(
+            buf[position + SIZE_POS : position + LOG_OVERHEAD], "big", signed=True
+        )
+        ensure(position, position + max(size, LOG_OVERHEAD))
     return k.batch_json(buf, position, file_json, mode)
 
 

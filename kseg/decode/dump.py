@@ -22,6 +22,8 @@ from ..format.compression import DEFAULT_MAX_DECOMPRESSED
 from ..format.control import KRAFT_CONTROL_NAMES, parse_control
 from ..format.errors import CorruptionError
 from ..format.log import bad_magic_message, iter_entries, v2_crc_matches
+from ..format.magic import CURRENT_MAGIC as V2_MAGIC
+from ..format.magic import format_of
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..storage import files as F
@@ -452,7 +454,7 @@ def _dump_log(
             if (
                 opts.from_time is not None
                 and entry.max_timestamp < opts.from_time
-                and entry.magic > 0
+                and format_of(entry.magic).timestamps
             ):
                 continue
             yield from _entry_events(entry, name, opts, budget, make_event, span)
@@ -486,7 +488,11 @@ def _first_offset_hint(entry) -> int:
     return entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
 
 
-def batch_event(entry, name: str) -> dict:
+def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:
+    """The batch (or legacy message) line; ``computed_crc``: the entry's CRC if the caller has
+    computed it already (it is not computed twice)."""
+    if computed_crc is None:
+        computed_crc = entry.compute_crc()
     if isinstance(entry, RecordBatch):
         return {
             "type": "batch",
@@ -498,7 +504,7 @@ def batch_event(entry, name: str) -> dict:
             "magic": entry.magic,
             "compression": entry.compression,
             "crc": entry.crc,
-            "crc_valid": entry.crc_valid,
+            "crc_valid": computed_crc == entry.crc,
             "size": entry.size,
             "timestamp_type": entry.timestamp_type,
             "base_timestamp": entry.base_timestamp,
@@ -522,7 +528,7 @@ def batch_event(entry, name: str) -> dict:
         "magic": entry.magic,
         "compression": entry.compression,
         "crc": entry.crc,
-        "crc_valid": entry.crc_valid,
+        "crc_valid": computed_crc == entry.crc,
         "size": entry.size,
         "timestamp_type": entry.timestamp_type,
         "base_timestamp": entry.timestamp,
@@ -544,14 +550,16 @@ def _entry_events(
     """All events of one top-level entry: the batch, its problems, its records, in lists of at
     most one record chunk (so a batch of millions of records never exists as one list).
     ``span`` learns the offsets a selection printed."""
-    ev = batch_event(entry, name)
-    if not ev["crc_valid"] and entry.magic < 2:
+    computed = entry.compute_crc()  # once per entry
+    ev = batch_event(entry, name, computed)
+    if not ev["crc_valid"] and entry.magic < V2_MAGIC:
         end = entry.position + entry.size
         if v2_crc_matches(entry.buf, entry.position, end):  # a v2 batch with magic 0/1
             entry = RecordBatch(entry.buf, entry.position, entry.source)
-            ev = batch_event(entry, name)
+            computed = entry.crc  # what v2_crc_matches just found the CRC-32C to be
+            ev = batch_event(entry, name, computed)
     problems = []
-    if isinstance(entry, RecordBatch) and entry.magic != 2:
+    if isinstance(entry, RecordBatch) and entry.magic != V2_MAGIC:
         crc_ok = ev["crc_valid"]
         problems.append(
             CorruptionError(
@@ -567,14 +575,12 @@ def _entry_events(
     if not ev["crc_valid"]:
         problems.append(
             CorruptionError(
-                "batch CRC-32C mismatch"
-                if isinstance(entry, RecordBatch)
-                else "message CRC-32 mismatch",
+                format_of(entry.magic).crc_mismatch,
                 kind="crc_mismatch",
                 position=entry.position,
                 field="crc",
                 stored=entry.crc,
-                computed=entry.compute_crc(),
+                computed=computed,
                 offset=entry.last_offset,
                 file=name,
             )
@@ -582,8 +588,10 @@ def _entry_events(
     if not isinstance(entry, RecordBatch) and not (opts.batches_only and entry.is_compressed):
         # a wrapper's first offset and count need decompression: not for --batches-only
         try:
-            ev["base_offset"] = entry.base_offset
-            ev["count"] = entry.records_count
+            if entry.is_compressed:  # decompressed once: the records below reuse the bytes
+                ev["count"], ev["base_offset"] = entry.inner_summary(keep=True)
+            else:
+                ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
         except CorruptionError as exc:
             problems.append(exc)
     out = [ev] + [error_event(p, name) for p in problems]
@@ -871,7 +879,9 @@ def _dump_offset_index(
         if problem and not reported:
             reported = True  # the first one says enough; `kseg verify` lists them all
             yield error_event(
-                CorruptionError(problem, kind="invalid_index", position=n * 8, offset=e.offset),
+                CorruptionError(
+                    problem, kind="invalid_index", position=n * idx.ENTRY_SIZE, offset=e.offset
+                ),
                 name,
             )
         prev = e

@@ -121,7 +121,7 @@ class Partition:
                 start = 0
             try:
                 for h in walk_headers(buf, start):
-                    self.bytes_read += 61
+                    self.bytes_read += v2.HEADER_SIZE
                     if h[9]:  # crc_ok
                         last = h[4]  # last_offset
             except CorruptionError:
@@ -178,7 +178,7 @@ class Partition:
                 start = 0
             try:
                 for h in walk_headers(buf, start):
-                    self.bytes_read += 61
+                    self.bytes_read += v2.HEADER_SIZE
                     if not h[9]:  # crc_ok
                         break
                     best = max(best, h[5])  # max_timestamp

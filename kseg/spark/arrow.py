@@ -12,9 +12,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..format.batch import RecordBatch
+from ..format.batch import HEADER_SIZE, RecordBatch
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
+from ..format.magic import format_of
 from ..format.timestamps import MAX_MS, MIN_MS
 from . import fs
 from .planning import Task
@@ -131,7 +132,11 @@ def record_batches(
         is_control = is_v2 and entry.is_control
         if is_control and not include_control:
             continue
-        if from_time is not None and entry.max_timestamp < from_time and entry.magic > 0:
+        if (
+            from_time is not None
+            and entry.max_timestamp < from_time
+            and format_of(entry.magic).timestamps
+        ):
             continue
         if to_offset is not None and is_v2 and entry.base_offset > to_offset:
             break
@@ -204,7 +209,7 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
     for entry, shift in _entries(task):
         ev = batch_event(entry, task.path)
         ev["position"] += shift
-        if entry.magic < 2 and (compute_uncompressed or not entry.is_compressed):
+        if not isinstance(entry, RecordBatch) and (compute_uncompressed or not entry.is_compressed):
             # as dump --batches-only: a wrapper's first offset and count need decompression
             try:
                 ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
@@ -241,11 +246,15 @@ def _uncompressed(entry) -> int | None:
 
     try:
         if isinstance(entry, RecordBatch):
-            start, end = entry.position + 61, entry.position + entry.size
+            start, end = entry.position + HEADER_SIZE, entry.position + entry.size
             with memoryview(entry.buf) as mv:
-                return 61 + len(compression.decompress(entry.compression_id, mv[start:end]))
+                return HEADER_SIZE + len(
+                    compression.decompress(entry.compression_id, mv[start:end])
+                )
         _, value = entry.key_value()
-        return entry.size - len(value) + len(compression.decompress(entry.compression_id, value))
+        if value is None:
+            return None  # a wrapper without a value (inner_summary reports it)
+        return entry.size - len(value) + entry.decompressed_size()
     except CorruptionError:
         return None
 

@@ -136,7 +136,13 @@ def split(
     if size <= max_bytes or index is None or index.size < OFFSET_ENTRY.size:
         return [(0, size)] if size else []
     data = fs.read_bytes(index.path)
-    positions = [p for _, p in OFFSET_ENTRY.iter_unpack(data[: len(data) // 8 * 8]) if 0 < p < size]
+    positions = [
+        p
+        for _, p in OFFSET_ENTRY.iter_unpack(
+            data[: len(data) // OFFSET_ENTRY.size * OFFSET_ENTRY.size]
+        )
+        if 0 < p < size
+    ]
     cuts, last = [], 0
     for pos in positions:
         if pos - last >= max_bytes and _is_boundary(path, pos, size):
@@ -148,8 +154,9 @@ def split(
 
 def _is_boundary(path: str, pos: int, size: int) -> bool:
     """Does a plausible entry start at ``pos``? (A wrong index must not split inside a batch.)"""
-    from ..format.batch import CRC_COVERAGE_START, HEADER
+    from ..format.batch import CRC_COVERAGE_START, CRC_POS, HEADER, MAGIC
     from ..format.crc import crc32c
+    from ..format.entry import LOG_OVERHEAD, MAGIC_POS, SIZE_POS
 
     head = fs.read_bytes(path, pos, HEADER.size)
     if len(head) < HEADER.size:
@@ -158,10 +165,10 @@ def _is_boundary(path: str, pos: int, size: int) -> bool:
         check_entry_header(head, 0, size - pos)  # reads only the first 17 bytes
     except Exception:  # noqa: BLE001 - any doubt: do not cut here
         return False
-    if head[16] != 2:
+    if head[MAGIC_POS] != MAGIC:
         return True  # legacy: the size checks above are what we can afford
-    length = int.from_bytes(head[8:12], "big")
-    body = fs.read_bytes(path, pos, length + 12)
-    return len(body) == length + 12 and crc32c(body[CRC_COVERAGE_START:]) == int.from_bytes(
-        head[17:21], "big"
-    )
+    length = int.from_bytes(head[SIZE_POS:LOG_OVERHEAD], "big")
+    body = fs.read_bytes(path, pos, length + LOG_OVERHEAD)
+    return len(body) == length + LOG_OVERHEAD and crc32c(
+        body[CRC_COVERAGE_START:]
+    ) == int.from_bytes(head[CRC_POS:CRC_COVERAGE_START], "big")

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..format.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from ..format.offset_index import OffsetIndex
+from ..format.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from ..format.time_index import TimeIndex
 from ..format.timestamps import with_iso
 
@@ -59,7 +61,7 @@ class OffsetIndexChecker:
 
     def _wrong(self, n: int, message: str) -> None:
         if self.problem is None:
-            self.problem = {"entry": n, "position": n * 8, "message": message}
+            self.problem = {"entry": n, "position": n * OFFSET_ENTRY_SIZE, "message": message}
         self.cur = self.matched = None  # stop checking after the first difference
 
     def _advance(self) -> None:
@@ -134,7 +136,7 @@ class TimeIndexChecker:
 
     def _wrong(self, n: int, message: str) -> None:
         if self.problem is None:
-            self.problem = {"entry": n, "position": n * 12, "message": message}
+            self.problem = {"entry": n, "position": n * TIME_ENTRY_SIZE, "message": message}
         self.cur = None
 
     def on_batch(
@@ -174,7 +176,7 @@ class TimeIndexChecker:
                 n = len(self.index) - 1
                 self.problem = {
                     "entry": max(n, 0),
-                    "position": max(n, 0) * 12,
+                    "position": max(n, 0) * TIME_ENTRY_SIZE,
                     "message": f"last timestamp {with_iso(last.timestamp)} is not the segment's max "
                     f"timestamp {with_iso(segment_max_timestamp)}: a timestamp lookup would skip "
                     "this segment",

@@ -88,6 +88,9 @@ class Manifest:
     changes_started: bool = False  # set (and fsynced) before the first change to the partition
     error: str | None = None
     after_logs: dict[str, int] | None = None  # live .log name -> size when the repair completed
+    # in memory only, never in the manifest: rebuild_logs' indexes as the verify scan built them
+    # (.log path -> RebuiltIndexes); a resumed repair, which has none, rescans
+    rebuilt: dict = field(default_factory=dict, repr=False, compare=False)
     version: int = VERSION
 
     @property

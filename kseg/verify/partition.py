@@ -6,16 +6,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import checkpoint as cp
+from ..format import offset_index as oi
 from ..format import producer_snapshot as ps
+from ..format import time_index as ti
 from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from ..format.txn_state import TxnTracker
 from ..storage import files as F
 from ..storage.mapped import read_file
 from ..storage.tree import Target, segment_logs
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import MISSING, WRONG
+from .rebuild import seed_from_snapshot
 from .segment import EpochRanges, SegmentScan, scan_segment
 
 
@@ -27,6 +31,9 @@ class PartitionReport:
     log_start_offset: int | None = None  # from <log.dir>/log-start-offset-checkpoint
     clean_shutdown: bool = False  # <log.dir>/.kafka_cleanshutdown exists
     whole: bool = True  # every segment of the partition was scanned
+    # every scan replayed the partition's transactions from its first segment (verify_target's
+    # replay_txns): each scan's rebuilt indexes and aborted list are what `index rebuild` writes
+    txns_replayed: bool = False
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -79,8 +86,14 @@ class PartitionReport:
 
 
 def verify_target(
-    target: Target, *, deep: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    target: Target,
+    *,
+    deep: bool = False,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    replay_txns: bool = False,
 ) -> PartitionReport:
+    """Scan ``target``. ``replay_txns`` (for a repair): also replay the transactions of a whole
+    partition, so that the scans carry every index a repair rebuilds (no second scan)."""
     report = PartitionReport(target)
     pdir = target.partition_dir
     try:
@@ -95,12 +108,18 @@ def verify_target(
     report.log_start_offset = _log_start_offset(target)
     report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
     epochs = _epoch_ranges(pdir)
+    txn = None
+    if replay_txns and logs == all_logs and logs:
+        txn = TxnTracker()  # as rebuild_target replays it
+        seed_from_snapshot(txn, logs[0])
+        report.txns_replayed = True
     for log in logs:
         try:
             scan = scan_segment(
-                log, index_interval_bytes=index_interval_bytes, deep=deep, epochs=epochs
+                log, index_interval_bytes=index_interval_bytes, deep=deep, epochs=epochs, txn=txn
             )
         except OSError as exc:  # name the file that failed: the log or one of its indexes
+            report.txns_replayed = False
             report.findings.append(
                 Finding(
                     K.ERROR,
@@ -230,7 +249,7 @@ def _index_findings(scan: SegmentScan, active: bool) -> None:
                     K.INFO,
                     K.INDEX_PADDING,
                     path,
-                    st.entries * (8 if suffix == ".index" else 12),
+                    st.entries * (oi.ENTRY_SIZE if suffix == ".index" else ti.ENTRY_SIZE),
                     None,
                     f"{note}: {st.entries} entries, then {st.padded_bytes} zero bytes",
                 )

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from ..format import offset_index as oi
 from ..format import time_index as ti
+from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..format.producer_snapshot import read_snapshot
+from ..format.txn_index import AbortedTxn
 from ..format.txn_index import encode_entries as encode_txn
 from ..format.txn_state import TxnTracker
 from ..storage.atomic import atomic_write
@@ -62,7 +64,7 @@ def rebuild_target(
     partition_logs = segment_logs(target.partition_dir)
     txn = TxnTracker()  # replayed from the first segment: a transaction may span segments
     if partition_logs:
-        _seed_from_snapshot(txn, partition_logs[0])
+        seed_from_snapshot(txn, partition_logs[0])
     out = []
     for log in partition_logs:
         scan = scan_segment(
@@ -74,34 +76,65 @@ def rebuild_target(
         )
         if log not in wanted:
             continue
-        active = log == partition_logs[-1]
         res = SegmentRebuild(scan)
-        pad = preallocate and active
-        time_bytes_max = offset_index_bytes // ti.ENTRY_SIZE * ti.ENTRY_SIZE
-        plan = [
-            (
-                log.with_suffix(".index"),
-                bytes(scan.rebuilt.offset_index),
-                offset_index_bytes if pad else None,
-                oi.ENTRY_SIZE,
-            ),
-            (
-                log.with_suffix(".timeindex"),
-                bytes(scan.rebuilt.time_index),
-                time_bytes_max if pad else None,
-                ti.ENTRY_SIZE,
-            ),
-        ]
-        txn_path = log.with_suffix(".txnindex")
-        if scan.aborted or txn_path.exists():
-            plan.append((txn_path, encode_txn(scan.aborted), None, 34))
-        for path, data, padded_to, width in plan:
-            res.files.append(_replace(path, data, padded_to, width, dry_run, backup_dir, target))
+        pad = preallocate and log == partition_logs[-1]
+        res.files = write_indexes(
+            log,
+            rebuilt_indexes(scan),
+            offset_index_bytes if pad else None,
+            dry_run=dry_run,
+            backup_dir=backup_dir,
+            target=target,
+        )
         out.append(res)
     return out
 
 
-def _seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
+@dataclass(frozen=True, slots=True)
+class RebuiltIndexes:
+    """A segment's three indexes as Kafka's recovery writes them, from one scan of its log."""
+
+    offset_index: bytes
+    time_index: bytes
+    aborted: tuple[AbortedTxn, ...]
+
+
+def rebuilt_indexes(scan: SegmentScan) -> RebuiltIndexes:
+    """What a scan run with a partition-wide TxnTracker built (scan_segment's ``txn``)."""
+    return RebuiltIndexes(
+        bytes(scan.rebuilt.offset_index), bytes(scan.rebuilt.time_index), tuple(scan.aborted)
+    )
+
+
+def write_indexes(
+    log: Path,
+    rebuilt: RebuiltIndexes,
+    offset_index_bytes: int | None = None,
+    *,
+    dry_run: bool = False,
+    backup_dir: Path | None = None,
+    target: Target | None = None,
+) -> list[FileAction]:
+    """Write ``log``'s `.index`/`.timeindex` (preallocated to ``offset_index_bytes`` when given)
+    and its `.txnindex` (when there are aborted transactions or one exists), unchanged files
+    left alone."""
+    time_bytes_max = (
+        None if offset_index_bytes is None else offset_index_bytes // ti.ENTRY_SIZE * ti.ENTRY_SIZE
+    )
+    plan = [
+        (log.with_suffix(".index"), rebuilt.offset_index, offset_index_bytes, oi.ENTRY_SIZE),
+        (log.with_suffix(".timeindex"), rebuilt.time_index, time_bytes_max, ti.ENTRY_SIZE),
+    ]
+    txn_path = log.with_suffix(".txnindex")
+    if rebuilt.aborted or txn_path.exists():
+        plan.append((txn_path, encode_txn(rebuilt.aborted), None, tx.ENTRY_SIZE))
+    return [
+        _replace(path, data, padded_to, width, dry_run, backup_dir, target)
+        for path, data, padded_to, width in plan
+    ]
+
+
+def seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
     """A log that starts mid-transaction (earlier segments deleted by retention): Kafka knows
     the open transactions from the producer snapshot taken at that segment's roll."""
     path = first_log.with_suffix(".snapshot")
@@ -118,7 +151,7 @@ def _replace(
     width: int,
     dry_run: bool,
     backup_dir: Path | None,
-    target: Target,
+    target: Target | None,
 ) -> FileAction:
     want_size = max(len(data), padded_to or 0)
     if path.exists():

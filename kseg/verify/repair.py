@@ -67,7 +67,7 @@ from .manifest import (
     save,
 )
 from .partition import PartitionReport
-from .rebuild import rebuild_target
+from .rebuild import rebuild_target, rebuilt_indexes, write_indexes
 
 TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 PATCH = "patch"
@@ -564,6 +564,9 @@ def plan_repair(
             elif suffix != ".txnindex":
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     plan.rebuild_logs = [str(p) for p in rebuild]
+    if report.txns_replayed:  # the scans hold what a rebuild would write: carry it
+        by_log = {pdir / s.log.name: s for s in report.scans}
+        plan.rebuilt = {str(p): rebuilt_indexes(by_log[p]) for p in rebuild}
     return plan
 
 
@@ -747,7 +750,13 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
             fault_point(kind.crash_point)
     if m.rebuild_logs:
         logs = [Path(p) for p in m.rebuild_logs]
-        rebuild_target(Target(m.partition_dir, logs), index_interval_bytes=m.index_interval_bytes)
+        if all(p in m.rebuilt for p in m.rebuild_logs):
+            for p in m.rebuild_logs:  # from the verify scan of the bytes the repair kept
+                write_indexes(Path(p), m.rebuilt[p])
+        else:  # a resumed repair: the manifest does not carry them
+            rebuild_target(
+                Target(m.partition_dir, logs), index_interval_bytes=m.index_interval_bytes
+            )
         fault_point("rebuilt")
     if m.epoch_truncate_to is not None:
         path = m.partition_dir / "leader-epoch-checkpoint"

@@ -189,7 +189,12 @@ class VerifyRun:
                     "quarantine": str(qdir),
                 }
             t = _refresh(t)  # a resumed repair may have moved segments away
-        report = verify_target(t, deep=opts.deep, index_interval_bytes=opts.index_interval_bytes)
+        report = verify_target(
+            t,
+            deep=opts.deep,
+            index_interval_bytes=opts.index_interval_bytes,
+            replay_txns=writing,  # the repair then writes the indexes this scan rebuilt
+        )
         for f in report.all_findings:
             yield self._finding(f)
         outcome = kafka_recovery(report)

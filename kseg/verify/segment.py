@@ -12,6 +12,8 @@ from ..format import batch as v2
 from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches, walk_headers
+from ..format.magic import CURRENT_MAGIC as V2_MAGIC
+from ..format.magic import format_of
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from ..format.timestamps import in_date_range, with_iso
@@ -126,19 +128,19 @@ def scan_segment(
                 # fast path: a good, ordinary batch needs no further look
                 if (
                     deep
-                    or (ple != want_epoch and want_epoch is not None and magic >= 2)
+                    or (ple != want_epoch and want_epoch is not None and magic >= V2_MAGIC)
                     or not ok
-                    or magic > 2
+                    or magic > V2_MAGIC
                     or first <= prev_last
                     or last - base > INT32_MAX
                     or (
-                        magic == 2
+                        magic == V2_MAGIC
                         and (attrs & v2.ATTR_CONTROL or not 0 <= count <= last - first + 1)
                     )
                 ):
                     h = EntryHeader(*t)
                     problem = None
-                    if magic != 2:
+                    if magic != V2_MAGIC:
                         h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
                         t = h
                         pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
@@ -167,7 +169,7 @@ def scan_segment(
                     scan.max_timestamp = max_ts
                 add(last, max_ts, size)
                 valid_last = last
-                if txn is not None and magic >= 2 and pid >= 0:
+                if txn is not None and magic >= V2_MAGIC and pid >= 0:
                     _track_txn(txn, EntryHeader(*t), buf, scan)
         except CorruptionError as exc:
             f = from_error(exc.in_file(name), name)
@@ -276,20 +278,22 @@ def _magic_check(
     and truncates there. kseg keeps the batch and patches the byte back to 2."""
     pos = h.position
     # magic > 2 was read as v2 already: its CRC-32C is the proof
-    flipped = h.crc_ok if h.magic > 2 else not h.crc_ok and v2_crc_matches(buf, pos, pos + h.size)
+    flipped = (
+        h.crc_ok if h.magic > V2_MAGIC else not h.crc_ok and v2_crc_matches(buf, pos, pos + h.size)
+    )
     if not flipped:
         return h, None
     v = v2.RecordBatch(buf, pos)
     message = bad_magic_message(h.magic, pos, True)
     finding = Finding(K.ERROR, K.BAD_MAGIC, name, pos, v.base_offset, message, True)
-    if h.magic < 2 and kafka_view:
+    if h.magic < V2_MAGIC and kafka_view:
         return h, finding  # Kafka's recovery stops here
     scan.findings.append(finding)
     if valid:
         scan.patches.append(
-            Patch(name, pos + MAGIC_POS, bytes([buf[pos + MAGIC_POS]]), bytes([v2.MAGIC]), message)
+            Patch(name, pos + MAGIC_POS, bytes([buf[pos + MAGIC_POS]]), bytes([V2_MAGIC]), message)
         )
-        if h.magic > 2:
+        if h.magic > V2_MAGIC:
             scan.kafka_kept_bad.append(pos)
         elif scan.kafka_stop is None:
             scan.kafka_stop = pos
@@ -297,7 +301,7 @@ def _magic_check(
     return EntryHeader(
         pos,
         v.size,
-        v2.MAGIC,
+        V2_MAGIC,
         v.base_offset,
         v.last_offset,
         v.max_timestamp,
@@ -323,7 +327,7 @@ def _check_pass(
     flipped = {p.position - MAGIC_POS for p in scan.patches}  # v2 batches with magic 0/1
     with mapped(log, sequential=True) as buf:
         for pos, _size, magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
-            if magic < 2 and pos in flipped:
+            if magic < V2_MAGIC and pos in flipped:
                 b = v2.RecordBatch(buf, pos)
                 last, max_ts = b.last_offset, b.max_timestamp
             if pos >= o_due:
@@ -342,13 +346,13 @@ def _check_entry(
     h, buf, base: int, prev_last: int, name: str, deep: bool, scan: SegmentScan
 ) -> Finding | None:
     if not h.crc_ok:
-        kind = "batch CRC-32C mismatch" if h.magic >= 2 else "message CRC-32 mismatch"
+        kind = format_of(h.magic).crc_mismatch
         offset = h.last_offset
-        if h.magic > 2:  # maybe not a v2 batch at all: only the first 12 bytes are certain
+        if h.magic > V2_MAGIC:  # maybe not a v2 batch at all: only the first 12 bytes are certain
             kind = f"magic {h.magic}, read as v2 as Kafka does: {kind}"
             offset = h.first_offset
         return Finding(K.ERROR, CRC_MISMATCH, name, h.position, offset, kind, True)
-    if h.magic == 2:
+    if h.magic == V2_MAGIC:
         if h.last_offset < h.first_offset:
             return Finding(
                 K.ERROR,
@@ -390,7 +394,7 @@ def _check_entry(
             f"offset {h.last_offset} is more than 2^31-1 past the base offset {base} (Kafka would split the segment)",
             True,
         )
-    if h.magic == 2 and h.attributes & v2.ATTR_CONTROL and h.producer_id >= 0:
+    if h.magic == V2_MAGIC and h.attributes & v2.ATTR_CONTROL and h.producer_id >= 0:
         problem = _control_check(h, buf, name, scan)
         if problem is not None:
             return problem
@@ -449,7 +453,7 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                     )
                 )
         if (
-            h.magic == 2
+            h.magic == V2_MAGIC
             and not h.attributes & v2.ATTR_TIMESTAMP_TYPE
             and prev is not None
             and max_ts != h.max_timestamp
@@ -538,10 +542,13 @@ def _open_indexes(log: Path, base: int):
 
 def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
     oidx, tidx = views
-    rebuilt_o = len(builder.offset_index) // 8
-    rebuilt_t = len(builder.time_index) // 12
-    same_o = oidx is not None and bytes(oidx.buf[: len(oidx) * 8]) == bytes(builder.offset_index)
-    same_t = tidx is not None and bytes(tidx.buf[: len(tidx) * 12]) == bytes(builder.time_index)
+    o_size, t_size = OffsetIndex.ENTRY_SIZE, TimeIndex.ENTRY_SIZE
+    rebuilt_o = len(builder.offset_index) // o_size
+    rebuilt_t = len(builder.time_index) // t_size
+    same_o = oidx is not None and bytes(oidx.buf[: len(oidx) * o_size]) == bytes(
+        builder.offset_index
+    )
+    same_t = tidx is not None and bytes(tidx.buf[: len(tidx) * t_size]) == bytes(builder.time_index)
     need = (
         oidx if oidx is not None and not same_o else None,
         tidx if tidx is not None and not same_t else None,
@@ -555,7 +562,7 @@ def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
         problem = _sanity(oidx) or (oc.finish(scan.valid_bytes) if oc is not None else None)
         status = WRONG if problem else IDENTICAL if same_o else EQUIVALENT
         diff = problem or (
-            None if same_o else _first_diff(oidx.buf, builder.offset_index, 8, len(oidx))
+            None if same_o else _first_diff(oidx.buf, builder.offset_index, o_size, len(oidx))
         )
         scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff)
     if tidx is None:
@@ -568,7 +575,7 @@ def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
         )
         status = WRONG if problem else IDENTICAL if same_t else EQUIVALENT
         diff = problem or (
-            None if same_t else _first_diff(tidx.buf, builder.time_index, 12, len(tidx))
+            None if same_t else _first_diff(tidx.buf, builder.time_index, t_size, len(tidx))
         )
         scan.time_index = IndexStatus(status, len(tidx), rebuilt_t, tidx.padded_bytes, diff)
 
@@ -578,7 +585,7 @@ def _sanity(idx) -> dict | None:
         idx.sanity_check()
     except CorruptionError as exc:
         return {
-            "entry": (exc.position or 0) // (8 if isinstance(idx, OffsetIndex) else 12),
+            "entry": (exc.position or 0) // idx.ENTRY_SIZE,
             "position": exc.position,
             "message": exc.message,
         }
