@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import batch as v2
+from ..format.batch import HEADER_SIZE
 from ..format.checkpoint import read_offset_checkpoint
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries, walk_headers
@@ -121,7 +122,7 @@ class Partition:
                 start = 0
             try:
                 for h in walk_headers(buf, start):
-                    self.bytes_read += v2.HEADER_SIZE
+                    self.bytes_read += HEADER_SIZE
                     if h[9]:  # crc_ok
                         last = h[4]  # last_offset
             except CorruptionError:
@@ -178,7 +179,7 @@ class Partition:
                 start = 0
             try:
                 for h in walk_headers(buf, start):
-                    self.bytes_read += v2.HEADER_SIZE
+                    self.bytes_read += HEADER_SIZE
                     if not h[9]:  # crc_ok
                         break
                     best = max(best, h[5])  # max_timestamp
