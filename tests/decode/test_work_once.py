@@ -103,3 +103,18 @@ def test_spark_batch_rows_decompress_each_entry_once(tree, monkeypatch):
             _, value = entry.key_value()
             inner = compression.decompress(entry.compression_id, value)
             assert r["uncompressed_size"] == r["size"] - len(value) + len(inner)
+
+
+def test_spark_record_batches_decompress_each_entry_once(tree, monkeypatch):
+    pytest.importorskip("pyarrow")
+    from kseg.spark.arrow import record_batches
+    from kseg.spark.planning import Task
+
+    log = segment_logs(tree / "upgrade-0")[0]
+    heads = _headers(log)
+    compressed = [h for h in heads if h[7] & 0x07]
+    calls = _counting(monkeypatch, compression, "decompress")
+    task = Task(str(log), "upgrade", 0, 0, 0, log.stat().st_size)
+    rows = sum(b.num_rows for b in record_batches(task, segment_columns=True))
+    assert len(calls) == len(compressed)
+    assert rows == len([e for e in _dump(log, payload="none") if e["type"] == "record"]) > 0
