@@ -13,6 +13,55 @@ class NoInput(ValueError):
     """The inputs hold nothing to read (no partition dir, or no segment): never an empty
     success, and never a Spark job planned over nothing."""
 
+    kind = "nothing_found"  # a usage mistake (kseg.exitcodes)
+
+
+def check_inputs(
+    paths: list[str], topic: str | None = None, *, records: bool = False, segments: bool = True
+) -> list[str]:
+    """Classify the inputs before Spark starts (seconds): a wrong path or regex fails at once
+    (InputError, NoInput), with the same rules and exit codes as the local commands. Returns the
+    notices for stderr: with ``records`` (the records table has Spark's Kafka schema, no log
+    dir), partitions read from several roots."""
+    from ..storage.tree import NO_MATCH, InputError
+    from .planning import Prune, find_partitions
+
+    found = find_partitions(paths, Prune(topic=topic))
+    replicas: dict[tuple[str, int], list[str]] = {}
+    for _, t, p, log_dir in found:
+        replicas.setdefault((t, p), []).append(log_dir)
+    several = {tp: dirs for tp, dirs in replicas.items() if len(dirs) > 1}
+    notices = []
+    if records and several:
+        (t, p), dirs = next(iter(several.items()))
+        notices.append(
+            f"{len(several)} partitions have replicas in several log dirs (e.g. {t}-{p} in "
+            f"{', '.join(dirs)}): the records table holds every replica's records; pass one "
+            "root per partition to read each record once"
+        )
+    if not found:
+        why = (
+            f"no partition matches --topic {topic!r}"
+            if topic is not None
+            else "no live partition directory to read (only root files, or only -delete/-future/-stray dirs)"
+        )
+        raise InputError(NO_MATCH, " ".join(paths), why)
+    require_input(paths, topic, segments=segments)
+    return notices
+
+
+def parse_conf(items: list[str] | None) -> dict[str, str]:
+    """--conf k=v pairs; anything else is a usage mistake."""
+    from ..exitcodes import BadOption
+
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BadOption(f"expected k=v, got {item!r}", "--conf")
+        pairs[key] = value
+    return pairs
+
 
 def require_input(paths: list[str], topic: str | None = None, *, segments: bool = True) -> None:
     """Raise :class:`NoInput` (one line naming the inputs) when no partition dir (with
@@ -234,6 +283,24 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     )
     agg = agg.withColumn("compression_ratio", F.col("uncompressed_bytes") / F.col("bytes"))
     return agg.orderBy(*keys)
+
+
+def verify_events(spark, paths: list[str], out: str | None = None, **options) -> list[dict]:
+    """``verify``'s findings and summary as the events `kseg verify` shows."""
+    found, summary = verify(spark, paths, out, **options)
+    return [{"type": "finding", **f} for f in found] + [summary]
+
+
+def stats_events(spark, paths: list[str], per_hour: bool = False, **options) -> list[dict]:
+    """``stats`` rows as events (the hour as text); no batch at all is said, as a notice."""
+    rows = [r.asDict() for r in stats(spark, paths, per_hour=per_hour, **options).collect()]
+    events = [
+        {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
+    ]
+    if not events:  # segments exist but hold no batch (e.g. empty active segments)
+        message = f"{', '.join(paths)}: the segments hold no batch: nothing to count"
+        return [{"type": "notice", "message": message}]
+    return events
 
 
 def stop_gateway() -> None:

@@ -1,0 +1,19 @@
+"""spark-submit entry point: ``spark-submit ... kseg/spark_submit.py export INPUT --out DIR``.
+
+The same options as ``kseg spark ...`` (it is the CLI's; kseg.spark never imports the CLI);
+under spark-submit the master comes from spark-submit.
+"""
+
+import sys
+
+if __name__ == "__main__":
+    # run as a file, Python put kseg/ itself first on sys.path: its modules must not shadow
+    # top-level names, so it goes
+    here = __file__.rsplit("/", 1)[0]
+    sys.path[:] = [p for p in sys.path if p.rstrip("/") != here.rstrip("/")]
+    from kseg.cli import main
+
+    sys.argv[1:1] = ["spark"]
+    if "--master" not in sys.argv:
+        sys.argv += ["--master", "from-spark-submit"]
+    main()
