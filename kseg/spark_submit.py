@@ -9,8 +9,10 @@ import sys
 if __name__ == "__main__":
     # run as a file, Python put kseg/ itself first on sys.path: its modules must not shadow
     # top-level names, so it goes
-    here = __file__.rsplit("/", 1)[0]
-    sys.path[:] = [p for p in sys.path if p.rstrip("/") != here.rstrip("/")]
+    import os
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
     from kseg.cli import main
 
     sys.argv[1:1] = ["spark"]
