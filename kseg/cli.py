@@ -101,7 +101,7 @@ def dump(
     """
     from .decode.dump import DumpOptions
     from .decode.dump_run import DumpRun
-    from .lookup.seek_run import parse_option_time
+    from .lookup.timeexpr import parse_option_time
     from .render import finish_dump
 
     opts = DumpOptions(

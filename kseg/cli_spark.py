@@ -93,7 +93,7 @@ def spark_export(
     \b
       kseg spark export /data/kafka-logs --out /tmp/records --topic '^orders$'
     """
-    from .lookup.seek_run import parse_option_time
+    from .lookup.timeexpr import parse_option_time
     from .spark import export
 
     if fmt not in ("parquet", "json"):

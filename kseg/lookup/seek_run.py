@@ -9,7 +9,7 @@ from ..events import Event
 from ..exitcodes import BadOption, Exit
 from ..storage.tree import NOTHING_FOUND, InputError, Selection
 from .seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
-from .timeexpr import parse_time
+from .timeexpr import parse_option_time, parse_time
 
 
 def parse_target(value: str, now: str | None = None) -> int:
@@ -32,16 +32,6 @@ def parse_target(value: str, now: str | None = None) -> int:
         return max(0, parse_time(value, now_ms))
     except ValueError as exc:
         raise BadOption(str(exc), "--time") from None
-
-
-def parse_option_time(value: str | None, option: str) -> int | None:
-    """A time option (--from-time, --now, ...) in epoch ms; a bad one is a BadOption."""
-    if value is None:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise BadOption(str(exc), option) from None
 
 
 class SeekRun:
