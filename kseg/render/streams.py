@@ -43,8 +43,8 @@ def say(message: str) -> None:
     order on a terminal stays the order of events)."""
     try:
         stdout().flush()
-    except OSError:
-        pass  # stdout is gone or full: the entry point reports that; the message still goes out
+    except (OSError, ValueError):
+        pass  # stdout is gone, full or closed: the entry point reports that; the message goes out
     sys.stderr.write(f"kseg: {one_line(message)}\n")
 
 

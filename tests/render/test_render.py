@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from kseg.events import Event
-from kseg.render import data_only, emit, problems_only, show
+from kseg.render import data_only, emit, problems_only, show, streams
 from kseg.render.csv import write_reset_csv
 from kseg.render.fields import one_line, safe_path
 from kseg.render.json import write_json, write_json_chunks
@@ -55,6 +55,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
 
 
 def test_messages_go_to_stderr_never_to_stdout(capsys):
+    streams.reset()  # a stdout buffer of an earlier in-process run is gone
     out = io.BytesIO()
     events = [
         {"type": "failure", "message": "x: cannot read"},
