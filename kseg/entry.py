@@ -1,17 +1,145 @@
-"""The `kseg` console script. Signal handlers go in before anything heavy is imported (typer,
-rich and the commands take tens of milliseconds to import): an interrupt at any moment after
-this line exits 32 with one line on stderr."""
+"""The `kseg` process: signal handlers first, then the app; whatever ends a command (its run, a
+usage error, an exception) becomes one line on stderr at most and the exit status from
+kseg.exitcodes.exit_status. Never a traceback.
+
+The console script's ``main`` installs the signal handlers before anything heavy is imported
+(typer, rich and the commands take tens of milliseconds to import): an interrupt at any moment
+after that exits 32 with one line on stderr. Importing this module changes nothing (kseg.cli's
+``main`` runs inside other programs: tests)."""
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+
 from . import interrupt
 
-interrupt.install()
+_OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
 
 
 def main() -> None:
+    """The console script."""
+    interrupt.install()
     try:
         from .cli import main as cli_main
     except interrupt.Interrupted as exc:
         interrupt.exit_now(exc.code)
     cli_main()
+
+
+def run_app(app) -> None:
+    """Run the typer ``app`` on sys.argv and exit with the outcome's status."""
+    from .exitcodes import exit_status, track
+    from .render import streams
+
+    previous = interrupt.install()  # again: the console script did it before this import
+    streams.reset()
+    track(None)
+    try:
+        code = _run(app)
+    except interrupt.Interrupted as exc:  # while flushing or reporting
+        code = exit_status(exc)
+        interrupt.defer()
+        _say_interrupted()
+    finally:
+        interrupt.restore(previous)  # the console script's own (a host program's, in tests)
+    sys.exit(int(code))
+
+
+def _call_app(app) -> int:
+    import typer
+
+    from .render import streams
+
+    try:
+        try:
+            # the command is invoked directly, not through Click's main(): that one turns a
+            # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
+            # KeyboardInterrupt into a silent exit 130
+            command = typer.main.get_command(app)
+            # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
+            command._main_shell_completion({}, "kseg", None)
+            with command.make_context("kseg", sys.argv[1:]) as ctx:
+                rv = command.invoke(ctx)
+        except typer.Exit as exc:
+            rv = exc.exit_code
+        streams.flush()
+    except Exception as exc:
+        if interrupt.received():
+            # cleanup code (a writer's close, a flush) failed while the interrupt unwound and
+            # replaced it: still an interrupt, and that error is only its consequence
+            raise interrupt.Interrupted() from exc
+        raise
+    return rv if isinstance(rv, int) else 0
+
+
+def _run(app) -> int:
+    from .exitcodes import exit_status, so_far
+
+    try:
+        return _call_app(app)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - every outcome is reported, never a traceback
+        _report(exc)
+        if isinstance(exc, BrokenPipeError):
+            return so_far()  # the reader is gone: what had been found so far
+        return exit_status(exc)
+
+
+def _report(exc: BaseException) -> None:
+    """What the operator sees of an exception that ended the command: one line on stderr."""
+    from .exitcodes import EXIT_FOR
+    from .render import streams
+
+    names = {c.__name__ for c in type(exc).__mro__}  # click may be vendored by typer
+    if isinstance(exc, (interrupt.Interrupted, KeyboardInterrupt)):
+        # KeyboardInterrupt: raised by a library's own handler (kseg's were replaced)
+        interrupt.defer()  # cleanup below must not be cut short by a second signal
+        _stop_spark()
+        _say_interrupted()
+    elif "NoArgsIsHelpError" in names:
+        exc.show()  # a group given no subcommand: its help
+    elif "UsageError" in names:
+        # one line, as the README promises: what is wrong, and where the help is
+        where = exc.ctx.command_path if exc.ctx is not None else "kseg"
+        streams.say(f"{exc.format_message()} (see '{where} --help')")
+    elif "Abort" in names:  # EOF on a prompt (kseg has none); Ctrl-C is Interrupted
+        pass
+    elif isinstance(exc, BrokenPipeError):
+        # `kseg dump ... | head`: the reader is gone; say nothing
+        streams.silence_stdout()
+    elif isinstance(exc, OSError):
+        if exc.filename is None and exc.errno in _OUTPUT_FULL:
+            streams.silence_stdout()
+            streams.say(f"cannot write output: {exc.strerror}")
+        else:
+            streams.say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    elif isinstance(exc, MemoryError):
+        streams.say("out of memory (see the memory bound in the README's safety section)")
+    elif getattr(exc, "kind", None) in EXIT_FOR:  # InputError, NoInput: the input's fault
+        streams.say(str(exc))
+    else:  # a bug
+        if os.environ.get("KSEG_DEBUG"):
+            raise exc
+        streams.say(
+            f"internal error: {type(exc).__name__}: {exc} (set KSEG_DEBUG=1 for a traceback)"
+        )
+
+
+def _stop_spark() -> None:
+    """A Spark command interrupted: the JVM it started must not run on after kseg exits."""
+    if "kseg.spark.jobs" in sys.modules:
+        sys.modules["kseg.spark.jobs"].stop_gateway()
+
+
+def _say_interrupted() -> None:
+    from .render import streams
+
+    try:
+        streams.flush()  # keep what was produced so far (exit 32 says it is incomplete)
+    except (OSError, ValueError, interrupt.Interrupted):
+        pass
+    sys.stderr.write("kseg: interrupted\n")
+    sys.stderr.flush()

@@ -175,3 +175,13 @@ class SparkBar:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def per_segment(events, bar: Bar):
+    """Pass events through, advancing ``bar`` by each segment's size as its event passes (once
+    per segment: verify's ``segment``, index rebuild's ``index_rebuild``)."""
+    for ev in events:
+        t = ev["type"]
+        if t == "segment" or t == "index_rebuild":
+            bar.advance(ev.get("size") or 0)
+        yield ev

@@ -99,3 +99,15 @@ def parse_datetime(text: str) -> int | None:
         return None  # month 13, February 30, ...
     ms = (dt - _EPOCH) // timedelta(milliseconds=1) + int((frac or "0")[:3].ljust(3, "0"))
     return ms - offset
+
+
+def parse_option_time(value: str | None, option: str) -> int | None:
+    """A time option (--from-time, --now, ...) in epoch ms; a bad one is a BadOption."""
+    if value is None:
+        return None
+    from ..exitcodes import BadOption
+
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise BadOption(str(exc), option) from None

@@ -13,6 +13,55 @@ class NoInput(ValueError):
     """The inputs hold nothing to read (no partition dir, or no segment): never an empty
     success, and never a Spark job planned over nothing."""
 
+    kind = "nothing_found"  # a usage mistake (kseg.exitcodes)
+
+
+def check_inputs(
+    paths: list[str], topic: str | None = None, *, records: bool = False, segments: bool = True
+) -> list[str]:
+    """Classify the inputs before Spark starts (seconds): a wrong path or regex fails at once
+    (InputError, NoInput), with the same rules and exit codes as the local commands. Returns the
+    notices for stderr: with ``records`` (the records table has Spark's Kafka schema, no log
+    dir), partitions read from several roots."""
+    from ..storage.tree import NO_MATCH, InputError
+    from .planning import Prune, find_partitions
+
+    found = find_partitions(paths, Prune(topic=topic))
+    replicas: dict[tuple[str, int], list[str]] = {}
+    for _, t, p, log_dir in found:
+        replicas.setdefault((t, p), []).append(log_dir)
+    several = {tp: dirs for tp, dirs in replicas.items() if len(dirs) > 1}
+    notices = []
+    if records and several:
+        (t, p), dirs = next(iter(several.items()))
+        notices.append(
+            f"{len(several)} partitions have replicas in several log dirs (e.g. {t}-{p} in "
+            f"{', '.join(dirs)}): the records table holds every replica's records; pass one "
+            "root per partition to read each record once"
+        )
+    if not found:
+        why = (
+            f"no partition matches --topic {topic!r}"
+            if topic is not None
+            else "no live partition directory to read (only root files, or only -delete/-future/-stray dirs)"
+        )
+        raise InputError(NO_MATCH, " ".join(paths), why)
+    require_input(paths, topic, segments=segments)
+    return notices
+
+
+def parse_conf(items: list[str] | None) -> dict[str, str]:
+    """--conf k=v pairs; anything else is a usage mistake."""
+    from ..exitcodes import BadOption
+
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BadOption(f"expected k=v, got {item!r}", "--conf")
+        pairs[key] = value
+    return pairs
+
 
 def require_input(paths: list[str], topic: str | None = None, *, segments: bool = True) -> None:
     """Raise :class:`NoInput` (one line naming the inputs) when no partition dir (with
@@ -42,24 +91,108 @@ def register(spark) -> None:
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
+# log4j2 for a quiet JVM: errors only (a warning about the hostname or native Hadoop libraries
+# is nothing an operator of kseg can act on)
+QUIET_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.filter.threshold.type = ThresholdFilter
+appender.stderr.filter.threshold.level = error
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+# (the root at warn, the shell's default, and errors only through the filter: with another root
+# level Spark, started as a pyspark shell, says "Setting default log level to ..." on stderr)
+
+
+def _quiet_jvm() -> str | None:
+    """Before pyspark starts the JVM: point its log4j2 at QUIET_LOG4J2 (through SPARK_SUBMIT_OPTS,
+    which Spark's launcher passes to the driver JVM), so that not even its start-up lines
+    ("Using Spark's default log4j profile", WARN Utils/NativeCodeLoader) reach stderr. Returns
+    the config file to remove once the JVM has read it; None when a JVM already runs
+    (spark-submit started us: its own log4j configuration stands)."""
+    import tempfile
+
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    fd, path = tempfile.mkstemp(prefix="kseg-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(QUIET_LOG4J2)
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} -Dlog4j2.configurationFile=file:{path}".strip()
+    return path
+
+
+# the one line the JVM itself prints at start (Spark's launcher adds the module): not log4j's
+_JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+def _start_quiet_gateway(options: dict[str, str]) -> None:
+    """Start pyspark's JVM with ``options`` (as the session builder would), its stderr passed
+    on line by line by a thread, without the JVM's own start-up warning (_JVM_NOISE). What the
+    JVM and the Python workers it starts write there later still reaches stderr."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    for key, value in options.items():
+        conf.set(key, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    pipe = gateway.proc.stderr
+
+    def forward() -> None:
+        out = sys.stderr.buffer
+        for line in iter(pipe.readline, b""):
+            if line.rstrip() not in _JVM_NOISE:
+                out.write(line)
+                out.flush()
+
+    threading.Thread(target=forward, name="kseg-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
 def session(
-    master: str | None = "local[*]", conf: dict[str, str] | None = None, app_name: str = "kseg"
+    master: str | None = "local[*]",
+    conf: dict[str, str] | None = None,
+    app_name: str = "kseg",
+    *,
+    quiet: bool = False,
 ):
     """A SparkSession with the kseg source registered. ``master=None`` keeps what spark-submit
     chose. In local mode Python workers must run this interpreter (kseg's native codecs live in
-    its environment), so PYSPARK_PYTHON defaults to it."""
+    its environment), so PYSPARK_PYTHON defaults to it. ``quiet``: the JVM logs errors only,
+    from its first line on."""
     from pyspark.sql import SparkSession
 
     if master is None or master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    log4j = _quiet_jvm() if quiet else None
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     builder = builder.config("spark.ui.showConsoleProgress", "false")
-    spark = builder.getOrCreate()
+    try:
+        if log4j is not None:
+            options = {"spark.app.name": app_name, **(conf or {})}
+            options["spark.ui.showConsoleProgress"] = "false"
+            if master is not None:
+                options["spark.master"] = master
+            _start_quiet_gateway(options)
+        spark = builder.getOrCreate()
+    finally:
+        if log4j is not None:  # read by now (or the JVM failed to start)
+            os.unlink(log4j)
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
@@ -234,6 +367,24 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     )
     agg = agg.withColumn("compression_ratio", F.col("uncompressed_bytes") / F.col("bytes"))
     return agg.orderBy(*keys)
+
+
+def verify_events(spark, paths: list[str], out: str | None = None, **options) -> list[dict]:
+    """``verify``'s findings and summary as the events `kseg verify` shows."""
+    found, summary = verify(spark, paths, out, **options)
+    return [{"type": "finding", **f} for f in found] + [summary]
+
+
+def stats_events(spark, paths: list[str], per_hour: bool = False, **options) -> list[dict]:
+    """``stats`` rows as events (the hour as text); no batch at all is said, as a notice."""
+    rows = [r.asDict() for r in stats(spark, paths, per_hour=per_hour, **options).collect()]
+    events = [
+        {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
+    ]
+    if not events:  # segments exist but hold no batch (e.g. empty active segments)
+        message = f"{', '.join(paths)}: the segments hold no batch: nothing to count"
+        return [{"type": "notice", "message": message}]
+    return events
 
 
 def stop_gateway() -> None:

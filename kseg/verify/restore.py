@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..events import Event
+from ..exitcodes import BadOption, Exit
 from ..format.errors import KsegError
 from ..storage.atomic import remove_stale_temps
 from ..storage.lock import LogDirLocks, held_message
@@ -181,3 +183,59 @@ def apply_restore(pr: PartitionRestore) -> Iterator[Action]:
     if m.status != RESTORED:
         m.status = RESTORED
         save(pr.qdir, m)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
+
+
+class RestoreRun:
+    """The restore command as a library call: every check, then the undoing, as events; the exit
+    status in ``code`` (8 when refused or stopped). Failures are ``failure`` events (one line for
+    stderr); a path that is no quarantine is a usage mistake (BadOption)."""
+
+    def __init__(self, path: Path, *, force: bool = False, base_dir: Path | None = None) -> None:
+        self.path = path
+        self.force = force
+        self.base_dir = base_dir
+        self.code = Exit.OK
+
+    def _failure(self, message: str) -> dict:
+        self.code |= Exit.OPERATIONAL
+        return {"type": "failure", "message": message}
+
+    def events(self) -> Iterator[dict]:
+        with LogDirLocks(force=self.force) as locks:
+            try:
+                plans = plan_restore(self.path, locks, base_dir=self.base_dir)
+            except NotAQuarantine as exc:
+                raise BadOption(str(exc), "QUARANTINE_DIR") from None
+            except (KsegError, OSError) as exc:
+                text = _describe(exc)
+                yield self._failure(
+                    text if "nothing was changed" in text else f"{text}; nothing was changed"
+                )
+                return
+            total = 0
+            try:
+                for pr in plans:
+                    if pr.note:
+                        yield {"type": "notice", "message": f"{pr.qdir}: {pr.note}"}
+                    for a in apply_restore(pr):
+                        total += 1
+                        yield {
+                            "type": "restored",
+                            "action": a.action,
+                            "file": a.file,
+                            "quarantine": str(pr.qdir),
+                        }
+            except (KsegError, OSError) as exc:
+                yield self._failure(
+                    f"restore stopped: {_describe(exc)}; fix the cause and run the same "
+                    "`kseg restore` again to finish"
+                )
+                return
+            summary = {"type": "summary", "partitions": len(plans), "restored": total}
+            yield Event({**summary, "exit_code": 0}, about=self.path)

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exitcodes import Exit
-from ..storage.files import looks_like_log_dir
 from ..storage.lock import LogDirLocks
 from ..storage.space import NoSpace
 from ..storage.tree import Selection, Target, resolve
 from . import findings as K
 from .kafka_outcome import kafka_recovery
+from .locking import inside_message, is_inside, lock_log_dirs
 from .manifest import RESTORING, ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
 from .repair import (
@@ -52,6 +52,7 @@ class VerifyRun:
         self._locks = LogDirLocks(force=opts.force)
         self._quarantines: dict[Path, Quarantine] = {}
         self._unfinished: dict[Path, list] = {}  # quarantine root -> its unfinished manifests
+        self._expanded: tuple[Selection, list[Target]] | None = None
 
     def _finding(self, f: K.Finding, **extra) -> dict:
         self.counts[f.severity] += 1
@@ -78,25 +79,29 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
-        self._refused, failures, notices = self._locks.acquire_all(
-            (t.log_dir for t in tlist), "repairing"
-        )
-        for message in failures:
-            yield self._failure(message)
-        for message in notices:
-            yield {"type": "notice", "message": message}
-        if self.opts.quarantine is not None:
-            q = self.opts.quarantine.resolve()
+        self._refused, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
+        for ev in said:
+            if ev["type"] == "failure":
+                self.code |= Exit.OPERATIONAL
+            yield ev
+        q = self.opts.quarantine
+        if q is not None:
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
-                if q.is_relative_to(log_dir) and looks_like_log_dir(log_dir):
+                if is_inside(q, log_dir):
                     self._refused.add(log_dir)
                     self.code |= Exit.USAGE
                     yield {
                         "type": "failure",
-                        "message": f"--quarantine {self.opts.quarantine} is inside the log dir "
-                        f"{log_dir}: Kafka refuses to start with a directory there that is not a "
-                        "partition; choose a place outside it. Not repairing anything there",
+                        "message": f"{inside_message('--quarantine', q, log_dir)}. "
+                        "Not repairing anything there",
                     }
+
+    def targets(self, sel: Selection) -> list[Target]:
+        """The selection's targets, expanded once (the progress bar sizes them, the run walks
+        them)."""
+        if self._expanded is None or self._expanded[0] is not sel:
+            self._expanded = (sel, sel.targets())
+        return self._expanded[1]
 
     def events(self, inputs: list[Path] | Selection) -> Iterator[dict]:
         """Every event of the run. Objects from a partition carry ``topic`` and ``partition``;
@@ -114,7 +119,7 @@ class VerifyRun:
     def _events(self, sel: Selection) -> Iterator[dict]:
         several = sel.several_log_dirs
         reports: dict[Path, list[PartitionReport]] = {r: [] for r in sel.roots}
-        tlist = sel.targets()
+        tlist = self.targets(sel)
         self._refused: set[Path] = set()
         if self.writing:  # every lock before anything is verified or planned
             tlist = list(tlist)

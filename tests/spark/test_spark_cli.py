@@ -116,3 +116,17 @@ def test_spark_job_draws_a_bar_on_a_terminal(small_root):
     )
     assert code == 0 and b"spark stats" in seen
     assert events(out.decode())[0]["topic"] == "txn"
+
+
+def test_quiet_means_quiet(small_root):
+    """`-q` used to let the JVM's start-up lines through (log4j's profile and WARN lines,
+    "Setting default log level", the JDK's incubator-module warning): now stderr stays empty on
+    a clean run, and stdout holds the same rows as without -q."""
+    proc = run_kseg("spark", "stats", small_root, "-f", "json", "-q", *SPARK, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    loud = run_kseg("spark", "stats", small_root, "-f", "json", *SPARK, timeout=300)
+    assert loud.returncode == 0 and loud.stderr != b""  # the check above can fail
+    assert sorted(events(proc.stdout.decode()), key=str) == sorted(
+        events(loud.stdout.decode()), key=str
+    )

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import orjson
 
 from ..format.timestamps import iso_ms
-from .render import TIME_FIELDS, safe_path
+from .fields import TIME_FIELDS, safe_path
 
 CHUNK = 256  # rows formatted and written together
 _ELLIPSIS = "…"

@@ -1,0 +1,282 @@
+"""The command line's options, each declared once (sqlite-utils' ``output_options`` idea): the
+commands in kseg.cli and kseg.cli_spark take them by name. Also ``command``: registers a
+command whose library mistakes (BadOption) show as the option's usage error."""
+
+from __future__ import annotations
+
+import functools
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .exitcodes import BadOption
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    table = "table"
+
+
+class SeekFormat(str, Enum):
+    text = "text"
+    json = "json"
+    table = "table"
+    reset_csv = "reset-csv"
+
+
+class Payload(str, Enum):
+    auto = "auto"
+    utf8 = "utf8"
+    hex = "hex"
+    base64 = "base64"
+    json = "json"
+    none = "none"
+    redact = "redact"
+
+
+class Decoder(str, Enum):
+    auto = "auto"
+    consumer_offsets = "consumer-offsets"
+    transaction_state = "transaction-state"
+    share_group_state = "share-group-state"
+    cluster_metadata = "cluster-metadata"
+    remote_log_metadata = "remote-log-metadata"
+    none = "none"
+
+
+def command(typer_app: typer.Typer, *args, **kw):
+    """``typer_app.command``; a usage mistake the library finds (BadOption) is shown as the
+    option's usage error, as if click had found it."""
+
+    def register(fn):
+        @functools.wraps(fn)
+        def run(*a, **k):
+            try:
+                return fn(*a, **k)
+            except BadOption as exc:
+                raise typer.BadParameter(str(exc), param_hint=exc.option) from None
+
+        return typer_app.command(*args, **kw)(run)
+
+    return register
+
+
+def _paths(help: str) -> object:
+    # readable=False: kseg reports an unreadable path itself (exit 8), not as a usage error
+    return typer.Argument(help=help, show_default=False, readable=False)
+
+
+# --- shared by several commands ---------------------------------------------------------------
+
+AnyPathsArg = Annotated[
+    list[Path], _paths("Files, partition dirs, log.dirs roots or directories of roots.")
+]
+SegmentPathsArg = Annotated[
+    list[Path],
+    _paths("Segment .log files, partition dirs, log.dirs roots or directories of roots."),
+]
+PartitionPathsArg = Annotated[
+    list[Path], _paths("Partition dirs, log.dirs roots or directories of roots.")
+]
+SparkPathsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="log.dirs roots, trees of them, or partition dirs (paths or URIs).",
+        show_default=False,
+    ),
+]
+SparkLocalPathsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="log.dirs roots, trees of them, or partition dirs (local or mounted paths).",
+        show_default=False,
+    ),
+]
+TopicOpt = Annotated[
+    str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
+]
+PartitionOpt = Annotated[
+    int | None, typer.Option(min=0, help="With a log.dirs root: only this partition number.")
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bar (it is drawn only when stderr is a terminal)."
+    ),
+]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="text, json (JSON Lines) or table.")
+]
+IntervalOpt = Annotated[
+    int,
+    typer.Option(
+        "--index-interval-bytes",
+        min=0,
+        help="The topic's index.interval.bytes (kseg cannot know it; Kafka's default is 4096).",
+    ),
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
+]
+FromTimeOpt = Annotated[
+    str | None, typer.Option(help="Records with timestamp >= this (ms, ISO-8601, or -30m).")
+]
+ToTimeOpt = Annotated[str | None, typer.Option(help="Records with timestamp <= this.")]
+MasterOpt = Annotated[
+    str, typer.Option(help="Spark master (default local[*]; under spark-submit, its own).")
+]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark config k=v (repeatable).")]
+
+# --- dump -----------------------------------------------------------------------------------
+
+PayloadOpt = Annotated[Payload, typer.Option(help="How keys, values and header values are shown.")]
+BatchesOnlyOpt = Annotated[
+    bool, typer.Option("--batches-only", help="Batch headers only; no record decoding.")
+]
+DecoderOpt = Annotated[
+    Decoder,
+    typer.Option(
+        help="Decode internal-topic records (auto: by topic name; KRaft snapshots and "
+        "bootstrap.checkpoint as cluster-metadata)."
+    ),
+]
+SkipRecordMetadataOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-record-metadata",
+        help="Records as offset and decoded payload only (no batch lines), like kafka-dump-log.",
+    ),
+]
+FromOffsetOpt = Annotated[
+    int | None,
+    typer.Option(min=0, help="First offset to show (the offset index is used to jump)."),
+]
+ToOffsetOpt = Annotated[int | None, typer.Option(min=0, help="Last offset to show.")]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(min=0, help="Stop after this many records (batches with --batches-only)."),
+]
+MaxBytesOpt = Annotated[
+    int | None,
+    typer.Option(min=0, help="Read only whole batches within the first N bytes of each log."),
+]
+
+# --- index rebuild --------------------------------------------------------------------------
+
+PreallocateOpt = Annotated[
+    bool, typer.Option(help="Zero-pad the active segment's indexes like a running broker.")
+]
+SegmentIndexBytesOpt = Annotated[
+    int, typer.Option(min=0, help="segment.index.bytes, the preallocated size.")
+]
+BackupOpt = Annotated[
+    Path | None, typer.Option(help="Copy replaced index files into this directory first.")
+]
+RebuildForceOpt = Annotated[
+    bool, typer.Option(help="Run even though a broker holds <log.dir>/.lock.")
+]
+
+# --- verify ---------------------------------------------------------------------------------
+
+RepairOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Truncate at the first invalid batch, quarantine what follows, rebuild indexes."
+    ),
+]
+RepairDryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="With --repair: print the plan, change nothing.")
+]
+DeepOpt = Annotated[
+    bool,
+    typer.Option(help="Also decode every record (decompressing): lengths, varints, offsets."),
+]
+KeepLaterOpt = Annotated[
+    bool, typer.Option(help="Leave segments after a truncation in place (Kafka deletes them).")
+]
+QuarantineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Where removed bytes go (default: <log.dir>/../kseg-quarantine/<log.dir name>/)."
+    ),
+]
+RepairForceOpt = Annotated[
+    bool, typer.Option(help="Repair even though a broker holds <log.dir>/.lock.")
+]
+ProblemsOnlyOpt = Annotated[
+    bool,
+    typer.Option("--problems-only", help="Leave out the segments that are ok (findings stay)."),
+]
+
+# --- restore --------------------------------------------------------------------------------
+
+QuarantineDirArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A partition's quarantine dir (holds manifest.json) or a run's dir (one per "
+        "partition), as written by verify --repair.",
+    ),
+]
+RestoreForceOpt = Annotated[
+    bool, typer.Option(help="Restore even though a broker holds <log.dir>/.lock.")
+]
+BaseDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="For a manifest written by an older kseg with relative paths: the directory "
+        "the repair was run from."
+    ),
+]
+
+# --- seek -----------------------------------------------------------------------------------
+
+TimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--time",
+        help="Epoch ms, now, ISO-8601 (2026-11-21T09:30:00.000, zone Z/+09:00; none: UTC), "
+        "a duration before now (PT30M, P1DT2H), relative (-30m, -2h, -1d), "
+        "or latest/-1, earliest/-2, max-timestamp/-3.",
+    ),
+]
+OffsetOpt = Annotated[
+    int | None,
+    typer.Option("--offset", min=0, help="Where does this offset live? (segment and byte)"),
+]
+NowOpt = Annotated[
+    str | None, typer.Option(help="What relative times count from (default: the clock).")
+]
+DataOnlyOpt = Annotated[
+    bool,
+    typer.Option("--data-only", help="Answer data records only, never a transaction marker."),
+]
+SeekFormatOpt = Annotated[
+    SeekFormat,
+    typer.Option(
+        "--format", "-f", help="text, json, table, or reset-csv (topic,partition,offset)."
+    ),
+]
+
+# --- demo -----------------------------------------------------------------------------------
+
+DemoDirArg = Annotated[Path, typer.Argument(help="Where to write the example log.dirs tree.")]
+
+# --- spark ----------------------------------------------------------------------------------
+
+OutOpt = Annotated[str, typer.Option("--out", help="Output directory (path or URI).")]
+FindingsOutOpt = Annotated[
+    str | None, typer.Option("--out", help="Also write the findings table (Parquet) here.")
+]
+ExportFormatOpt = Annotated[str, typer.Option("--format", help="parquet or json.")]
+PartitionByOpt = Annotated[
+    str, typer.Option(help="Comma list of columns to partition the output by ('' for none).")
+]
+HeadersOpt = Annotated[bool, typer.Option(help="Include the headers column.")]
+ExportFromTimeOpt = Annotated[str | None, typer.Option(help="Records with timestamp >= this.")]
+SparkDeepOpt = Annotated[bool, typer.Option(help="Also decode every record.")]
+PerHourOpt = Annotated[
+    bool, typer.Option("--per-hour", help="One row per topic-partition and hour.")
+]

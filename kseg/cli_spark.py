@@ -1,0 +1,177 @@
+"""`kseg spark ...`: the same shape as kseg.cli (options -> one job -> kseg.render -> exit
+status), on Apache Spark. The inputs are checked before a JVM starts (seconds, not a minute, for
+a wrong path); the jobs are kseg.spark.jobs."""
+
+from __future__ import annotations
+
+import typer
+
+from . import interrupt
+from .cli_options import (
+    ConfOpt,
+    ExportFormatOpt,
+    ExportFromTimeOpt,
+    FindingsOutOpt,
+    FormatOpt,
+    HeadersOpt,
+    IntervalOpt,
+    MasterOpt,
+    OutOpt,
+    OutputFormat,
+    PartitionByOpt,
+    PerHourOpt,
+    QuietOpt,
+    SparkDeepOpt,
+    SparkLocalPathsArg,
+    SparkPathsArg,
+    TopicOpt,
+    ToTimeOpt,
+    command,
+)
+from .exitcodes import BadOption, Exit
+from .render import streams
+
+spark_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Read, verify and export whole data directories on Apache Spark (pip install 'kseg[spark]').",
+)
+
+
+def _checked(inputs: list[str], topic: str | None, **kw) -> None:
+    from .spark.jobs import check_inputs
+
+    for message in check_inputs(inputs, topic, **kw):
+        streams.say(message)
+
+
+def _session(master: str, conf: list[str] | None, quiet: bool):
+    from .spark.jobs import parse_conf
+
+    pairs = parse_conf(conf)
+    try:
+        from .spark import session
+    except ImportError as exc:
+        raise OSError(
+            f"Spark support needs the spark extra: pip install 'kseg[spark]' ({exc})"
+        ) from None
+    spark = session(None if master == "from-spark-submit" else master, pairs, quiet=quiet)
+    interrupt.install()  # pyspark's SparkContext installed its own SIGINT handler
+    return spark
+
+
+def _bar(spark, quiet: bool, description: str):
+    from . import progress
+
+    return progress.SparkBar(progress.wanted(quiet), spark, description)
+
+
+def _finish(command: str, code: int, events: list[dict], fmt: str):
+    from .render import finish
+
+    raise typer.Exit(finish(command, Exit(code), events, fmt))
+
+
+@command(spark_app, "export")
+def spark_export(
+    inputs: SparkPathsArg,
+    out: OutOpt,
+    fmt: ExportFormatOpt = "parquet",
+    partition_by: PartitionByOpt = "topic,partition",
+    headers: HeadersOpt = True,
+    topic: TopicOpt = None,
+    from_time: ExportFromTimeOpt = None,
+    to_time: ToTimeOpt = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
+
+    Example:
+
+    \b
+      kseg spark export /data/kafka-logs --out /tmp/records --topic '^orders$'
+    """
+    from .lookup.timeexpr import parse_option_time
+    from .spark import export
+
+    if fmt not in ("parquet", "json"):
+        raise BadOption("parquet or json", "--format")
+    from_ms = parse_option_time(from_time, "--from-time")
+    to_ms = parse_option_time(to_time, "--to-time")
+    _checked(inputs, topic, records=True)
+    spark = _session(master, conf, quiet)
+    cols = tuple(c for c in partition_by.split(",") if c)
+    with _bar(spark, quiet, "spark export"):
+        n = export(
+            spark,
+            inputs,
+            out,
+            fmt=fmt,
+            partition_by=cols,
+            include_headers=headers,
+            topic=topic,
+            fromTime=from_ms,
+            toTime=to_ms,
+        )
+    streams.say(f"wrote {n} records to {out}")
+    raise typer.Exit(0)
+
+
+@command(spark_app, "verify")
+def spark_verify(
+    inputs: SparkLocalPathsArg,
+    out: FindingsOutOpt = None,
+    deep: SparkDeepOpt = False,
+    index_interval_bytes: IntervalOpt = 4096,
+    topic: TopicOpt = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
+    quiet: QuietOpt = False,
+) -> None:
+    """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
+    (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job.
+
+    Example:
+
+    \b
+      kseg spark verify /data/brokers --deep --out /tmp/findings
+    """
+    from .spark.jobs import verify_events
+
+    _checked(inputs, topic, segments=False)
+    spark = _session(master, conf, quiet)
+    with _bar(spark, quiet, "spark verify"):
+        events = verify_events(
+            spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
+        )
+    _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
+
+
+@command(spark_app, "stats")
+def spark_stats(
+    inputs: SparkPathsArg,
+    per_hour: PerHourOpt = False,
+    topic: TopicOpt = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    quiet: QuietOpt = False,
+) -> None:
+    """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
+    timestamp ranges, producers, transactional share.
+
+    Example:
+
+    \b
+      kseg spark stats /data/brokers --per-hour -f json
+    """
+    from .spark.jobs import stats_events
+
+    _checked(inputs, topic)
+    spark = _session(master, conf, quiet)
+    with _bar(spark, quiet, "spark stats"):
+        events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
+    _finish("spark stats", 0, events, fmt.value)

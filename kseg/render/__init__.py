@@ -1,0 +1,139 @@
+"""The render layer: events from the library, one module per output format for every command.
+
+- ``text``  (the default) greppable lines; dump's follow kafka-dump-log
+- ``json``  JSON Lines, one object per event
+- ``table`` aligned columns for a terminal
+- ``csv``   seek's reset-csv rows for kafka-consumer-groups
+- ``streams`` stdout (one large buffer) and stderr (one line per message)
+
+Events of type ``failure`` and ``notice`` are messages, never data: they go to stderr as one
+line each, in every format. A format's module is imported only when it is used (start-up time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from .streams import say, stdout
+
+FORMATS = ("text", "json", "table", "reset-csv")
+MESSAGES = ("failure", "notice")
+
+
+def data_only(events: Iterable[dict]) -> Iterator[dict]:
+    """Failures and notices go to stderr as one line each; everything else is data for stdout."""
+    for ev in events:
+        if ev["type"] in MESSAGES:
+            say(ev["message"])
+        else:
+            yield ev
+
+
+def problems_only(events: Iterable[dict]) -> Iterator[dict]:
+    """verify --problems-only: leave out the segments that are ok (findings stay)."""
+    for ev in events:
+        if ev["type"] == "segment" and ev.get("status") == "ok":
+            continue
+        yield ev
+
+
+def emit(
+    command: str, events: Iterable[dict], fmt: str, out: BinaryIO | None = None
+) -> Iterator[dict]:
+    """Render ``command``'s events in ``fmt``; yields each data event once it is written."""
+    out = out or stdout()
+    events = data_only(events)
+    if fmt == "json":
+        from .json import write_json
+
+        return write_json(events, out)
+    if fmt == "table":
+        from .table import write_tables
+
+        return write_tables(events, out)
+    if fmt == "reset-csv":
+        from .csv import write_reset_csv
+
+        return write_reset_csv(events, out)
+    from .text import write_command_text
+
+    return write_command_text(command, events, out)
+
+
+def show(command: str, events: Iterable[dict], fmt: str, out: BinaryIO | None = None) -> None:
+    """``emit`` to the end. verify's unreadable findings are failures too: stderr says them."""
+    for ev in emit(command, events, fmt, out):
+        if command == "verify" and ev["type"] == "finding" and ev["kind"] == "unreadable":
+            say(f"{ev['file']}: {ev['kind']}: {ev['message']}")
+
+
+def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> None:
+    """dump's events, in chunks (records number millions). Errors are data (a line or object in
+    place) and, except in JSON, also one line on stderr."""
+    out = out or stdout()
+    if fmt == "table":
+        from .table import write_dump_table
+
+        written = write_dump_table(chunks, out)
+    elif fmt == "json":
+        from .json import write_json_chunks
+
+        written = write_json_chunks(chunks, out)
+    else:
+        from .text import write_text_chunks
+
+        written = write_text_chunks(chunks, out)
+    for chunk in written:
+        if fmt == "json":
+            continue
+        for ev in chunk:
+            if type(ev) is not bytes and ev["type"] == "error":
+                where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+                say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+
+
+def finish(
+    command: str,
+    run,
+    events: Iterable[dict],
+    fmt: str,
+    *,
+    bar_total=None,
+    quiet: bool = True,
+    merge_interrupt: bool = False,
+):
+    """Show ``run``'s events in ``fmt`` on stdout (a progress bar sized by ``bar_total()`` when
+    one is wanted) and return the run's exit status. ``merge_interrupt``: an interrupt keeps
+    what was found (verify's bitmask)."""
+    from .. import interrupt, progress
+    from ..exitcodes import exit_status, track
+
+    track(run)
+    bar_on = progress.wanted(quiet) if bar_total is not None else False
+    try:
+        with progress.Bar(bar_on, command, bar_total() if bar_on else None) as bar:
+            out = progress.stdout_through(bar, stdout())
+            show(command, progress.per_segment(events, bar), fmt, out)
+            out.flush()
+    except interrupt.Interrupted as exc:
+        if merge_interrupt:
+            exc.code |= int(run.code)
+        raise
+    return exit_status(run)
+
+
+def finish_dump(run, fmt: str, quiet: bool = True):
+    """dump's chunks (kseg.decode.dump_run.DumpRun) shown in ``fmt``, a bar by bytes read when
+    stdout is not the terminal; returns the exit status."""
+    from .. import progress
+    from ..decode.dump import dump_progress, total_bytes
+    from ..exitcodes import exit_status, track
+
+    track(run)
+    out = stdout()
+    bar_on = progress.wanted(quiet, stdout_to_file=True)
+    with progress.Bar(bar_on, "dump", total_bytes(run.paths) if bar_on else None) as bar:
+        show_dump(dump_progress(run.chunks(), bar), fmt, out)
+    out.flush()
+    return exit_status(run)

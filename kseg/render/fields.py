@@ -1,0 +1,52 @@
+"""How single values look in text and tables: shared by every text-like renderer."""
+
+from __future__ import annotations
+
+import orjson
+
+from ..format.timestamps import with_iso
+
+# fields holding epoch ms: text and tables show ISO-8601 UTC beside them (JSON keeps the number)
+TIME_FIELDS = frozenset(
+    (
+        "timestamp",
+        "max_timestamp",
+        "base_timestamp",
+        "min_base_timestamp",
+        "delete_horizon_ms",
+        "target_timestamp",
+        "commit_timestamp",
+        "expire_timestamp",
+        "current_state_timestamp",
+        "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
+    )
+)
+
+# fields holding a path: quoted in text when they hold a control character
+PATH_FIELDS = ("file", "segment", "partition_dir", "quarantine", "partition")
+
+
+def quoted(value: object) -> str:
+    """A value shown unambiguously: JSON for strings/containers, bare for numbers and null."""
+    return orjson.dumps(value).decode()
+
+
+def safe_path(path: str) -> str:
+    """A path as it is, or JSON-quoted when it holds a newline or another control character
+    (one line of output stays one line)."""
+    return path if path.isprintable() else orjson.dumps(path).decode()
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name...) as escapes: a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def field_text(key: str, v: object) -> str:
+    if isinstance(v, (str, list, dict)):
+        return quoted(v)
+    if key in TIME_FIELDS and type(v) is int and v >= 0:  # negatives: -1 "none", -2 earliest...
+        return with_iso(v)
+    return str(v)

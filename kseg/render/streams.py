@@ -1,0 +1,55 @@
+"""stdout and stderr as kseg uses them: data through one large buffer, messages one line each."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import BinaryIO
+
+from .fields import one_line
+
+_OUT: BinaryIO | None = None
+
+
+def stdout() -> BinaryIO:
+    """stdout as one 1 MiB buffer: small writes become memcpys, flushed in large chunks (a fresh
+    buffer per flush, or a syscall per line, costs more than encoding the JSON)."""
+    global _OUT
+    if _OUT is None:
+        import io
+
+        try:
+            fd = sys.stdout.fileno()
+            sys.stdout.flush()
+            _OUT = io.BufferedWriter(io.FileIO(fd, "wb", closefd=False), buffer_size=1 << 20)
+        except (AttributeError, OSError, ValueError):  # no real descriptor (embedded, captured)
+            _OUT = sys.stdout.buffer
+    return _OUT
+
+
+def flush() -> None:
+    if _OUT is not None:
+        _OUT.flush()
+
+
+def reset() -> None:
+    """Forget the buffer (a new run in the same process: tests)."""
+    global _OUT
+    _OUT = None
+
+
+def say(message: str) -> None:
+    """One line on stderr, ``kseg: message``; the data written so far goes out first (the
+    order on a terminal stays the order of events)."""
+    try:
+        stdout().flush()
+    except (OSError, ValueError):
+        pass  # stdout is gone, full or closed: the entry point reports that; the message goes out
+    sys.stderr.write(f"kseg: {one_line(message)}\n")
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so that buffered output can be dropped without more errors."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

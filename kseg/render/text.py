@@ -1,0 +1,313 @@
+"""`--format text` (the default): greppable lines, for every command.
+
+dump's lines follow kafka-dump-log; the other commands' lines are in ``LINES``, one function per
+command, each turning one event into a line (or None: not shown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from ..format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
+from ..format.timestamps import with_iso
+from .fields import PATH_FIELDS, field_text, one_line, safe_path
+from .fields import quoted as _q
+
+
+def _n(v: object) -> str:
+    return "null" if v is None else str(v)
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _payload(value: object, encoding: str | None) -> str:
+    if value is None:
+        return "null"
+    if encoding in (None, "utf8", "json"):
+        return _q(value)
+    return f"{encoding}:{_q(value)}"
+
+
+def _framed(decoded: dict) -> str:
+    """A metadata / KRaft control decoding as one readable piece: ``topic_record v0: {...}``."""
+    return f"{decoded['record']} v{decoded['version']}: {_q(decoded['data'])}"
+
+
+def _is_framed(decoded: object) -> bool:
+    return isinstance(decoded, dict) and "data" in decoded and "record" in decoded
+
+
+def _record_special(ev: dict) -> str | None:
+    """Record lines that are not kafka-dump-log's usual one: --skip-record-metadata (the payload
+    only) and decoded metadata records (the decoding replaces the bytes)."""
+    if "timestamp" not in ev:
+        if "decoded" in ev:
+            d = ev["decoded"]
+            shown = _framed(d) if _is_framed(d) else "decoded: " + _q(d)
+        else:
+            shown = "key: " + _payload(ev.get("key"), ev.get("key_encoding"))
+            shown += " payload: " + _payload(ev.get("value"), ev.get("value_encoding"))
+        return f"offset: {ev['offset']} {shown}"
+    if _is_framed(ev["decoded"]):
+        return (
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {with_iso(ev['timestamp'])} "
+            f"keySize: {ev['key_size']} valueSize: {ev['value_size']} sequence: {ev['sequence']} "
+            f"{_framed(ev['decoded'])}"
+        )
+    return None
+
+
+def text_line(ev: dict) -> str:
+    t = ev["type"]
+    if t == "record":
+        if "decoded" in ev or "timestamp" not in ev:
+            special = _record_special(ev)
+            if special is not None:
+                return special
+        parts = [
+            f"| offset: {ev['offset']} {ev['timestamp_type']}: {with_iso(ev['timestamp'])} keySize: {ev['key_size']}",
+            f"valueSize: {ev['value_size']} sequence: {ev['sequence']}",
+        ]
+        if "headers" in ev:
+            parts.append("headerKeys: " + _q([h[0] for h in ev["headers"]]))
+            parts.append("key: " + _payload(ev["key"], ev["key_encoding"]))
+            parts.append("payload: " + _payload(ev["value"], ev["value_encoding"]))
+            if ev["headers"]:
+                hs = ", ".join(
+                    f"{_q(k)}: {_payload(v, e)}"
+                    for (k, v), e in zip(ev["headers"], ev["header_encodings"], strict=True)
+                )
+                parts.append("headers: {" + hs + "}")
+        else:
+            parts.append("headerKeys: " + _q(ev["header_keys"]))
+        if "decoded" in ev:
+            parts.append("decoded: " + _q(ev["decoded"]))
+        return " ".join(parts)
+    if t == "batch":
+        line = (
+            f"baseOffset: {_n(ev['base_offset'])} lastOffset: {ev['last_offset']} count: {_n(ev['count'])} "
+            f"baseSequence: {ev['base_sequence']} lastSequence: {ev['last_sequence']} "
+            f"producerId: {ev['producer_id']} producerEpoch: {ev['producer_epoch']} "
+            f"partitionLeaderEpoch: {ev['partition_leader_epoch']} isTransactional: {_bool(ev['is_transactional'])} "
+            f"isControl: {_bool(ev['is_control'])} deleteHorizonMs: {with_iso(ev['delete_horizon_ms'])} "
+            f"position: {ev['position']} {ev['timestamp_type']}: {with_iso(ev['max_timestamp'])} size: {ev['size']} "
+            f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
+        )
+        return line
+    if t == "control" and "decoded" in ev:  # KRaft control records, named as Kafka names them
+        d = ev["decoded"]
+        if "error" in d:
+            shown = f"{ev['control_type']}: ERROR {d['error']}"
+        else:
+            shown = f"{_CONTROL_NAMES.get(d['control_type'], ev['control_type'])}: {_q(d['data'])}"
+        return f"| offset: {ev['offset']} CreateTime: {with_iso(ev['timestamp'])} {shown}"
+    if t == "control":
+        return (
+            f"| offset: {ev['offset']} CreateTime: {with_iso(ev['timestamp'])} endTxnMarker: {ev['control_type']} "
+            f"coordinatorEpoch: {_n(ev['coordinator_epoch'])}"
+        )
+    if t == "file":
+        state = f" ({ev['state']})" if ev.get("state") else ""
+        line = f"Dumping {safe_path(ev['file'])}{state}"
+        if "snapshot_end_offset" in ev:
+            line += (
+                f"\nSnapshot end offset: {ev['snapshot_end_offset']}, epoch: {ev['snapshot_epoch']}"
+            )
+        return line
+    if t == "index_entry":
+        return f"offset: {ev['offset']} position: {ev['position']}"
+    if t == "timeindex_entry":
+        return f"timestamp: {with_iso(ev['timestamp'])} offset: {ev['offset']}"
+    if t == "index_padding":
+        return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
+    if t == "error":
+        where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+        field = f" [{ev['field']}]" if ev.get("field") else ""
+        extra = ""
+        if ev.get("stored") is not None:  # computed is None when nothing recomputes it (a magic)
+            computed = f", computed {ev['computed']}" if ev.get("computed") is not None else ""
+            extra = f" (stored {ev['stored']}{computed})"
+        return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
+    rest = " ".join(f"{k}: {field_text(k, v)}" for k, v in ev.items() if k not in ("type", "file"))
+    return f"{t} {rest}"
+
+
+def write_text_chunks(
+    chunks: Iterable[list[dict]], out: BinaryIO, line=text_line
+) -> Iterator[list[dict]]:
+    write = out.write
+    for chunk in chunks:
+        for ev in chunk:
+            text = line(ev)
+            if text is not None:
+                write(text.encode("utf-8", "replace") + b"\n")
+        yield chunk
+
+
+def write_text(events: Iterable[dict], out: BinaryIO, line=text_line) -> Iterator[dict]:
+    """Text lines of events (verify, index, seek, ...): paths with control characters are
+    quoted, so a line stays a line."""
+    write = out.write
+    for ev in events:
+        shown = ev
+        for key in PATH_FIELDS:
+            v = ev.get(key)
+            if type(v) is str and not v.isprintable():
+                if shown is ev:
+                    shown = ev.copy()  # an Event stays one (what it is about)
+                shown[key] = safe_path(v)
+        text = line(shown)
+        if text is not None and not text.isprintable():
+            # a path inside free text (a message, a plan): escape what is not the deliberate
+            # continuation of a line ("\n  ")
+            text = "\n  ".join(one_line(part) for part in text.split("\n  "))
+        if text is not None:
+            write(text.encode("utf-8", "replace") + b"\n")
+        yield ev
+
+
+# --- verify, index, restore, seek, spark ---------------------------------------------------
+
+
+def verify_line(ev: dict) -> str | None:
+    t = ev["type"]
+    if t == "finding":
+        where = f" byte {ev['position']}" if ev["position"] is not None else ""
+        off = f" offset {ev['offset']}" if ev["offset"] is not None else ""
+        tag = " (remaining after repair)" if ev.get("remaining") else ""
+        return (
+            f"{ev['severity'].upper()} {ev['kind']} {ev['file']}{where}{off}: {ev['message']}{tag}"
+        )
+    if t == "segment":
+        if ev["status"] in ("ok", "repaired"):
+            return f"{ev['file']}: {ev['status']} ({ev['size']} bytes)"
+        if ev["status"] == "corrupt" and ev["valid_bytes"] == ev["size"]:
+            return (
+                f"{ev['file']}: corrupt (nothing to truncate: bytes outside the CRC need a patch)"
+            )
+        return f"{ev['file']}: {ev['status']} (valid {ev['valid_bytes']} of {ev['size']} bytes)"
+    if t == "repair_action":
+        pre = "[dry-run] " if ev["dry_run"] else ""
+        if ev["action"] == "truncate":
+            return f"{pre}truncate {ev['file']} to {ev['position']} bytes ({ev['length']} bytes to quarantine): {ev['reason']}"
+        if ev["action"] == "move":
+            return f"{pre}move {ev['file']} to quarantine: {ev['reason']}"
+        if ev["action"] == "patch":
+            return f"{pre}patch {ev['file']} byte {ev['position']}: {ev['old_hex']} -> {ev['new_hex']} ({ev['reason']})"
+        return f"{pre}{ev['action']} {ev['file']}: {ev['reason']}"
+    if t == "repair_done":
+        return f"repaired {ev['partition_dir']}: {ev['actions']} actions; removed bytes and manifest in {ev['quarantine']}"
+    if t == "kafka_recovery":
+        return f"KAFKA RECOVERY {ev['partition_dir']}: {ev['summary']}"
+    if t == "repair_resumed":
+        return f"resumed an interrupted repair of {ev['partition_dir']} ({ev['quarantine']})"
+    if t == "summary":
+        return (
+            f"{ev['partitions']} partitions, {ev['segments']} segments: {ev['errors']} errors, "
+            f"{ev['warnings']} warnings, {ev['infos']} info; {ev['repaired']} repaired; exit {ev['exit_code']}"
+        )
+    return None
+
+
+def spark_verify_line(ev: dict) -> str | None:
+    """Spark's summary counts partitions and findings (segments are counted on the executors)."""
+    if ev["type"] == "summary":
+        return (
+            f"{ev['partitions']} partitions: {ev['errors']} errors, {ev['warnings']} warnings, "
+            f"{ev['infos']} info; exit {ev['exit_code']}"
+        )
+    return verify_line(ev)
+
+
+def index_rebuild_line(ev: dict) -> str:
+    if ev["type"] == "summary":
+        verb = "would change" if ev["dry_run"] else "changed"
+        return f"{ev['segments']} segments, {ev['files_changed']} index files {verb}"
+    parts = [
+        f"{Path(f['file']).suffix} {f['action']} ({f['entries']} entries)" for f in ev["files"]
+    ]
+    text = f"{ev['file']}: valid {ev['valid_bytes']}/{ev['size']} bytes; " + "; ".join(parts)
+    if ev["error"]:
+        e = ev["error"]
+        text += f"\n  ERROR {e['kind']} at byte {e['position']}: {e['message']} (indexes cover the bytes before it)"
+    return text
+
+
+def index_check_line(ev: dict) -> str:
+    if ev["type"] == "summary":  # a count per status, in order of gravity
+        return ", ".join(f"{v} {k}" for k, v in ev.items() if k not in ("type", "exit_code"))
+    parts = []
+    for suffix, key in ((".index", "offset_index"), (".timeindex", "time_index")):
+        s = ev[key]
+        text = f"{suffix} {s['status']} ({s['entries']} entries, rebuilt {s['rebuilt_entries']})"
+        if s["first_difference"] and s["status"] != "identical":
+            d = s["first_difference"]
+            text += (
+                f" first difference at entry {d['entry']} (byte {d['position']}): {d['message']}"
+            )
+        parts.append(text)
+    out = f"{ev['file']}: {ev['status']}: " + "; ".join(parts)
+    if ev["log_error"]:
+        e = ev["log_error"]
+        out += f"\n  ERROR {e['kind']} at byte {e['position']}: {e['message']}"
+    return out
+
+
+def restore_line(ev: dict) -> str:
+    if ev["type"] == "summary":  # ``about``: the directory the restore was given
+        return (
+            f"restored {ev['restored']} actions in {ev['partitions']} partitions "
+            f"from {getattr(ev, 'about', '')}"
+        )
+    return f"undid {ev['action']} of {ev['file']}"
+
+
+def seek_line(ev: dict) -> str:
+    # a directory not named <topic>-<partition> has no topic: name the directory (``about``)
+    name = f"{ev['topic']}-{ev['partition']}" if ev["topic"] is not None else str(ev.about)
+    if "log_dir" in ev:
+        name += f" [{ev['log_dir']}]"
+    if ev["type"] == "seek_offset":
+        if ev["status"] in ("found", "in_gap"):
+            gap = (
+                ""
+                if ev["status"] == "found"
+                else f"not present (compacted); next offset {ev['offset']} "
+            )
+            return f"{name}: offset {ev['target_offset']} {gap}in {ev['segment']} at byte {ev['position']} (batch {ev['batch_base_offset']}..{ev['batch_last_offset']})"
+        if ev["status"] == "corrupt":
+            return f"{name}: could not answer: {ev['error']}"
+        return f"{name}: offset {ev['target_offset']} is {ev['status'].replace('_', ' ')} (log start {ev['log_start_offset']}, log end {ev['log_end_offset']})"
+    if ev["error"]:
+        return f"{name}: could not answer: {ev['error']}"
+    if ev["offset"] is None:
+        target = with_iso(ev["target"]) if ev["target"] >= 0 else ev["target"]
+        return f"{name}: no offset: no record at or after {target}"
+    where = f" in {ev['segment']} at byte {ev['position']}" if ev["segment"] else ""
+    ts = f" timestamp {with_iso(ev['timestamp'])}" if ev["timestamp"] is not None else ""
+    ep = f" leader epoch {ev['leader_epoch']}" if ev["leader_epoch"] is not None else ""
+    return f"{name}: offset {ev['offset']}{ts}{ep}{where}"
+
+
+def stats_line(ev: dict) -> str:
+    return " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type")
+
+
+# the text line of each command's events (dump streams chunks: see write_text_chunks)
+LINES: dict[str, Callable[[dict], str | None]] = {
+    "verify": verify_line,
+    "index rebuild": index_rebuild_line,
+    "index check": index_check_line,
+    "restore": restore_line,
+    "seek": seek_line,
+    "spark verify": spark_verify_line,
+    "spark stats": stats_line,
+}
+
+
+def write_command_text(command: str, events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
+    return write_text(events, out, LINES[command])

@@ -1,0 +1,171 @@
+"""`kseg index rebuild` and `kseg index check` as library calls: events out, the exit status
+accumulated in ``code`` (read at any time: a closed pipe stops output early)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..exitcodes import BadOption, Exit
+from ..storage.atomic import fix_hint, remove_stale_temps
+from ..storage.lock import LogDirLocks
+from ..storage.tree import Selection, Target
+from .index_check import WRONG
+from .locking import inside_message, is_inside, lock_log_dirs
+from .rebuild import UNCHANGED, rebuild_target
+
+INDEX_STATUSES = ("identical", "equivalent", "missing", "wrong")  # in order of gravity
+
+
+def target_tags(t: Target, several: bool) -> dict:
+    """topic, partition (and log_dir with several roots) for a target's JSON objects."""
+    name = t.name
+    tags = {"topic": name.topic, "partition": name.partition} if name else {}
+    if several:
+        tags["log_dir"] = str(t.log_dir)
+    return tags or {"topic": None, "partition": None}
+
+
+def log_bytes(targets: list[Target]) -> int:
+    """The bytes of the targets' logs (a progress bar's total): a listing, no reads."""
+    total = 0
+    for t in targets:
+        for log in t.logs:
+            try:
+                total += log.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def _unreadable(exc: OSError, where: Path, suffix: str = "") -> dict:
+    return {"type": "failure", "message": f"{exc.filename or where}: {exc.strerror or exc}{suffix}"}
+
+
+class RebuildRun:
+    """Write each segment's indexes exactly as Kafka's LogSegment.recover would."""
+
+    def __init__(
+        self,
+        sel: Selection,
+        *,
+        index_interval_bytes: int = 4096,
+        preallocate: bool = False,
+        segment_index_bytes: int = 10 * 1024 * 1024,
+        dry_run: bool = False,
+        backup: Path | None = None,
+        force: bool = False,
+    ) -> None:
+        self.code = Exit.OK
+        self.targets = sel.targets()
+        self.several = sel.several_log_dirs
+        self.dry_run = dry_run
+        self.backup = backup
+        self._rebuild = dict(
+            index_interval_bytes=index_interval_bytes,
+            preallocate=preallocate,
+            offset_index_bytes=segment_index_bytes,
+            dry_run=dry_run,
+            backup_dir=backup,
+        )
+        self.locks = LogDirLocks(force=force)
+        if backup is not None:  # a usage mistake: before anything is locked or written
+            for log_dir in {t.log_dir.resolve() for t in self.targets}:
+                if is_inside(backup, log_dir):
+                    raise BadOption(inside_message("", backup, log_dir), "--backup")
+
+    def events(self) -> Iterator[dict]:
+        """Every event; the log dirs' locks are held until the events are consumed."""
+        with self.locks:
+            yield from self._events()
+
+    def _events(self) -> Iterator[dict]:
+        refused: set[Path] = set()
+        if not self.dry_run:  # every log dir's lock before anything is written
+            refused, said = lock_log_dirs(
+                self.locks, (t.log_dir for t in self.targets), "rebuilding"
+            )
+            if refused:
+                self.code |= Exit.OPERATIONAL
+            yield from said
+        segments = changed = 0
+        for t in self.targets:
+            if t.log_dir.resolve() in refused:
+                continue
+            try:
+                if not self.dry_run and self.locks.holds(t.log_dir):
+                    remove_stale_temps(t.partition_dir)  # of a rebuild killed before
+                results = rebuild_target(t, **self._rebuild)
+            except OSError as exc:
+                self.code |= Exit.OPERATIONAL
+                yield _unreadable(exc, t.partition_dir, f": not rebuilt{fix_hint(exc)}")
+                continue
+            for r in results:
+                segments += 1
+                changed += sum(f.action != UNCHANGED for f in r.files)
+                if r.error is not None:
+                    self.code |= Exit.PROBLEMS
+                yield {
+                    "type": "index_rebuild",
+                    "file": str(r.scan.log),
+                    **target_tags(t, self.several),
+                    "base_offset": r.scan.base_offset,
+                    "size": r.scan.size,
+                    "valid_bytes": r.scan.valid_bytes,
+                    "dry_run": self.dry_run,
+                    "files": [f.to_dict() for f in r.files],
+                    "error": r.error.to_event() if r.error else None,
+                }
+        yield {
+            "type": "summary",
+            "segments": segments,
+            "files_changed": changed,
+            "dry_run": self.dry_run,
+            "exit_code": int(self.code),
+        }
+
+
+class CheckRun:
+    """Compare existing indexes with a rebuild: identical, equivalent, missing or wrong."""
+
+    def __init__(self, sel: Selection, *, index_interval_bytes: int = 4096) -> None:
+        self.code = Exit.OK
+        self.targets = sel.targets()
+        self.several = sel.several_log_dirs
+        self.index_interval_bytes = index_interval_bytes
+
+    def events(self) -> Iterator[dict]:
+        from .segment import scan_segment
+
+        order = {s: n for n, s in enumerate(INDEX_STATUSES)}
+        counts = dict.fromkeys(INDEX_STATUSES, 0)
+        for t in self.targets:
+            if not t.logs:  # none, or the directory could not be listed: say which
+                try:
+                    next(t.partition_dir.iterdir(), None)
+                except OSError as exc:
+                    self.code |= Exit.OPERATIONAL
+                    yield _unreadable(exc, t.partition_dir)
+            for log in t.logs:
+                try:
+                    scan = scan_segment(log, index_interval_bytes=self.index_interval_bytes)
+                except OSError as exc:  # name the file that failed: the log or an index
+                    self.code |= Exit.OPERATIONAL
+                    yield _unreadable(exc, log)
+                    continue
+                status = max(
+                    (scan.offset_index.status, scan.time_index.status), key=order.__getitem__
+                )
+                counts[status] += 1
+                if status == WRONG or scan.first_error is not None:
+                    self.code |= Exit.PROBLEMS
+                yield {
+                    "type": "index_check",
+                    "file": str(log),
+                    **target_tags(t, self.several),
+                    "status": status,
+                    "offset_index": scan.offset_index.to_dict(),
+                    "time_index": scan.time_index.to_dict(),
+                    "log_error": scan.first_error.to_event() if scan.first_error else None,
+                }
+        yield {"type": "summary", **counts, "exit_code": int(self.code)}

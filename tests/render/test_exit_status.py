@@ -1,0 +1,49 @@
+"""kseg.exitcodes.exit_status: every outcome becomes its exit status in one place."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+import typer
+
+from kseg.exitcodes import EXIT_FOR, BadOption, Exit, exit_status
+from kseg.format.errors import CorruptionError
+from kseg.interrupt import Interrupted
+from kseg.storage.tree import InputError
+
+
+class _Run:
+    def __init__(self, code: Exit) -> None:
+        self.code = code
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status"),
+    [
+        (None, 0),
+        (_Run(Exit.REPAIRED | Exit.PROBLEMS), 5),
+        (Exit.PROBLEMS, 4),
+        ("unreadable", 8),
+        ("crc_mismatch", 4),
+        (InputError("nothing_found", "/x", "nothing"), 16),
+        (InputError("unreadable", "/x", "denied"), 8),
+        (BadOption("bad", "--time"), 16),
+        (typer.BadParameter("bad"), 16),
+        (Interrupted(), 32),
+        (Interrupted(code=Exit.PROBLEMS), 36),
+        (KeyboardInterrupt(), 32),
+        (typer.Abort(), 32),
+        (OSError(errno.EACCES, "denied", "/x"), 8),
+        (BrokenPipeError(), 8),
+        (MemoryError(), 8),
+        (RuntimeError("a bug"), EXIT_FOR["internal"]),
+    ],
+)
+def test_exit_status(outcome, status):
+    assert exit_status(outcome) == status
+
+
+def test_a_corruption_escaping_a_command_is_a_bug_not_invalid_data():
+    """Commands report corruption as data; one that escapes is an internal error (8)."""
+    assert exit_status(CorruptionError("torn", kind="torn_tail")) == Exit.OPERATIONAL
