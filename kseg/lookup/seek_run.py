@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ..events import Event
 from ..exitcodes import BadOption, Exit
-from ..storage.tree import NOTHING_FOUND, InputError, Selection
+from ..storage.tree import Selection
 from .seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from .timeexpr import parse_option_time, parse_time
 
@@ -48,15 +48,7 @@ class SeekRun:
         data_only: bool = False,
         fill_latest: bool = False,
     ) -> None:
-        self.targets = sel.targets()
-        if not self.targets:  # a root holding only its own files: nothing to answer from
-            where = ", ".join(str(r) for r in sel.roots) or "the input"
-            raise InputError(
-                NOTHING_FOUND,
-                where,
-                "no Kafka partition directory (<topic>-<n>) found to seek in; give a log.dirs "
-                "root with partitions, a directory of roots or partition directories",
-            )
+        self.targets = sel.required_targets("seek in")
         self.several = sel.several_log_dirs
         self.target, self.offset = target, offset
         self.data_only = data_only

@@ -346,6 +346,20 @@ class Selection:
                 out.append(Target(it.path.parent, [it.path]))
         return out
 
+    def required_targets(self, purpose: str) -> list[Target]:
+        """The targets, or InputError(NOTHING_FOUND) when there are none (a root holding only its
+        own files): a command with nothing to work on must not look like a clean run."""
+        out = self.targets()
+        if not out:
+            where = ", ".join(str(r) for r in self.roots) or "the input"
+            raise InputError(
+                NOTHING_FOUND,
+                where,
+                f"no Kafka partition directory (<topic>-<n>) found to {purpose}; give a log.dirs "
+                "root with partitions, a directory of roots or partition directories",
+            )
+        return out
+
 
 def resolve(
     paths: list[Path],

@@ -57,7 +57,7 @@ class RebuildRun:
         force: bool = False,
     ) -> None:
         self.code = Exit.OK
-        self.targets = sel.targets()
+        self.targets = sel.required_targets("rebuild indexes in")
         self.several = sel.several_log_dirs
         self.dry_run = dry_run
         self.backup = backup
@@ -130,7 +130,7 @@ class CheckRun:
 
     def __init__(self, sel: Selection, *, index_interval_bytes: int = 4096) -> None:
         self.code = Exit.OK
-        self.targets = sel.targets()
+        self.targets = sel.required_targets("check indexes in")
         self.several = sel.several_log_dirs
         self.index_interval_bytes = index_interval_bytes
 

@@ -60,6 +60,20 @@ def test_seek_on_a_root_without_partitions_says_nothing_was_found(tmp_path):
     assert run_kseg("seek", empty, "--time", "latest").returncode == 16
 
 
+@pytest.mark.parametrize("command", [("index", "check"), ("index", "rebuild")])
+def test_index_commands_on_a_root_without_partitions_say_nothing_was_found(tmp_path, command):
+    """index check said "0 identical" and rebuild "0 segments", exit 0: nothing to check is
+    never clean. Now the same nothing-found line as seek, exit 16, and nothing written."""
+    root = tmp_path / "logs"
+    root.mkdir()
+    (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
+    proc = run_kseg(*command, root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 16 and proc.stdout == b"", err
+    assert err.count("\n") == 1 and err.startswith(f"kseg: {root}: no Kafka partition"), err
+    assert sorted(p.name for p in root.iterdir()) == ["meta.properties"]
+
+
 def test_demo_refuses_a_directory_that_is_no_earlier_demo(tmp_path):
     """`kseg demo DIR` on a non-empty directory used to dump whatever was there ("using it as it
     is"); now it refuses (16, one line) unless DIR is an earlier demo, and writes nothing."""
