@@ -25,7 +25,15 @@ def main() -> None:
         from .cli import main as cli_main
     except interrupt.Interrupted as exc:
         interrupt.exit_now(exc.code)
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit:
+        # The outcome is decided, reported and flushed. A signal from here on would land in the
+        # interpreter's shutdown, which puts the OS default handlers back (the process would die
+        # of SIGINT, status -2, after a complete run): it stays pending and the status stays
+        # the outcome's. Only the console script does this; a host program keeps its signals.
+        interrupt.block()
+        raise
 
 
 def run_app(app) -> None:

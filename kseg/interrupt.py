@@ -70,6 +70,11 @@ def defer() -> None:
         signal.signal(s, _remember)
 
 
+def block() -> None:
+    """Hold SIGINT and SIGTERM pending for the rest of the process (it is about to exit)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
 def exit_now(code: int = Exit.INTERRUPTED) -> None:
     """Say so (one line on stderr) and exit; a second signal meanwhile changes nothing."""
     import os

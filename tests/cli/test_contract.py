@@ -182,6 +182,26 @@ def test_interrupted_demo_leaves_nothing(tmp_path, sig):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_outcome_changes_nothing(tmp_path, sig):
+    """A signal that arrives once the command has finished (its output flushed, the process
+    exiting) used to kill it during the interpreter's shutdown (status -2, or an "Exception
+    ignored" traceback): now it stays pending and the status is the command's own. The
+    signal is sent from an atexit hook, i.e. exactly in that window, deterministically."""
+    import sys
+
+    code = (
+        "import atexit, os, signal, sys; from kseg.entry import main;"
+        f"atexit.register(lambda: os.kill(os.getpid(), {int(sig)}));"
+        "sys.argv = ['kseg', 'seek', sys.argv[1], '--offset', '0']; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "nothing")], capture_output=True, timeout=60
+    )
+    assert proc.returncode == 16, proc  # the outcome (a path that is not there), not the signal
+    assert proc.stderr.count(b"\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr
+
+
 def test_demo_into_the_current_or_an_unwritable_directory(tmp_path):
     """`kseg demo .` in an empty directory is a usage error (the tree is renamed into place),
     not an internal error; a directory it cannot create is named as given (not the hidden temp
