@@ -29,9 +29,45 @@ class Interrupted(BaseException):
 _received: list[int] = []
 
 
+_IMPORT_MACHINERY = "<frozen importlib._bootstrap"  # also matches ..._bootstrap_external
+_RETRY_SECONDS = 0.02
+_held: list[int] = []  # a signal that arrived inside an import, to raise once it is done
+
+
+def _importing(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORT_MACHINERY):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _raise(signum, frame) -> None:
     _received.append(signum)
+    if _importing(frame):
+        # An exception raised while a module is being imported can reach a C extension's init
+        # (orjson's segfaults, status -11): hold the signal until the import is over.
+        _held.append(signum)
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
     raise Interrupted(signum)
+
+
+def _retry(signum, frame) -> None:
+    """SIGALRM after a held signal: raise it now, or look again shortly if still importing."""
+    if not _held:
+        return
+    if _importing(frame):
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
+    if signal.getsignal(signal.SIGINT) is not _raise:  # deferred or restored meanwhile
+        _late.extend(_held)
+        _held.clear()
+        return
+    held = _held[0]
+    _held.clear()
+    raise Interrupted(held)
 
 
 def received() -> bool:
@@ -62,6 +98,8 @@ def restore(previous: dict) -> None:
     for s, handler in previous.items():
         if handler is not None and handler not in (_raise, _remember):
             signal.signal(s, handler)
+            if _held:
+                _cancel_retry()
 
 
 def defer() -> None:
@@ -70,9 +108,16 @@ def defer() -> None:
         signal.signal(s, _remember)
 
 
+def _cancel_retry() -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _late.extend(_held)
+    _held.clear()
+
+
 def block() -> None:
     """Hold SIGINT and SIGTERM pending for the rest of the process (it is about to exit)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    signal.pthread_sigmask(signal.SIG_BLOCK, (*SIGNALS, signal.SIGALRM))
+    _cancel_retry()
 
 
 def exit_now(code: int = Exit.INTERRUPTED) -> None:
@@ -82,6 +127,7 @@ def exit_now(code: int = Exit.INTERRUPTED) -> None:
 
     for s in SIGNALS:
         signal.signal(s, signal.SIG_IGN)
+    _cancel_retry()
     try:
         sys.stderr.write("kseg: interrupted\n")
         sys.stderr.flush()

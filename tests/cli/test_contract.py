@@ -202,6 +202,34 @@ def test_a_signal_after_the_outcome_changes_nothing(tmp_path, sig):
     assert proc.stderr.count(b"\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr
 
 
+def test_a_signal_during_an_import_waits_for_the_import(tmp_path):
+    """An exception raised inside a module's import can crash a C extension's init (orjson
+    segfaulted, status -11, when Ctrl-C landed while kseg imported it): a signal that arrives
+    inside an import is held until the import is over, then raised as usual."""
+    import sys
+
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nDONE = True\n"
+    )
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from kseg import interrupt\n"
+        "interrupt.install()\n"
+        "try:\n"
+        "    import slow_module\n"
+        "    assert slow_module.DONE\n"
+        "    deadline = time.monotonic() + 10\n"
+        "    while time.monotonic() < deadline: sum(range(1000))\n"
+        "    print('never interrupted')\n"
+        "except interrupt.Interrupted as exc:\n"
+        "    print('interrupted after the import', 'slow_module' in sys.modules, exc.code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"interrupted after the import True 32\n", proc.stdout
+
+
 def test_demo_into_the_current_or_an_unwritable_directory(tmp_path):
     """`kseg demo .` in an empty directory is a usage error (the tree is renamed into place),
     not an internal error; a directory it cannot create is named as given (not the hidden temp
