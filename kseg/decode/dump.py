@@ -24,11 +24,10 @@ from ..format.errors import CorruptionError
 from ..format.log import bad_magic_message, iter_entries, v2_crc_matches
 from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.magic import format_of
-from ..format.offset_index import OffsetIndex
-from ..format.time_index import TimeIndex
 from ..storage import files as F
 from ..storage import tree
 from ..storage.mapped import mapped, read_file
+from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import payload as P
 
 UNREADABLE = "unreadable"
@@ -253,11 +252,16 @@ def _dump_partition(
                 if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset >= keep_from
             ]
     spans: dict[int, _Span] = {}  # by segment base offset; the .log comes before its indexes
+    segments: dict[Path, Segment] = {}  # by .log: a segment's files are opened once
     for f in files:
         kind = F.file_kind(f)
         if kind.kind == F.LOG and kind.base_offset is not None and not kind.temp_suffix:
             spans[kind.base_offset] = _Span()
         span = spans.get(kind.base_offset)
+        seg = None
+        if kind.kind in _SEGMENT_KINDS:
+            seg = Segment(f, whole_indexes=True)  # the indexes are dumped whole too
+            seg = segments.setdefault(seg.log, seg)
         if kind.kind == F.LEADER_EPOCH_CHECKPOINT and _selecting(opts):
             span = _Span()  # the epochs of what the selection printed from this partition
             for s in spans.values():
@@ -265,9 +269,12 @@ def _dump_partition(
                     span.add(s.lo, s.hi)
             if span.lo is None:
                 continue
-        yield from dump_file(f, opts, budget, tags, span)
+        yield from dump_file(f, opts, budget, tags, span, seg)
         if budget.spent:
             return
+
+
+_SEGMENT_KINDS = frozenset((F.LOG, F.INDEX, F.TIME_INDEX))
 
 
 def dump_file(
@@ -276,14 +283,16 @@ def dump_file(
     budget: _Budget | None = None,
     tags: dict | None = None,
     span: _Span | None = None,
+    segment: Segment | None = None,
 ) -> Iterator[list[dict]]:
     """One file's events; ``tags`` (see partition_tags) are added to every dict event (record
     events get them from their maker, in a fixed place). ``span``: its segment's log was dumped
-    in this run (see _Span)."""
+    in this run (see _Span). ``segment``: the Segment ``path`` belongs to, when the caller
+    holds it (its indexes are then opened once for all its files)."""
     if not tags:
-        yield from _dump_file(path, opts, budget or _Budget(opts.limit), {}, span)
+        yield from _dump_file(path, opts, budget or _Budget(opts.limit), {}, span, segment)
         return
-    for chunk in _dump_file(path, opts, budget or _Budget(opts.limit), tags, span):
+    for chunk in _dump_file(path, opts, budget or _Budget(opts.limit), tags, span, segment):
         for ev in chunk:
             if type(ev) is dict and ev["type"] != "record":
                 ev.update(tags)
@@ -291,7 +300,12 @@ def dump_file(
 
 
 def _dump_file(
-    path: Path, opts: DumpOptions, budget: _Budget, tags: dict, span: _Span | None = None
+    path: Path,
+    opts: DumpOptions,
+    budget: _Budget,
+    tags: dict,
+    span: _Span | None = None,
+    segment: Segment | None = None,
 ) -> Iterator[list[dict]]:
     kind = F.file_kind(path)
     name = str(path)
@@ -310,10 +324,12 @@ def _dump_file(
             # or times, e.g. meta.properties or the checkpoint files, are left out)
             if kind.kind in _NO_OFFSETS:
                 return
-            yield from _with_head(head, _file_events(path, kind, name, opts, budget, span, tags))
+            yield from _with_head(
+                head, _file_events(path, kind, name, opts, budget, span, tags, segment)
+            )
         else:
             yield [head]
-            yield from _file_events(path, kind, name, opts, budget, span, tags)
+            yield from _file_events(path, kind, name, opts, budget, span, tags, segment)
     except OSError as exc:
         yield [error_event(exc, name)]
 
@@ -346,24 +362,38 @@ def _with_head(head: dict, chunks: Iterator[list]) -> Iterator[list]:
             return
 
 
-def _file_events(path: Path, kind, name: str, opts: DumpOptions, budget: _Budget, span, tags: dict):
-    framed = (F.LOG, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT)
-    if kind.kind in framed:
-        with mapped(path, sequential=True) as buf:
-            yield from _dump_log(
-                buf, name, kind.base_offset or 0, opts, budget, path, tags, span or _Span()
-            )
+def _file_events(
+    path: Path,
+    kind,
+    name: str,
+    opts: DumpOptions,
+    budget: _Budget,
+    span,
+    tags: dict,
+    segment: Segment | None = None,
+):
+    if segment is None and kind.kind in _SEGMENT_KINDS:
+        # one file of a segment: its indexes are read whole when they are what is dumped
+        segment = Segment(path, whole_indexes=kind.kind != F.LOG)
+    if kind.kind == F.LOG:
+        with segment.mapped(sequential=True) as buf:
+            yield from _dump_log(buf, name, segment, opts, budget, path, tags, span or _Span())
         return
-    data = read_file(path)  # indexes and small files: read whole
+    if kind.kind in (F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT):  # framed like a .log
+        with mapped(path, sequential=True) as buf:
+            yield from _dump_log(buf, name, None, opts, budget, path, tags, span or _Span())
+        return
     offsets = _offset_range(opts, span)
     if kind.kind == F.INDEX:
         yield from _chunked(
-            _dump_offset_index(data, name, kind.base_offset, _log_size(path), offsets)
+            _dump_offset_index(segment.index(OFFSET_INDEX), name, segment.log_size(), offsets)
         )
-    elif kind.kind == F.TIME_INDEX:
-        yield from _chunked(_dump_time_index(data, name, kind.base_offset, opts, offsets))
-    else:
-        yield from _chunked(_dump_small(kind.kind, data, name, path, opts, offsets))
+        return
+    if kind.kind == F.TIME_INDEX:
+        yield from _chunked(_dump_time_index(segment.index(TIME_INDEX), name, opts, offsets))
+        return
+    data = read_file(path)  # small files: read whole
+    yield from _chunked(_dump_small(kind.kind, data, name, path, opts, offsets))
 
 
 def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
@@ -380,26 +410,16 @@ def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
 # --- .log ---------------------------------------------------------------------------------
 
 
-def _start_position(path: Path, base: int, opts: DumpOptions) -> int:
-    """Use the segment's indexes to skip what --from-offset/--from-time exclude."""
-    start = 0
-    try:
-        if opts.from_time is not None and path.with_suffix(".timeindex").exists():
-            entry = TimeIndex(read_file(path.with_suffix(".timeindex")), base).lookup(
-                opts.from_time
-            )
-            target = (
-                entry.offset if opts.from_offset is None else max(entry.offset, opts.from_offset)
-            )
-        else:
-            target = opts.from_offset
-        if target is not None and path.with_suffix(".index").exists():
-            idx = OffsetIndex(read_file(path.with_suffix(".index")), base)
-            idx.sanity_check()
-            start = idx.lookup(target).position
-    except (OSError, CorruptionError):
-        return 0  # a damaged index only costs speed: scan from the start
-    return start
+def _start_position(seg: Segment | None, opts: DumpOptions) -> int:
+    """Use the segment's indexes to skip what --from-offset/--from-time exclude (the Segment's
+    lookups: a missing or unusable index only costs speed, a scan from the start)."""
+    if seg is None:
+        return 0  # a KRaft snapshot: no index
+    target = opts.from_offset
+    if opts.from_time is not None:
+        at = seg.offset_for_time(opts.from_time)
+        target = at if target is None else max(at, target)
+    return 0 if target is None else seg.position_for(target)
 
 
 def _decoder_for(
@@ -416,7 +436,7 @@ def _decoder_for(
 def _dump_log(
     buf,
     name: str,
-    base: int,
+    seg: Segment | None,
     opts: DumpOptions,
     budget: _Budget,
     path: Path,
@@ -426,7 +446,7 @@ def _dump_log(
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
     start = (
-        _start_position(path, base, opts)
+        _start_position(seg, opts)
         if (opts.from_offset is not None or opts.from_time is not None)
         else 0
     )
@@ -851,18 +871,17 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
 # --- indexes and small files --------------------------------------------------------------
 
 
-def _log_size(index_path: Path) -> int | None:
-    log = index_path.with_name(index_path.name.split(".")[0] + ".log")
-    try:
-        return log.stat().st_size
-    except OSError:
-        return None
+def _opened(index) -> object:
+    """The view of a segment's index file being dumped (its OSError goes to the caller)."""
+    if index.error is not None:
+        raise index.error
+    return index.view
 
 
 def _dump_offset_index(
-    buf, name: str, base: int, log_size: int | None, offsets: tuple[int, int] | None = None
+    index, name: str, log_size: int | None, offsets: tuple[int, int] | None = None
 ) -> Iterator[dict]:
-    idx = OffsetIndex(buf, base)
+    idx = _opened(index)
     prev = None
     reported = False
     lo, hi = offsets or (None, None)
@@ -885,15 +904,14 @@ def _dump_offset_index(
                 name,
             )
         prev = e
-    yield from _index_tail(idx, name, offsets is not None)
+    yield from _index_tail(index, name, offsets is not None)
 
 
-def _index_tail(idx, name: str, selecting: bool = False) -> Iterator[dict]:
+def _index_tail(index, name: str, selecting: bool = False) -> Iterator[dict]:
     """After an index's entries: Kafka's sanity check, and the zero padding if preallocated."""
-    try:
-        idx.sanity_check()
-    except CorruptionError as exc:
-        yield error_event(exc.in_file(name), name)
+    idx = index.view
+    if index.problem is not None:
+        yield error_event(index.problem.in_file(name), name)
     if idx.padded_bytes and not selecting:
         yield {
             "type": "index_padding",
@@ -904,10 +922,10 @@ def _index_tail(idx, name: str, selecting: bool = False) -> Iterator[dict]:
 
 
 def _dump_time_index(
-    buf, name: str, base: int, opts: DumpOptions, offsets: tuple[int, int] | None
+    index, name: str, opts: DumpOptions, offsets: tuple[int, int] | None
 ) -> Iterator[dict]:
     """Entries within the offset range; dumped without its log, within the time window."""
-    idx = TimeIndex(buf, base)
+    idx = _opened(index)
     by_time = offsets is None and (opts.from_time is not None or opts.to_time is not None)
     for e in idx:
         if offsets is not None and not offsets[0] <= e.offset <= offsets[1]:
@@ -920,7 +938,7 @@ def _dump_time_index(
             "timestamp": e.timestamp,
             "offset": e.offset,
         }
-    yield from _index_tail(idx, name, offsets is not None or by_time)
+    yield from _index_tail(index, name, offsets is not None or by_time)
 
 
 def _dump_small(

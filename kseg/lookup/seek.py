@@ -17,15 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import batch as v2
-from ..format.batch import HEADER_SIZE
-from ..format.checkpoint import read_offset_checkpoint
 from ..format.errors import CorruptionError
-from ..format.log import iter_entries, walk_headers
-from ..format.offset_index import OffsetIndex
-from ..format.time_index import TimeIndex
 from ..storage import files as F
-from ..storage.mapped import map_file, mapped, read_file
-from ..storage.tree import segment_logs
+from ..storage.partition import Partition
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 SPECIAL_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP}
@@ -59,167 +53,6 @@ class SeekResult:
             "position": self.position,
             "error": str(self.error) if self.error else None,
         }
-
-
-@dataclass(slots=True)
-class _Segment:
-    log: Path
-    base: int
-    max_timestamp: int | None = None  # None until known
-
-
-class Partition:
-    """A partition directory seen through its file names and index files."""
-
-    def __init__(self, pdir: Path) -> None:
-        self.dir = pdir
-        name = F.parse_partition_dir(pdir.name)
-        # a directory not named <topic>-<partition> (a loose segment file's): null, as in dump
-        self.topic, self.partition = (name.topic, name.partition) if name else (None, None)
-        self.segments = [_Segment(p, int(p.name[:20])) for p in segment_logs(pdir)]
-        self.bytes_read = 0
-        self._warnings: dict[str, None] = {}  # ordered and without repeats
-        self._indexes: dict[tuple[int, str], object] = {}
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self._warnings)
-
-    def warn(self, message: str) -> None:
-        self._warnings[message] = None
-
-    # --- log start and end -----------------------------------------------------------------
-    def log_start_offset(self) -> int:
-        ckpt = self.dir.parent / "log-start-offset-checkpoint"
-        first = self.segments[0].base if self.segments else 0
-        try:
-            data = read_file(ckpt)
-            for e in read_offset_checkpoint(data) if data.strip() else []:
-                if e.topic == self.topic and e.partition == self.partition:
-                    return max(e.offset, first)
-        except (OSError, CorruptionError):
-            pass
-        return first
-
-    def log_end_offset(self) -> int:
-        """Next offset after the last valid batch (walks the last segment's tail after its index)."""
-        if not self.segments:
-            return 0
-        for seg in reversed(self.segments):
-            last = self._last_offset(seg)
-            if last is not None:
-                return last + 1
-        return self.segments[0].base
-
-    def _last_offset(self, seg: _Segment) -> int | None:
-        start = 0
-        idx = self._offset_index(seg)
-        if idx is not None and len(idx):
-            start = idx.entry(len(idx) - 1).position
-        last = None
-        with mapped(seg.log) as buf:
-            if start >= len(buf):
-                start = 0
-            try:
-                for h in walk_headers(buf, start):
-                    self.bytes_read += HEADER_SIZE
-                    if h[9]:  # crc_ok
-                        last = h[4]  # last_offset
-            except CorruptionError:
-                pass
-        return last
-
-    # --- indexes -----------------------------------------------------------------------------
-    def _index(self, seg: _Segment, suffix: str, cls):
-        """The segment's index view, opened and sanity-checked once (None: missing or unusable)."""
-        key = (seg.base, suffix)
-        if key not in self._indexes:
-            self._indexes[key] = self._open_index(seg, suffix, cls)
-        return self._indexes[key]
-
-    def _open_index(self, seg: _Segment, suffix: str, cls):
-        path = seg.log.with_suffix(suffix)
-        try:
-            idx = cls(map_file(path), seg.base)
-            idx.sanity_check()
-        except FileNotFoundError:
-            self.warn(f"{path}: missing; scanning the segment instead")
-            return None
-        except (OSError, CorruptionError) as exc:
-            self.warn(f"{path}: unusable ({exc}); scanning the segment instead")
-            return None
-        # binary searches touch about log2(n) entries (plus the padding probe)
-        self.bytes_read += idx.file_size // max(idx.slots, 1) * (2 * max(1, idx.slots.bit_length()))
-        return idx
-
-    def _offset_index(self, seg: _Segment) -> OffsetIndex | None:
-        return self._index(seg, ".index", OffsetIndex)
-
-    def _time_index(self, seg: _Segment) -> TimeIndex | None:
-        return self._index(seg, ".timeindex", TimeIndex)
-
-    def max_timestamp(self, seg: _Segment) -> int:
-        """The segment's max timestamp, from its time index tail (Kafka's own source for it);
-        the active or uncleanly closed segment also walks the few batches after its last entry."""
-        if seg.max_timestamp is not None:
-            return seg.max_timestamp
-        tidx = self._time_index(seg)
-        is_last = seg is self.segments[-1]
-        if tidx is not None and not tidx.padded_bytes and not is_last:
-            seg.max_timestamp = tidx.last_entry().timestamp
-            return seg.max_timestamp
-        best, start = -1, 0
-        if tidx is not None and len(tidx):
-            last = tidx.last_entry()
-            best = last.timestamp
-            oidx = self._offset_index(seg)
-            start = oidx.lookup(last.offset).position if oidx is not None else 0
-        with mapped(seg.log) as buf:
-            if start >= len(buf):
-                start = 0
-            try:
-                for h in walk_headers(buf, start):
-                    self.bytes_read += HEADER_SIZE
-                    if not h[9]:  # crc_ok
-                        break
-                    best = max(best, h[5])  # max_timestamp
-            except CorruptionError:
-                pass
-        seg.max_timestamp = best
-        return best
-
-    # --- scanning ------------------------------------------------------------------------------
-    def batches_from(self, seg: _Segment, position: int) -> Iterator:
-        """Entries from ``position`` (from an index) on; an index position past the log or not
-        at a valid batch only costs a scan from the segment's start, with a warning."""
-        with mapped(seg.log) as buf:
-            if position >= len(buf) and position:
-                self.warn(
-                    f"{seg.log.with_suffix('.index')}: points at byte {position}, past the end of "
-                    f"the {len(buf)}-byte log; scanning the segment instead"
-                )
-                position = 0
-            first = True
-            try:
-                for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
-                    first = False
-                    self.bytes_read += entry.size
-                    yield entry
-                return
-            except CorruptionError as exc:
-                if not (first and position and exc.position == position):
-                    raise
-                self.warn(
-                    f"{seg.log.with_suffix('.index')}: points at byte {position}, not at a valid "
-                    f"batch ({exc.message}); scanning the segment instead"
-                )
-            for entry in iter_entries(buf, 0, validate=True, source=str(seg.log)):
-                self.bytes_read += entry.size
-                yield entry
-
-    def start_position(self, seg: _Segment, offset: int) -> int:
-        idx = self._offset_index(seg)
-        return idx.lookup(offset).position if idx is not None else 0
 
 
 def _epoch(entry) -> int | None:
@@ -258,8 +91,7 @@ def _by_time(part: Partition, res: SeekResult, target: int, data_only: bool) -> 
     for seg in part.segments:
         if part.max_timestamp(seg) < target:
             continue
-        tidx = part._time_index(seg)
-        from_offset = tidx.lookup(target).offset if tidx is not None else seg.base
+        from_offset = part.time_start_offset(seg, target)
         position = part.start_position(seg, max(from_offset, start_offset))
         for entry in part.batches_from(seg, position):
             if entry.max_timestamp < target or (data_only and entry.is_control):
@@ -284,8 +116,7 @@ def _max_timestamp(part: Partition, res: SeekResult, data_only: bool) -> None:
             best_seg, best = seg, m
     if best_seg is None:
         return
-    tidx = part._time_index(best_seg)
-    from_offset = tidx.lookup(best - 1).offset if tidx is not None else best_seg.base
+    from_offset = part.time_start_offset(best_seg, best - 1)
     for entry in part.batches_from(best_seg, part.start_position(best_seg, from_offset)):
         if entry.max_timestamp != best or (data_only and entry.is_control):
             continue
@@ -300,18 +131,8 @@ def _max_timestamp(part: Partition, res: SeekResult, data_only: bool) -> None:
                 return
 
 
-def _segment_for(part: Partition, offset: int) -> _Segment | None:
-    chosen = None
-    for seg in part.segments:
-        if seg.base <= offset:
-            chosen = seg
-        else:
-            break
-    return chosen
-
-
 def _locate(part: Partition, res: SeekResult, offset: int) -> None:
-    seg = _segment_for(part, offset)
+    seg = part.segment_for(offset)
     if seg is None:
         return
     for entry in part.batches_from(seg, part.start_position(seg, offset)):
@@ -375,7 +196,7 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
         elif offset >= end:
             res.status = "at_or_above_log_end"
         else:
-            seg = _segment_for(part, offset)
+            seg = part.segment_for(offset)
             while seg is not None:
                 for entry in part.batches_from(seg, part.start_position(seg, offset)):
                     if entry.last_offset < offset:
@@ -391,8 +212,7 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
                     res.batch_last_offset = entry.last_offset
                     break
                 else:
-                    i = part.segments.index(seg)
-                    seg = part.segments[i + 1] if i + 1 < len(part.segments) else None
+                    seg = part.next_segment(seg)
                     continue
                 break
             else:

@@ -1,13 +1,182 @@
-"""Reading segment files: entries of a `.log`, index views, with the file named in every error."""
+"""One segment's files (Kafka's LogSegment): the `.log` and its offset, time and transaction
+indexes, named `<base offset, 20 digits><ext><state suffix>`.
+
+This is the one place where a segment's files are opened: the `.log` through the
+:mod:`storage.mapped` reader (a :class:`~kseg.storage.mapped.ShadowMap`: pread on demand, never a
+file map that can fault), each index at most once, lazily, and sanity-checked at most once
+(Kafka's ``sanityCheck``). Why an index cannot be used is said by one text
+(:meth:`IndexFile.warning`), whoever asks.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.log import Entry, iter_entries
-from .mapped import open_mapped
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+from . import files as F
+from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
+
+OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
+EXTENSIONS = {kind: ext for ext, kind in F.SEGMENT_SUFFIXES.items()}  # "index" -> ".index"
+_VIEWS = {OFFSET_INDEX: OffsetIndex, TIME_INDEX: TimeIndex}
+
+
+class IndexFile:
+    """One index file of a segment, opened once: ``view`` (an :class:`OffsetIndex`, a
+    :class:`TimeIndex`, or the bytes of a `.txnindex`) or ``error`` (why it could not be read;
+    a :class:`FileNotFoundError` when it is missing). ``problem`` is Kafka's sanity check of
+    what was read, run once, when first asked."""
+
+    __slots__ = ("kind", "path", "view", "error", "_problem", "_checked")
+
+    def __init__(self, kind: str, path: Path, view=None, error: OSError | None = None) -> None:
+        self.kind, self.path, self.view, self.error = kind, path, view, error
+        self._problem: CorruptionError | None = None
+        self._checked = False
+
+    @property
+    def missing(self) -> bool:
+        return isinstance(self.error, FileNotFoundError)
+
+    @property
+    def problem(self) -> CorruptionError | None:
+        """Why the index read fails Kafka's sanity check (None: it passes, or was not read)."""
+        if not self._checked:
+            self._checked = True
+            if self.view is not None:
+                try:
+                    if self.kind == TXN_INDEX:
+                        for _ in tx.read_entries(self.view):
+                            pass
+                    else:
+                        self.view.sanity_check()
+                except CorruptionError as exc:
+                    self._problem = exc
+        return self._problem
+
+    @property
+    def usable(self) -> bool:
+        """Read and sane: lookups may trust it."""
+        return self.view is not None and self.problem is None
+
+    def warning(self) -> str | None:
+        """The one text saying why this index is not used (None when it is usable)."""
+        if self.missing:
+            return f"{self.path}: missing; scanning the segment instead"
+        why = self.error if self.error is not None else self.problem
+        if why is None:
+            return None
+        return f"{self.path}: unusable ({why}); scanning the segment instead"
+
+
+class Segment:
+    """The segment that ``path`` (its `.log`, or any other of its files) belongs to.
+
+    ``whole_indexes``: read each index whole into memory (a pass that compares every entry,
+    and must not fault if the file shrinks: verify) instead of mapping it for a few binary
+    searches (lookups touch a few pages: seek, dump's start position)."""
+
+    def __init__(self, log: str | Path, *, whole_indexes: bool = False) -> None:
+        log = Path(log)
+        kind = F.file_kind(log)
+        if kind.kind not in F.SEGMENT_SUFFIXES.values() or kind.base_offset is None:
+            raise ValueError(f"{log}: not a segment file name (<20-digit offset>.log)")
+        self.dir = log.parent
+        self.base_offset: int = kind.base_offset
+        self.temp_suffix: str = kind.temp_suffix  # ".deleted", ".cleaned", ".swap" or ""
+        self.log = self.file(F.LOG)
+        self.whole_indexes = whole_indexes
+        self._indexes: dict[str, IndexFile] = {}
+
+    def __repr__(self) -> str:
+        return f"Segment({str(self.log)!r})"
+
+    @property
+    def state(self) -> str | None:
+        """ "deleted", "cleaned" or "swap" for a renamed segment; None for a live one."""
+        return self.temp_suffix.lstrip(".") or None
+
+    def file(self, kind: str) -> Path:
+        """The path of this segment's file of ``kind`` (files.LOG, files.INDEX, ...)."""
+        return (
+            self.dir
+            / f"{F.segment_file_name(self.base_offset, EXTENSIONS[kind])}{self.temp_suffix}"
+        )
+
+    def size(self) -> int:
+        """The `.log`'s size now (stat; raises OSError naming it)."""
+        return self.log.stat().st_size
+
+    def log_size(self) -> int | None:
+        """The `.log`'s size, or None when it cannot be read (an orphan index)."""
+        try:
+            return self.size()
+        except OSError:
+            return None
+
+    # --- the .log ----------------------------------------------------------------------------
+    def mapped(self, *, sequential: bool = False) -> AbstractContextManager[bytes | ShadowMap]:
+        """The `.log`'s bytes for a block (storage.mapped.mapped: pread on demand, a
+        FileShrankError naming the byte if it shrinks)."""
+        return mapped(self.log, sequential=sequential)
+
+    def batches(self, *, validate: bool = True, start: int = 0) -> Iterator[Entry]:
+        """Every top-level entry from ``start``: see :func:`read_batches`."""
+        return read_batches(self.log, validate=validate, start=start)
+
+    # --- indexes -----------------------------------------------------------------------------
+    def index(self, kind: str) -> IndexFile:
+        """This segment's index of ``kind`` (OFFSET_INDEX, TIME_INDEX, TXN_INDEX), opened on
+        the first call and kept."""
+        found = self._indexes.get(kind)
+        if found is None:
+            found = self._indexes[kind] = self._open_index(kind)
+        return found
+
+    def _open_index(self, kind: str) -> IndexFile:
+        path = self.file(kind)
+        try:
+            data = read_file(path) if self.whole_indexes or kind == TXN_INDEX else map_file(path)
+        except OSError as exc:
+            return IndexFile(kind, path, error=exc)
+        cls = _VIEWS.get(kind)
+        return IndexFile(kind, path, cls(data, self.base_offset) if cls else data)
+
+    def offset_index(self) -> OffsetIndex | None:
+        """The offset index if present, readable and sane; else None."""
+        idx = self.index(OFFSET_INDEX)
+        return idx.view if idx.usable else None
+
+    def time_index(self) -> TimeIndex | None:
+        """The time index if present, readable and sane; else None."""
+        idx = self.index(TIME_INDEX)
+        return idx.view if idx.usable else None
+
+    def aborted_transactions(self) -> Iterator[tx.AbortedTxn]:
+        """The `.txnindex` entries (raises its OSError, or a CorruptionError at the bad entry)."""
+        idx = self.index(TXN_INDEX)
+        if idx.error is not None:
+            raise idx.error
+        return tx.read_entries(idx.view)
+
+    # --- lookups (Kafka: LogSegment.translateOffset / findOffsetByTimestamp) -----------------
+    def position_for(self, offset: int) -> int:
+        """Byte position to scan from for ``offset``: the offset index's largest entry at or
+        below it, or 0 without a usable index."""
+        idx = self.offset_index()
+        return idx.lookup(offset).position if idx is not None else 0
+
+    def offset_for_time(self, timestamp: int) -> int:
+        """Offset to scan from for the first record at or after ``timestamp``: the time
+        index's largest entry at or below it, or the base offset without a usable index."""
+        idx = self.time_index()
+        return idx.lookup(timestamp).offset if idx is not None else self.base_offset
 
 
 def read_batches(path: str | Path, *, validate: bool = True, start: int = 0) -> Iterator[Entry]:

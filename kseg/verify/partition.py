@@ -15,7 +15,9 @@ from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..format.txn_state import TxnTracker
 from ..storage import files as F
 from ..storage.mapped import read_file
-from ..storage.tree import Target, segment_logs
+from ..storage.partition import Partition
+from ..storage.segment import TXN_INDEX, Segment
+from ..storage.tree import Target
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import MISSING, WRONG
@@ -97,17 +99,19 @@ def verify_target(
     report = PartitionReport(target)
     pdir = target.partition_dir
     try:
-        all_logs = segment_logs(pdir)
+        part = Partition(pdir, whole_indexes=True)
     except OSError as exc:  # an unreadable partition dir: report it; the caller goes on
         report.findings.append(
             Finding(K.ERROR, K.UNREADABLE, str(pdir), None, None, exc.strerror or str(exc))
         )
         return report
+    all_logs = [s.log for s in part.segments]
+    by_log = {s.log: s for s in part.segments}
     logs = target.logs
     report.whole = len(logs) == len(all_logs)
-    report.log_start_offset = _log_start_offset(target)
+    report.log_start_offset = None if part.state else part.checkpointed_log_start()
     report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
-    epochs = _epoch_ranges(pdir)
+    epochs = _epoch_ranges(part)
     txn = None
     if replay_txns and logs == all_logs and logs:
         txn = TxnTracker()  # as rebuild_target replays it
@@ -115,8 +119,13 @@ def verify_target(
         report.txns_replayed = True
     for log in logs:
         try:
+            seg = by_log.get(log) or Segment(log, whole_indexes=True)
             scan = scan_segment(
-                log, index_interval_bytes=index_interval_bytes, deep=deep, epochs=epochs, txn=txn
+                seg,
+                index_interval_bytes=index_interval_bytes,
+                deep=deep,
+                epochs=epochs,
+                txn=txn,
             )
         except OSError as exc:  # name the file that failed: the log or one of its indexes
             report.txns_replayed = False
@@ -136,35 +145,20 @@ def verify_target(
         report.scans.append(scan)
     _segment_order(report)
     if report.whole:  # a whole partition, not one file of it
-        _partition_files(report, all_logs)
+        _partition_files(report, part)
         _below_log_start(report)
     return report
 
 
-def _epoch_ranges(pdir: Path) -> EpochRanges:
+def _epoch_ranges(part: Partition) -> EpochRanges:
     try:
-        entries = cp.read_leader_epoch_checkpoint(read_file(pdir / "leader-epoch-checkpoint"))
+        entries = part.leader_epochs()
     except (OSError, CorruptionError):
         entries = []  # missing or unreadable (reported by the partition checks): prove nothing
     for a, b in zip(entries, entries[1:], strict=False):
         if b.epoch <= a.epoch or b.start_offset < a.start_offset:
             return EpochRanges([])  # out of order (reported): it proves nothing
     return EpochRanges(entries)
-
-
-def _log_start_offset(target: Target) -> int | None:
-    name = F.parse_partition_dir(target.partition_dir.name)
-    path = target.log_dir / "log-start-offset-checkpoint"
-    if name is None or name.state or not path.is_file():
-        return None
-    try:
-        entries = cp.read_offset_checkpoint(read_file(path))
-    except (OSError, CorruptionError):
-        return None  # reported by the root checks
-    for e in entries:
-        if (e.topic, e.partition) == (name.topic, name.partition):
-            return e.offset
-    return None
 
 
 def _below_log_start(report: PartitionReport) -> None:
@@ -284,9 +278,11 @@ def _segment_order(report: PartitionReport) -> None:
         prev = s
 
 
-def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
+def _partition_files(report: PartitionReport, part: Partition) -> None:
     pdir = report.target.partition_dir
-    bases = {int(p.name[:20]) for p in logs}
+    logs = part.segments
+    segments = {s.base_offset: s for s in logs}
+    bases = set(segments)
     end = report.log_end_offset
     ordered = sorted(bases)
     next_base = dict(zip(ordered, [*ordered[1:], None], strict=False))  # none when no .log
@@ -333,12 +329,15 @@ def _partition_files(report: PartitionReport, logs: list[Path]) -> None:
             )
             continue
         try:
-            data = (
-                read_file(p)
-                if k.kind
-                in (F.SNAPSHOT, F.TXN_INDEX, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA)
-                else None
-            )
+            if k.kind == F.TXN_INDEX:  # the segment's, opened there once
+                txn = segments[k.base_offset].index(TXN_INDEX)
+                if txn.error is not None:
+                    raise txn.error
+                data = txn.view
+            elif k.kind in (F.SNAPSHOT, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA):
+                data = read_file(p)
+            else:
+                data = None
         except OSError as exc:
             report.findings.append(
                 Finding(K.ERROR, K.UNREADABLE, str(p), None, None, exc.strerror or str(exc))

@@ -19,7 +19,7 @@ from ..format.time_index import TimeIndex
 from ..format.timestamps import in_date_range, with_iso
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
-from ..storage.mapped import mapped, read_file
+from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import findings as K
 from .findings import Finding, Patch, from_error
 from .index_check import (
@@ -89,7 +89,7 @@ def _stop(scan: SegmentScan, finding: Finding) -> None:
 
 
 def scan_segment(
-    log: Path,
+    log: Path | Segment,
     *,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     deep: bool = False,
@@ -107,19 +107,20 @@ def scan_segment(
     After the first invalid batch, later batches are still CRC-checked and reported (so one run
     shows every damaged batch) as long as the structure lets the walk continue.
     """
-    base = int(log.name[:20])
+    seg = log if isinstance(log, Segment) else Segment(log, whole_indexes=True)
+    log, base = seg.log, seg.base_offset
     name = str(log)
-    scan = SegmentScan(log, base, log.stat().st_size)
+    scan = SegmentScan(log, base, seg.size())
     builder = IndexBuilder(base, index_interval_bytes)
     scan.rebuilt = builder
-    index_views = _open_indexes(log, base) if check_indexes else None
+    index_views = _open_indexes(seg) if check_indexes else None
     prev_last = base - 1 if prev_last_offset is None else max(prev_last_offset, base - 1)
     valid = True
     add = builder.add
     valid_last = None
     epochs = epochs or EpochRanges([])
     want_epoch, epoch_next = None, -(1 << 63)
-    with mapped(log, sequential=True) as buf:
+    with seg.mapped(sequential=True) as buf:
         try:
             for t in walk_headers(buf):
                 pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = t
@@ -189,7 +190,7 @@ def scan_segment(
         scan.kafka_stop = stop.position
         scan.kafka_end = base if valid_last is None else valid_last + 1
     if index_views is not None:
-        _index_statuses(scan, index_views, builder)
+        _index_statuses(scan, seg, index_views, builder)
     return scan
 
 
@@ -314,7 +315,7 @@ def _magic_check(
 
 
 def _check_pass(
-    log: Path, scan: SegmentScan, oidx: OffsetIndex | None, tidx: TimeIndex | None
+    seg: Segment, scan: SegmentScan, oidx: OffsetIndex | None, tidx: TimeIndex | None
 ) -> tuple:
     """Second walk, only for indexes whose bytes differ from the rebuild: are they still valid
     under Kafka's rules? Header-only, over the valid prefix; checkers run only when an entry is due."""
@@ -325,7 +326,7 @@ def _check_pass(
     prev_last = scan.base_offset - 1
     prefix_max = -1
     flipped = {p.position - MAGIC_POS for p in scan.patches}  # v2 batches with magic 0/1
-    with mapped(log, sequential=True) as buf:
+    with seg.mapped(sequential=True) as buf:
         for pos, _size, magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
             if magic < V2_MAGIC and pos in flipped:
                 b = v2.RecordBatch(buf, pos)
@@ -527,21 +528,22 @@ def _track_txn(txn: TxnTracker, h, buf, scan: SegmentScan) -> None:
         txn.on_data_batch(h.producer_id, h.first_offset, bool(h.attributes & v2.ATTR_TRANSACTIONAL))
 
 
-def _open_indexes(log: Path, base: int):
+def _open_indexes(seg: Segment):
+    """The segment's offset and time indexes (None: missing); an index that cannot be read
+    raises its OSError (verify reports the file as unreadable)."""
     out = []
-    for suffix, cls in ((".index", OffsetIndex), (".timeindex", TimeIndex)):
-        p = log.with_suffix(suffix)
-        try:
-            data = read_file(p)  # indexes are small (<= 10 MiB): read, do not map
-        except FileNotFoundError:
-            out.append(None)
-            continue
-        out.append(cls(data, base))
+    for kind in (OFFSET_INDEX, TIME_INDEX):
+        idx = seg.index(kind)
+        if idx.error is not None and not idx.missing:
+            raise idx.error
+        out.append(None if idx.missing else idx)
     return tuple(out)
 
 
-def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
-    oidx, tidx = views
+def _index_statuses(scan: SegmentScan, seg: Segment, files, builder: IndexBuilder) -> None:
+    ofile, tfile = files
+    oidx = ofile.view if ofile is not None else None
+    tidx = tfile.view if tfile is not None else None
     o_size, t_size = OffsetIndex.ENTRY_SIZE, TimeIndex.ENTRY_SIZE
     rebuilt_o = len(builder.offset_index) // o_size
     rebuilt_t = len(builder.time_index) // t_size
@@ -553,13 +555,11 @@ def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
         oidx if oidx is not None and not same_o else None,
         tidx if tidx is not None and not same_t else None,
     )
-    oc, tc = (
-        _check_pass(scan.log, scan, *need) if any(v is not None for v in need) else (None, None)
-    )
+    oc, tc = _check_pass(seg, scan, *need) if any(v is not None for v in need) else (None, None)
     if oidx is None:
         scan.offset_index = IndexStatus(MISSING, 0, rebuilt_o)
     else:
-        problem = _sanity(oidx) or (oc.finish(scan.valid_bytes) if oc is not None else None)
+        problem = _sanity(ofile) or (oc.finish(scan.valid_bytes) if oc is not None else None)
         status = WRONG if problem else IDENTICAL if same_o else EQUIVALENT
         diff = problem or (
             None if same_o else _first_diff(oidx.buf, builder.offset_index, o_size, len(oidx))
@@ -568,7 +568,7 @@ def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
     if tidx is None:
         scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
     else:
-        problem = _sanity(tidx) or (
+        problem = _sanity(tfile) or (
             tc.finish(scan.max_timestamp, preallocated=tidx.padded_bytes > 0)
             if tc is not None
             else None
@@ -581,15 +581,14 @@ def _index_statuses(scan: SegmentScan, views, builder: IndexBuilder) -> None:
 
 
 def _sanity(idx) -> dict | None:
-    try:
-        idx.sanity_check()
-    except CorruptionError as exc:
-        return {
-            "entry": (exc.position or 0) // idx.ENTRY_SIZE,
-            "position": exc.position,
-            "message": exc.message,
-        }
-    return None
+    exc = idx.problem  # Kafka's sanity check, run once by the Segment
+    if exc is None:
+        return None
+    return {
+        "entry": (exc.position or 0) // idx.view.ENTRY_SIZE,
+        "position": exc.position,
+        "message": exc.message,
+    }
 
 
 def _first_diff(existing, rebuilt: bytes, width: int, n_existing: int) -> dict | None:

@@ -1,0 +1,216 @@
+"""A partition directory (Kafka's UnifiedLog/LogLoader as far as files tell): its segments in
+offset order, log start and end, the leader-epoch checkpoint, and the two lookups every reader
+needs: offset -> (segment, byte position) and timestamp -> offset to scan from.
+
+Indexes are used as the broker uses them, and never trusted blindly: a missing or unusable index
+(one text, :meth:`kseg.storage.segment.IndexFile.warning`), or one pointing where no valid batch
+starts, costs a scan of the segment and a warning, never a wrong answer. ``bytes_read`` counts
+what the lookups examined (seek reports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..format.batch import HEADER_SIZE
+from ..format.checkpoint import EpochEntry, read_leader_epoch_checkpoint, read_offset_checkpoint
+from ..format.errors import CorruptionError
+from ..format.log import iter_entries, walk_headers
+from ..format.offset_index import OffsetIndex
+from ..format.time_index import TimeIndex
+from . import files as F
+from .mapped import read_file
+from .segment import OFFSET_INDEX, TIME_INDEX, Segment
+from .tree import segment_logs
+
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+class Partition:
+    """A partition directory seen through its file names and index files. ``whole_indexes``:
+    see :class:`Segment`."""
+
+    def __init__(self, pdir: Path, *, whole_indexes: bool = False) -> None:
+        self.dir = pdir
+        name = F.parse_partition_dir(pdir.name)
+        # a directory not named <topic>-<partition> (a loose segment file's): null, as in dump
+        self.topic, self.partition = (name.topic, name.partition) if name else (None, None)
+        self.state = name.state if name else None  # "delete", "future", "stray"
+        self.segments = [Segment(p, whole_indexes=whole_indexes) for p in segment_logs(pdir)]
+        self.bytes_read = 0
+        self._warnings: dict[str, None] = {}  # ordered and without repeats
+        self._counted: set[tuple[int, str]] = set()  # indexes whose lookups bytes_read holds
+        self._max_timestamps: dict[int, int] = {}  # base offset -> max timestamp
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir.parent
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    def warn(self, message: str) -> None:
+        self._warnings[message] = None
+
+    # --- checkpoints -------------------------------------------------------------------------
+    def checkpointed_log_start(self) -> int | None:
+        """This partition's entry in <log.dir>/log-start-offset-checkpoint (None: no entry, or
+        the file is missing or unreadable)."""
+        try:
+            data = read_file(self.log_dir / LOG_START_CHECKPOINT)
+            entries = read_offset_checkpoint(data) if data.strip() else []
+        except (OSError, CorruptionError):
+            return None
+        for e in entries:
+            if (e.topic, e.partition) == (self.topic, self.partition):
+                return e.offset
+        return None
+
+    def leader_epochs(self) -> list[EpochEntry]:
+        """leader-epoch-checkpoint's entries (raises OSError or CorruptionError)."""
+        return read_leader_epoch_checkpoint(read_file(self.dir / LEADER_EPOCH_CHECKPOINT))
+
+    # --- log start and end -------------------------------------------------------------------
+    def log_start_offset(self) -> int:
+        first = self.segments[0].base_offset if self.segments else 0
+        start = self.checkpointed_log_start()
+        return first if start is None else max(start, first)
+
+    def log_end_offset(self) -> int:
+        """Next offset after the last valid batch (walks the last segment's tail after its index)."""
+        if not self.segments:
+            return 0
+        for seg in reversed(self.segments):
+            last = self._last_offset(seg)
+            if last is not None:
+                return last + 1
+        return self.segments[0].base_offset
+
+    def _last_offset(self, seg: Segment) -> int | None:
+        start = 0
+        idx = self.offset_index(seg)
+        if idx is not None and len(idx):
+            start = idx.entry(len(idx) - 1).position
+        last = None
+        with seg.mapped() as buf:
+            if start >= len(buf):
+                start = 0
+            try:
+                for h in walk_headers(buf, start):
+                    self.bytes_read += HEADER_SIZE  # a header-only walk
+                    if h[9]:  # crc_ok
+                        last = h[4]  # last_offset
+            except CorruptionError:
+                pass
+        return last
+
+    # --- indexes -----------------------------------------------------------------------------
+    def _index(self, seg: Segment, kind: str):
+        """The segment's usable index (None: missing or unusable, said once as a warning)."""
+        idx = seg.index(kind)
+        key = (seg.base_offset, kind)
+        if key not in self._counted:
+            self._counted.add(key)
+            if not idx.usable:
+                self.warn(idx.warning())
+            else:
+                # binary searches touch about log2(n) entries (plus the padding probe)
+                v = idx.view
+                self.bytes_read += (
+                    v.file_size // max(v.slots, 1) * (2 * max(1, v.slots.bit_length()))
+                )
+        return idx.view if idx.usable else None
+
+    def offset_index(self, seg: Segment) -> OffsetIndex | None:
+        return self._index(seg, OFFSET_INDEX)
+
+    def time_index(self, seg: Segment) -> TimeIndex | None:
+        return self._index(seg, TIME_INDEX)
+
+    def max_timestamp(self, seg: Segment) -> int:
+        """The segment's max timestamp, from its time index tail (Kafka's own source for it);
+        the active or uncleanly closed segment also walks the few batches after its last entry."""
+        known = self._max_timestamps.get(seg.base_offset)
+        if known is not None:
+            return known
+        tidx = self.time_index(seg)
+        is_last = seg is self.segments[-1]
+        if tidx is not None and not tidx.padded_bytes and not is_last:
+            best = self._max_timestamps[seg.base_offset] = tidx.last_entry().timestamp
+            return best
+        best, start = -1, 0
+        if tidx is not None and len(tidx):
+            last = tidx.last_entry()
+            best = last.timestamp
+            start = self.start_position(seg, last.offset)
+        with seg.mapped() as buf:
+            if start >= len(buf):
+                start = 0
+            try:
+                for h in walk_headers(buf, start):
+                    self.bytes_read += HEADER_SIZE  # a header-only walk
+                    if not h[9]:  # crc_ok
+                        break
+                    best = max(best, h[5])  # max_timestamp
+            except CorruptionError:
+                pass
+        self._max_timestamps[seg.base_offset] = best
+        return best
+
+    # --- lookups -----------------------------------------------------------------------------
+    def segment_for(self, offset: int) -> Segment | None:
+        """The segment that would hold ``offset``: the last whose base offset is <= it."""
+        chosen = None
+        for seg in self.segments:
+            if seg.base_offset <= offset:
+                chosen = seg
+            else:
+                break
+        return chosen
+
+    def next_segment(self, seg: Segment) -> Segment | None:
+        i = self.segments.index(seg)
+        return self.segments[i + 1] if i + 1 < len(self.segments) else None
+
+    def start_position(self, seg: Segment, offset: int) -> int:
+        """Where to scan ``seg`` from for ``offset`` (offset index; 0 without one)."""
+        idx = self.offset_index(seg)
+        return idx.lookup(offset).position if idx is not None else 0
+
+    def time_start_offset(self, seg: Segment, timestamp: int) -> int:
+        """The offset to scan ``seg`` from for the first record at or after ``timestamp`` (time
+        index; the base offset without one)."""
+        tidx = self.time_index(seg)
+        return tidx.lookup(timestamp).offset if tidx is not None else seg.base_offset
+
+    def batches_from(self, seg: Segment, position: int) -> Iterator:
+        """Entries from ``position`` (from an index) on; an index position past the log or not
+        at a valid batch only costs a scan from the segment's start, with a warning."""
+        index_path = seg.file(OFFSET_INDEX)
+        with seg.mapped() as buf:
+            if position >= len(buf) and position:
+                self.warn(
+                    f"{index_path}: points at byte {position}, past the end of "
+                    f"the {len(buf)}-byte log; scanning the segment instead"
+                )
+                position = 0
+            first = True
+            try:
+                for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
+                    first = False
+                    self.bytes_read += entry.size
+                    yield entry
+                return
+            except CorruptionError as exc:
+                if not (first and position and exc.position == position):
+                    raise
+                self.warn(
+                    f"{index_path}: points at byte {position}, not at a valid "
+                    f"batch ({exc.message}); scanning the segment instead"
+                )
+            for entry in iter_entries(buf, 0, validate=True, source=str(seg.log)):
+                self.bytes_read += entry.size
+                yield entry
