@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,7 @@ class FileKind:
 
 
 def file_kind(path: str | Path) -> FileKind:
-    name = Path(path).name
+    name = os.path.basename(os.fspath(path))  # Path(path).name, without building a Path
     m = _SEGMENT_RE.match(name)
     if m:
         return FileKind(SEGMENT_SUFFIXES[m.group(2)], int(m.group(1)), m.group(3))

@@ -22,7 +22,7 @@ from ..format.time_index import TimeIndex
 from . import files as F
 from .mapped import read_file
 from .segment import OFFSET_INDEX, TIME_INDEX, Segment
-from .tree import segment_logs
+from .tree import live_log_names
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -38,7 +38,10 @@ class Partition:
         # a directory not named <topic>-<partition> (a loose segment file's): null, as in dump
         self.topic, self.partition = (name.topic, name.partition) if name else (None, None)
         self.state = name.state if name else None  # "delete", "future", "stray"
-        self.segments = [Segment(p, whole_indexes=whole_indexes) for p in segment_logs(pdir)]
+        self.segments = [
+            Segment.listed(pdir, name, base, whole_indexes=whole_indexes)
+            for base, name in live_log_names(pdir)
+        ]
         self.bytes_read = 0
         self._warnings: dict[str, None] = {}  # ordered and without repeats
         self._counted: set[tuple[int, str]] = set()  # indexes whose lookups bytes_read holds

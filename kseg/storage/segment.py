@@ -25,6 +25,7 @@ from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
 OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
 EXTENSIONS = {kind: ext for ext, kind in F.SEGMENT_SUFFIXES.items()}  # "index" -> ".index"
 _VIEWS = {OFFSET_INDEX: OffsetIndex, TIME_INDEX: TimeIndex}
+_SEGMENT_KINDS = frozenset(F.SEGMENT_SUFFIXES.values())
 
 
 class IndexFile:
@@ -83,16 +84,27 @@ class Segment:
     searches (lookups touch a few pages: seek, dump's start position)."""
 
     def __init__(self, log: str | Path, *, whole_indexes: bool = False) -> None:
-        log = Path(log)
+        log = log if isinstance(log, Path) else Path(log)
         kind = F.file_kind(log)
-        if kind.kind not in F.SEGMENT_SUFFIXES.values() or kind.base_offset is None:
+        if kind.kind not in _SEGMENT_KINDS or kind.base_offset is None:
             raise ValueError(f"{log}: not a segment file name (<20-digit offset>.log)")
         self.dir = log.parent
         self.base_offset: int = kind.base_offset
         self.temp_suffix: str = kind.temp_suffix  # ".deleted", ".cleaned", ".swap" or ""
-        self.log = self.file(F.LOG)
+        self.log = log if kind.kind == F.LOG else self.file(F.LOG)
         self.whole_indexes = whole_indexes
         self._indexes: dict[str, IndexFile] = {}
+
+    @classmethod
+    def listed(cls, pdir: Path, name: str, base_offset: int, *, whole_indexes: bool = False):
+        """A live segment whose `.log` name a directory listing has parsed already (a
+        partition of 1000s of segments: no second parse)."""
+        self = cls.__new__(cls)
+        self.dir, self.base_offset, self.temp_suffix = pdir, base_offset, ""
+        self.log = pdir / name
+        self.whole_indexes = whole_indexes
+        self._indexes = {}
+        return self
 
     def __repr__(self) -> str:
         return f"Segment({str(self.log)!r})"

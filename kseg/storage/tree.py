@@ -277,12 +277,19 @@ def partition_files(pdir: Path) -> list[Path]:
 
 def segment_logs(pdir: Path) -> list[Path]:
     """The live `.log` files of a partition in offset order (no .deleted/.cleaned/.swap)."""
+    return [pdir / name for _, name in live_log_names(pdir)]
+
+
+def live_log_names(pdir: Path) -> list[tuple[int, str]]:
+    """(base offset, name) of the live `.log` files, in offset order: names only (a partition
+    holds 1000s of files; a Path is built only for what is used)."""
     logs = []
-    for p in pdir.iterdir():
-        k = F.file_kind(p)
+    for name in os.listdir(pdir):
+        k = F.file_kind(name)
         if k.kind == F.LOG and not k.temp_suffix:
-            logs.append((k.base_offset, p))
-    return [p for _, p in sorted(logs)]
+            logs.append((k.base_offset, name))
+    logs.sort()
+    return logs
 
 
 def root_files(root: Path) -> list[Path]:
