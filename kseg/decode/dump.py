@@ -260,7 +260,7 @@ def _dump_partition(
         span = spans.get(kind.base_offset)
         seg = None
         if kind.kind in _SEGMENT_KINDS:
-            seg = Segment(f, whole_indexes=True)  # the indexes are dumped whole too
+            seg = Segment(f, whole_indexes=True)  # see _file_events
             seg = segments.setdefault(seg.log, seg)
         if kind.kind == F.LEADER_EPOCH_CHECKPOINT and _selecting(opts):
             span = _Span()  # the epochs of what the selection printed from this partition
@@ -373,8 +373,8 @@ def _file_events(
     segment: Segment | None = None,
 ):
     if segment is None and kind.kind in _SEGMENT_KINDS:
-        # one file of a segment: its indexes are read whole when they are what is dumped
-        segment = Segment(path, whole_indexes=kind.kind != F.LOG)
+        # indexes read whole, not mapped: a live broker may shrink them while they are read
+        segment = Segment(path, whole_indexes=True)
     if kind.kind == F.LOG:
         with segment.mapped(sequential=True) as buf:
             yield from _dump_log(buf, name, segment, opts, budget, path, tags, span or _Span())
