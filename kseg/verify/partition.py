@@ -16,7 +16,7 @@ from ..format.txn_state import TxnTracker
 from ..storage import files as F
 from ..storage.mapped import read_file
 from ..storage.partition import Partition
-from ..storage.segment import TXN_INDEX, Segment
+from ..storage.segment import Segment
 from ..storage.tree import Target
 from . import findings as K
 from .findings import Finding, from_error
@@ -329,15 +329,11 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             )
             continue
         try:
+            data = None
             if k.kind == F.TXN_INDEX:  # the segment's, opened there once
-                txn = segments[k.base_offset].index(TXN_INDEX)
-                if txn.error is not None:
-                    raise txn.error
-                data = txn.view
+                aborted = segments[k.base_offset].aborted_transactions()
             elif k.kind in (F.SNAPSHOT, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA):
                 data = read_file(p)
-            else:
-                data = None
         except OSError as exc:
             report.findings.append(
                 Finding(K.ERROR, K.UNREADABLE, str(p), None, None, exc.strerror or str(exc))
@@ -359,7 +355,7 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
                     )
             elif k.kind == F.TXN_INDEX:
                 hi = next_base.get(k.base_offset)
-                for n, e in enumerate(tx.read_entries(data)):
+                for n, e in enumerate(aborted):
                     if (
                         e.last_offset < k.base_offset
                         or (hi is not None and e.last_offset >= hi)
