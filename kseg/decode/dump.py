@@ -252,7 +252,7 @@ def _dump_partition(
                 if F.file_kind(f).base_offset is None or F.file_kind(f).base_offset >= keep_from
             ]
     spans: dict[int, _Span] = {}  # by segment base offset; the .log comes before its indexes
-    segments: dict[Path, Segment] = {}  # by .log: a segment's files are opened once
+    current: Segment | None = None  # a segment's files are listed together: open them once
     for f in files:
         kind = F.file_kind(f)
         if kind.kind == F.LOG and kind.base_offset is not None and not kind.temp_suffix:
@@ -261,7 +261,9 @@ def _dump_partition(
         seg = None
         if kind.kind in _SEGMENT_KINDS:
             seg = Segment(f, whole_indexes=True)  # see _file_events
-            seg = segments.setdefault(seg.log, seg)
+            if current is not None and current.log == seg.log:
+                seg = current
+            current = seg  # the previous segment's indexes can go
         if kind.kind == F.LEADER_EPOCH_CHECKPOINT and _selecting(opts):
             span = _Span()  # the epochs of what the selection printed from this partition
             for s in spans.values():

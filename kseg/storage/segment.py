@@ -160,6 +160,11 @@ class Segment:
         cls = _VIEWS.get(kind)
         return IndexFile(kind, path, cls(data, self.base_offset) if cls else data)
 
+    def release(self) -> None:
+        """Let go of the indexes read so far (a pass over many segments keeps one segment's
+        indexes in memory at a time); a later ask opens them again."""
+        self._indexes.clear()
+
     def offset_index(self) -> OffsetIndex | None:
         """The offset index if present, readable and sane; else None."""
         idx = self.index(OFFSET_INDEX)

@@ -120,13 +120,16 @@ def verify_target(
     for log in logs:
         try:
             seg = by_log.get(log) or Segment(log, whole_indexes=True)
-            scan = scan_segment(
-                seg,
-                index_interval_bytes=index_interval_bytes,
-                deep=deep,
-                epochs=epochs,
-                txn=txn,
-            )
+            try:
+                scan = scan_segment(
+                    seg,
+                    index_interval_bytes=index_interval_bytes,
+                    deep=deep,
+                    epochs=epochs,
+                    txn=txn,
+                )
+            finally:
+                seg.release()  # one segment's indexes in memory at a time
         except OSError as exc:  # name the file that failed: the log or one of its indexes
             report.txns_replayed = False
             report.findings.append(
@@ -332,6 +335,7 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             data = None
             if k.kind == F.TXN_INDEX:  # the segment's, opened there once
                 aborted = segments[k.base_offset].aborted_transactions()
+                segments[k.base_offset].release()  # the entries hold what they read
             elif k.kind in (F.SNAPSHOT, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA):
                 data = read_file(p)
         except OSError as exc:

@@ -202,3 +202,24 @@ def test_real_segments_open_their_indexes(real_root):
                 if x.last_offset >= b.last_offset
             )
             assert got.position == b.position, (log, b.last_offset)
+
+
+def test_verify_holds_one_segments_indexes_at_a_time(tree, monkeypatch):
+    import kseg.verify.partition as vp
+    from kseg.storage.tree import Target
+
+    pdir = tree / "orders-0"
+    seen: list[Segment] = []
+    held: list[int] = []
+    real = vp.scan_segment
+
+    def spy(seg, **kw):
+        held.append(sum(1 for s in seen if s._indexes))  # earlier segments still holding theirs
+        seen.append(seg)
+        return real(seg, **kw)
+
+    monkeypatch.setattr(vp, "scan_segment", spy)
+    report = vp.verify_target(Target(pdir, segment_logs(pdir)))
+    assert len(report.scans) == len(seen) > 1
+    assert held == [0] * len(seen)
+    assert not any(s._indexes for s in seen)
