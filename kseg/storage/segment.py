@@ -106,6 +106,10 @@ class Segment:
         self._indexes = {}
         return self
 
+    def __fspath__(self) -> str:
+        """A Segment stands for its `.log` wherever a path is expected (``Path(segment)``)."""
+        return str(self.log)
+
     def __repr__(self) -> str:
         return f"Segment({str(self.log)!r})"
 

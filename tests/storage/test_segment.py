@@ -33,6 +33,7 @@ def test_names_base_offset_and_state(tmp_path):
     assert seg.file(OFFSET_INDEX) == tmp_path / "00000000000000000042.index"
     assert seg.file(TIME_INDEX) == tmp_path / "00000000000000000042.timeindex"
     assert seg.file(TXN_INDEX) == tmp_path / "00000000000000000042.txnindex"
+    assert Path(seg) == seg.log == tmp_path / "00000000000000000042.log"
     # any of its files names the segment; a renamed segment's files all carry the suffix
     deleted = Segment(tmp_path / "00000000000000000007.timeindex.deleted")
     assert deleted.base_offset == 7 and deleted.state == "deleted"
