@@ -300,23 +300,6 @@ def test_demo_runs(tmp_path):
     assert code == 0 and "baseOffset: 0" in out and "wrote an example" in err
 
 
-@pytest.mark.parametrize("mode", ["auto", "utf8", "hex", "base64", "json", "redact"])
-def test_direct_json_lines_equal_the_event_dicts(tree, mode):
-    """record_json_maker is a fast path: it must print exactly what the dict path prints."""
-    from kseg.decode.dump import record_event_maker, record_json_maker
-    from kseg.format.log import iter_entries
-
-    n = 0
-    for log in sorted(tree.rglob("*.log")):
-        as_dict = record_event_maker(str(log), mode)
-        as_line = record_json_maker(str(log), mode)
-        for entry in iter_entries(log.read_bytes()):
-            for rec in entry.record_tuples():
-                assert as_line(rec) == orjson.dumps(as_dict(rec), option=orjson.OPT_APPEND_NEWLINE)
-                n += 1
-    assert n > 500
-
-
 def test_good_records_before_a_bad_one_are_still_dumped(tmp_path, monkeypatch, capsysbinary):
     import struct
 
