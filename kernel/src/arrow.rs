@@ -10,7 +10,9 @@
 //! read from disk), and every record is at least 7 bytes of input.
 
 use crate::records::{parse_records, Headers, Rec};
-use crate::walk::{be_i16, be_i32, be_i64, be_u32, v2_size, CRC_COVERAGE_START, CRC_POS, HEADER_SIZE};
+use crate::walk::{
+    be_i16, be_i32, be_i64, be_u32, v2_size, CRC_COVERAGE_START, CRC_POS, HEADER_SIZE,
+};
 
 /// Why `Columns::walk` returned.
 pub const STOP_END: u8 = 0; // reached `end`
@@ -77,7 +79,12 @@ impl Bits {
 
     /// How many bits are 0.
     pub fn unset(&self) -> usize {
-        self.len - self.bytes.iter().map(|b| b.count_ones() as usize).sum::<usize>()
+        self.len
+            - self
+                .bytes
+                .iter()
+                .map(|b| b.count_ones() as usize)
+                .sum::<usize>()
     }
 }
 
@@ -258,7 +265,11 @@ impl Columns {
         self.offset.push(offset);
         self.timestamp.push(ts);
         self.timestamp_type
-            .push(if h.attributes & ATTR_TIMESTAMP_TYPE != 0 { 1 } else { 0 });
+            .push(if h.attributes & ATTR_TIMESTAMP_TYPE != 0 {
+                1
+            } else {
+                0
+            });
         if self.opts.include_headers {
             if headers.is_empty() {
                 self.header_valid.push(false);

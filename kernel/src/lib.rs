@@ -437,7 +437,10 @@ impl Records {
             out.set_item("compression", binary(py, c.compression)?)?;
             out.set_item("leader_epoch", buf(py, BufData::I32(c.leader_epoch))?)?;
             out.set_item("producer_id", buf(py, BufData::I64(c.producer_id))?)?;
-            out.set_item("is_transactional", buf(py, BufData::U8(c.is_transactional.bytes))?)?;
+            out.set_item(
+                "is_transactional",
+                buf(py, BufData::U8(c.is_transactional.bytes))?,
+            )?;
             out.set_item("is_control", buf(py, BufData::U8(c.is_control.bytes))?)?;
         }
         Ok(out)

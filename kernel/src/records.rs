@@ -284,7 +284,10 @@ pub fn parse_records<'a>(
 ) -> Option<usize> {
     // the core refuses a count the bytes cannot hold before decoding anything (each record
     // takes at least MIN_RECORD_SIZE bytes)
-    if count < 0 || end > d.len() || *pos > end || count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
+    if count < 0
+        || end > d.len()
+        || *pos > end
+        || count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
     {
         return None;
     }
