@@ -208,6 +208,20 @@ impl Columns {
         }
     }
 
+    /// Room for a chunk from `bytes` of input, so the columns do not grow by copying: sized
+    /// from the bytes present (a record takes at least 7) and the caller's row limit, never
+    /// from a count on disk; at most a few MiB.
+    fn reserve(&mut self, bytes: usize, max_rows: usize) {
+        let rows = (bytes / 7).min(max_rows.saturating_add(1)).min(1 << 16);
+        let data = bytes.min(8 << 20);
+        self.value.data.reserve(data);
+        self.value.offsets.reserve(rows);
+        self.key.offsets.reserve(rows);
+        self.offset.reserve(rows);
+        self.timestamp.reserve(rows);
+        self.timestamp_type.reserve(rows);
+    }
+
     /// Drop every row from `n` on (the rows of a batch that is left to the Python decoder).
     fn truncate(&mut self, n: usize) {
         self.rows = n;
@@ -318,6 +332,9 @@ impl Columns {
     /// batches) or an entry it must see. Returns (stop position, reason).
     pub fn walk(&mut self, buf: &[u8], start: usize, end: usize, max_rows: usize) -> (usize, u8) {
         let end = end.min(buf.len());
+        if self.rows == 0 && start < end {
+            self.reserve(end - start, max_rows);
+        }
         let mut pos = start;
         while pos < end {
             if self.rows >= max_rows {

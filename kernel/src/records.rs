@@ -43,8 +43,21 @@ pub struct BatchInfo {
 }
 
 /// One zig-zag varint of at most 10 bytes, all of it before `limit`.
-#[inline]
+#[inline(always)]
 pub fn varint(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
+    // one byte: most deltas and lengths of small records
+    if *pos < limit {
+        let b = d[*pos];
+        if b < 0x80 {
+            *pos += 1;
+            return Some((((b >> 1) as i64) ^ -((b & 1) as i64)) as i128);
+        }
+    }
+    varint_long(d, pos, limit)
+}
+
+#[inline(never)]
+fn varint_long(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
     let mut result: u128 = 0;
     let mut shift = 0u32;
     let mut p = *pos;
