@@ -105,6 +105,28 @@ def spark_decode(task, choice: str, **options) -> int:
         kernel.reset()
 
 
+def records_alone(path: Path, **options) -> int:
+    """The kernel's Records over an mmap of the segment, RecordBatches assembled as
+    kseg.kernel.spark_records does: the decoder without the file layer (kseg.storage.mapped's
+    reads) and without record_batches around it."""
+    from kseg import kernel
+    from kseg.spark.arrow import ROWS_PER_BATCH, records_schema
+
+    decode = kernel.spark_records(
+        records_schema(options.get("include_headers", False), options.get("segment_columns", False)),
+        topic="bench", partition=0, path=str(path), include_control=False, from_time=None,
+        to_time=None, from_offset=None, to_offset=None, rows=ROWS_PER_BATCH,
+        include_headers=options.get("include_headers", False),
+        segment_columns=options.get("segment_columns", False),
+    )  # fmt: skip
+    n = 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for item, shift in decode(mm, 0, len(mm), 0):
+            assert shift is None, "bench input: every batch is the kernel's"
+            n += sum(len(b) for b in item)
+    return n
+
+
 def decompress_only(path: Path) -> int:
     """The core's bounded decompression of every batch of a segment, nothing else."""
     from kseg.format import compression as codecs
@@ -296,6 +318,10 @@ def main() -> None:
                 recs,
                 note=f"{t_py / t_k:.1f}x the Python decoder (target >= 5 M rec/s)",
             )
+            if "uncompressed" in label:
+                t_r, n_r = best(lambda p=path, o=opts: records_alone(p, **o), args.repeat)
+                assert n_r == recs, (n_r, recs)
+                row(f"  of which: kernel decoder alone on an mmap{what}", t_r, mb, recs)
         if "uncompressed" not in label:
             t_d, _ = best(lambda p=path: decompress_only(p), args.repeat)
             row(f"  of which: core bounded decompression alone, {label}", t_d, mb, recs)
