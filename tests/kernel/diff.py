@@ -132,9 +132,9 @@ ARROW_OPTIONS = (
 
 
 def arrow_run(task, choice: str, **options):
-    """record_batches(task) with KSEG_KERNEL=choice: (table, stderr text, batch sizes)."""
-    import contextlib
-    import io
+    """record_batches(task) with KSEG_KERNEL=choice: (table, its warnings (logger
+    "kseg.spark", one line each), batch sizes)."""
+    import logging
     import os
 
     import pyarrow as pa
@@ -145,11 +145,18 @@ def arrow_run(task, choice: str, **options):
     before = os.environ.get("KSEG_KERNEL")
     os.environ["KSEG_KERNEL"] = choice
     kernel.reset()
-    err = io.StringIO()
+    warnings: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(f"{record.levelname} {record.getMessage()}\n")
+
+    logger, handler = logging.getLogger("kseg.spark"), Keep()
+    logger.addHandler(handler)
     try:
-        with contextlib.redirect_stderr(err):
-            batches = list(record_batches(task, **options))
+        batches = list(record_batches(task, **options))
     finally:
+        logger.removeHandler(handler)
         if before is None:
             del os.environ["KSEG_KERNEL"]
         else:
@@ -160,7 +167,11 @@ def arrow_run(task, choice: str, **options):
     )
     for b in batches:
         assert b.schema == schema
-    return pa.Table.from_batches(batches, schema=schema), err.getvalue(), [len(b) for b in batches]
+    return (
+        pa.Table.from_batches(batches, schema=schema),
+        "".join(warnings),
+        [len(b) for b in batches],
+    )
 
 
 def kernel_arrow_rows(task, **options) -> int:
