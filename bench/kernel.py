@@ -1,12 +1,18 @@
 """The compiled kernel vs the pure-Python core, in one process, on the same inputs.
 
-    python bench/kernel.py [--mib 64] [--json-mib 32] [--repeat 3] [--markdown]
+    python bench/kernel.py [--mib 64] [--json-mib 32] [--arrow-mib 32] [--repeat 3]
 
 Inputs (built once under bench/data/ with kseg's LogWriter, deterministic, the records of
 bench/run.py): ``kbig`` one segment of ~16 KiB uncompressed batches (60 records of ~250 bytes),
 ``ksmall`` one segment of 1-4-record batches. Each timing is the best of --repeat runs of the
 loop alone (CPU seconds of this process, warm page cache, no start-up), with its anchors measured
 in the same run: a bare Python crc32c header walk, and kafka-python's decode-only reader.
+
+The Spark decoder (kseg.spark.arrow.record_batches, records -> Arrow, the whole task: map, walk,
+CRCs, records, RecordBatches) runs on one uncompressed segment of 16 KiB batches (``kbig`` at
+--arrow-mib) and on one segment per codec (``kz-<codec>``, the same records, 60 a batch), with
+KSEG_KERNEL=python and =rust; for the compressed ones the run also times the core's bounded
+decompression of the same batches alone (the part the kernel path hands to kseg.format).
 """
 
 from __future__ import annotations
@@ -52,6 +58,92 @@ def generate(mib: int) -> tuple[Path, Path]:
                 size = info.position + info.size
         (pdir / ".done").write_text("ok")
     return out[0], out[1]
+
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def generate_compressed(mib: int) -> dict[str, Path]:
+    """One segment per codec of about ``mib`` MiB of records before compression."""
+    import shutil
+
+    import kseg
+
+    out = {}
+    for codec in CODECS:
+        pdir = DATA / f"kz-{codec}-{mib}-0"
+        out[codec] = pdir / "00000000000000000000.log"
+        if (pdir / ".done").exists():
+            continue
+        shutil.rmtree(pdir, ignore_errors=True)
+        with kseg.LogWriter(pdir, compression=codec, clock=lambda: TS0) as w:
+            i = 0
+            while i * 250 < mib << 20:
+                w.append(_records(60, i))
+                i += 60
+        (pdir / ".done").write_text("ok")
+    return out
+
+
+def arrow_task(path: Path):
+    from kseg.spark.planning import Task
+
+    return Task(str(path), "bench", 0, 0, 0, path.stat().st_size)
+
+
+def spark_decode(task, choice: str, **options) -> int:
+    """Rows of kseg.spark.arrow.record_batches(task) with KSEG_KERNEL=choice."""
+    from kseg import kernel
+    from kseg.spark.arrow import record_batches
+
+    os.environ["KSEG_KERNEL"] = choice
+    kernel.reset()
+    try:
+        return sum(b.num_rows for b in record_batches(task, **options))
+    finally:
+        os.environ["KSEG_KERNEL"] = "rust"
+        kernel.reset()
+
+
+def records_alone(path: Path, **options) -> int:
+    """The kernel's Records over an mmap of the segment, RecordBatches assembled as
+    kseg.kernel.spark_records does: the decoder without the file layer (kseg.storage.mapped's
+    reads) and without record_batches around it."""
+    from kseg import kernel
+    from kseg.spark.arrow import ROWS_PER_BATCH, records_schema
+
+    decode = kernel.spark_records(
+        records_schema(options.get("include_headers", False), options.get("segment_columns", False)),
+        topic="bench", partition=0, path=str(path), include_control=False, from_time=None,
+        to_time=None, from_offset=None, to_offset=None, rows=ROWS_PER_BATCH,
+        include_headers=options.get("include_headers", False),
+        segment_columns=options.get("segment_columns", False),
+    )  # fmt: skip
+    n = 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for item, shift in decode(mm, 0, len(mm), 0):
+            assert shift is None, "bench input: every batch is the kernel's"
+            n += sum(len(b) for b in item)
+    return n
+
+
+def decompress_only(path: Path) -> int:
+    """The core's bounded decompression of every batch of a segment, nothing else."""
+    from kseg.format import compression as codecs
+    from kseg.format.batch import ATTR_COMPRESSION, HEADER_SIZE
+    from kseg.format.log import walk_headers
+
+    n = 0
+    with (
+        open(path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        memoryview(mm) as mv,
+    ):
+        for r in walk_headers(mm):
+            piece = mv[r[0] + HEADER_SIZE : r[0] + r[1]]
+            n += len(codecs.decompress(r[7] & ATTR_COMPRESSION, piece))
+            piece.release()
+    return n
 
 
 def best(fn, repeat: int) -> tuple[float, object]:
@@ -145,6 +237,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--json-mib", type=int, default=32)
+    ap.add_argument("--arrow-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     os.environ["KSEG_KERNEL"] = "rust"
@@ -201,6 +294,37 @@ def main() -> None:
             recs,
             note=f"{t_py / t_k:.1f}x the core, {t_kp / t_k:.1f}x kafka-python (target >= 10x)",
         )
+
+    arrow_big, _ = generate(args.arrow_mib)
+    for label, path in [("16 KiB batches, uncompressed", arrow_big)] + [
+        (f"{codec}, 60-record batches", p)
+        for codec, p in generate_compressed(args.arrow_mib).items()
+    ]:
+        task = arrow_task(path)
+        mb = path.stat().st_size / 1e6
+        spark_decode(task, "rust")  # imports, first-call costs
+        for what, opts in (
+            ("", {}),
+            (" + headers + segment columns", {"include_headers": True, "segment_columns": True}),
+        ):
+            t_py, recs = best(lambda t=task, o=opts: spark_decode(t, "python", **o), args.repeat)
+            row(f"Spark decoder (python){what}, {label} ({mb:.0f} MB)", t_py, mb, recs)
+            t_k, n_k = best(lambda t=task, o=opts: spark_decode(t, "rust", **o), args.repeat)
+            assert n_k == recs, (n_k, recs)
+            row(
+                f"Spark decoder (rust){what}, {label}",
+                t_k,
+                mb,
+                recs,
+                note=f"{t_py / t_k:.1f}x the Python decoder (target >= 5 M rec/s)",
+            )
+            if "uncompressed" in label:
+                t_r, n_r = best(lambda p=path, o=opts: records_alone(p, **o), args.repeat)
+                assert n_r == recs, (n_r, recs)
+                row(f"  of which: kernel decoder alone on an mmap{what}", t_r, mb, recs)
+        if "uncompressed" not in label:
+            t_d, _ = best(lambda p=path: decompress_only(p), args.repeat)
+            row(f"  of which: core bounded decompression alone, {label}", t_d, mb, recs)
 
     print()
     print(

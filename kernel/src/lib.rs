@@ -3,13 +3,14 @@
 //! these functions either do the common case exactly as the core does, or say where they
 //! stopped. Imported only through kseg/kernel.py.
 
+pub mod arrow;
 pub mod records;
 pub mod walk;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use records::{BatchInfo, Mode};
 use walk::IndexState;
@@ -259,6 +260,193 @@ fn py_crc32c<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>) -> PyResult<u32> {
     Ok(maybe_detach(py, b.read_only(), || crc32c::crc32c(d)))
 }
 
+/// An output buffer the kernel filled, handed to pyarrow without a copy:
+/// ``pa.foreign_buffer(b.address, b.size, base=b)``. Frozen: nothing can change or move the
+/// memory while pyarrow (through `base`) keeps this object alive. Native-endian, as Arrow is.
+#[pyclass(frozen, module = "kseg._kernel")]
+struct Buf {
+    data: BufData,
+}
+
+enum BufData {
+    U8(Vec<u8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+#[pymethods]
+impl Buf {
+    #[getter]
+    fn address(&self) -> usize {
+        match &self.data {
+            BufData::U8(v) => v.as_ptr() as usize,
+            BufData::I32(v) => v.as_ptr() as usize,
+            BufData::I64(v) => v.as_ptr() as usize,
+        }
+    }
+
+    #[getter]
+    fn size(&self) -> usize {
+        match &self.data {
+            BufData::U8(v) => v.len(),
+            BufData::I32(v) => v.len() * 4,
+            BufData::I64(v) => v.len() * 8,
+        }
+    }
+}
+
+fn buf(py: Python<'_>, data: BufData) -> PyResult<Py<Buf>> {
+    Py::new(py, Buf { data })
+}
+
+/// Records of valid v2 batches -> the Spark source's `records` columns (see arrow.rs), for
+/// kseg.kernel.spark_records. One object per task; `take()` hands out a chunk's buffers.
+#[pyclass(module = "kseg._kernel")]
+struct Records {
+    cols: arrow::Columns,
+}
+
+#[pymethods]
+impl Records {
+    /// Records(include_headers, segment_columns, include_control, from_time, to_time,
+    /// from_offset, to_offset, shift, min_ms, max_ms, codec_names)
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        include_headers: bool,
+        segment_columns: bool,
+        include_control: bool,
+        from_time: Option<i64>,
+        to_time: Option<i64>,
+        from_offset: Option<i64>,
+        to_offset: Option<i64>,
+        shift: i64,
+        min_ms: i64,
+        max_ms: i64,
+        codec_names: Vec<Vec<u8>>,
+    ) -> Records {
+        Records {
+            cols: arrow::Columns::new(arrow::Options {
+                include_headers,
+                segment_columns,
+                include_control,
+                from_time,
+                to_time,
+                from_offset,
+                to_offset,
+                shift,
+                min_ms,
+                max_ms,
+                codec_names,
+            }),
+        }
+    }
+
+    /// Rows held.
+    #[getter]
+    fn rows(&self) -> usize {
+        self.cols.rows
+    }
+
+    /// walk(buf, start, end, max_rows) -> (stop, reason): decode the valid uncompressed v2
+    /// batches from `start` (0 reached end, 1 holds max_rows rows or more, 2 the Python decoder
+    /// takes the entry at stop, 3 the compressed batch at stop: hand its records to
+    /// decompressed(), 4 done: the batch at stop starts past to_offset).
+    fn walk(
+        &mut self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        start: i64,
+        end: i64,
+        max_rows: usize,
+    ) -> PyResult<(usize, u8)> {
+        let b = Bytes::get(buf)?;
+        let data = b.slice();
+        let (start, end) = (clamp(start, data.len()), clamp(end, data.len()));
+        let cols = &mut self.cols;
+        Ok(maybe_detach(py, b.read_only(), || {
+            cols.walk(data, start, end, max_rows)
+        }))
+    }
+
+    /// decompressed(buf, position, data) -> bool: add the records of the compressed batch at
+    /// `position`, decompressed by the Python core into `data`; False: nothing added, the Python
+    /// decoder takes the batch.
+    fn decompressed(
+        &mut self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        position: i64,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let b = Bytes::get(buf)?;
+        let d = Bytes::get(data)?;
+        if position < 0 {
+            return Ok(false);
+        }
+        let (bs, ds) = (b.slice(), d.slice());
+        let cols = &mut self.cols;
+        Ok(maybe_detach(py, b.read_only() && d.read_only(), || {
+            cols.decompressed(bs, position as usize, ds)
+        }))
+    }
+
+    /// take() -> dict: the rows held as Arrow buffers (Buf objects; validity None when every
+    /// value is there, with its null count), and start a new chunk.
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let opts = self.cols.opts.clone();
+        let c = std::mem::replace(&mut self.cols, arrow::Columns::new(opts));
+        let out = PyDict::new(py);
+        out.set_item("rows", c.rows)?;
+        let bits = |py: Python<'py>, b: arrow::Bits| -> PyResult<(Option<Py<Buf>>, usize)> {
+            let unset = b.unset();
+            if unset == 0 {
+                Ok((None, 0))
+            } else {
+                Ok((Some(buf(py, BufData::U8(b.bytes))?), unset))
+            }
+        };
+        let binary = |py: Python<'py>, b: arrow::Binary| -> PyResult<Bound<'py, PyAny>> {
+            let (valid, nulls) = bits(py, b.valid)?;
+            (
+                valid,
+                buf(py, BufData::I32(b.offsets))?,
+                buf(py, BufData::U8(b.data))?,
+                nulls,
+            )
+                .into_pyobject(py)
+                .map(|t| t.into_any())
+        };
+        out.set_item("key", binary(py, c.key)?)?;
+        out.set_item("value", binary(py, c.value)?)?;
+        out.set_item("offset", buf(py, BufData::I64(c.offset))?)?;
+        out.set_item("timestamp", buf(py, BufData::I64(c.timestamp))?)?;
+        out.set_item("timestampType", buf(py, BufData::I32(c.timestamp_type))?)?;
+        if c.opts.include_headers {
+            let (valid, nulls) = bits(py, c.header_valid)?;
+            out.set_item(
+                "headers",
+                (valid, buf(py, BufData::I32(c.header_offsets))?, nulls),
+            )?;
+            out.set_item("headers.key", binary(py, c.header_key)?)?;
+            out.set_item("headers.value", binary(py, c.header_value)?)?;
+        }
+        if c.opts.segment_columns {
+            out.set_item("position", buf(py, BufData::I64(c.position))?)?;
+            out.set_item("magic", buf(py, BufData::I32(c.magic))?)?;
+            out.set_item("compression", binary(py, c.compression)?)?;
+            out.set_item("leader_epoch", buf(py, BufData::I32(c.leader_epoch))?)?;
+            out.set_item("producer_id", buf(py, BufData::I64(c.producer_id))?)?;
+            out.set_item(
+                "is_transactional",
+                buf(py, BufData::U8(c.is_transactional.bytes))?,
+            )?;
+            out.set_item("is_control", buf(py, BufData::U8(c.is_control.bytes))?)?;
+        }
+        Ok(out)
+    }
+}
+
 #[pymodule]
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_walk, m)?)?;
@@ -266,6 +454,8 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;
+    m.add_class::<Records>()?;
+    m.add_class::<Buf>()?;
     m.add("ROW", walk::ROW)?;
     m.add("MODES", ("auto", "utf8", "hex", "base64", "redact"))?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;

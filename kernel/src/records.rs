@@ -43,8 +43,21 @@ pub struct BatchInfo {
 }
 
 /// One zig-zag varint of at most 10 bytes, all of it before `limit`.
-#[inline]
-fn varint(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
+#[inline(always)]
+pub fn varint(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
+    // one byte: most deltas and lengths of small records
+    if *pos < limit {
+        let b = d[*pos];
+        if b < 0x80 {
+            *pos += 1;
+            return Some((((b >> 1) as i64) ^ -((b & 1) as i64)) as i128);
+        }
+    }
+    varint_long(d, pos, limit)
+}
+
+#[inline(never)]
+fn varint_long(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
     let mut result: u128 = 0;
     let mut shift = 0u32;
     let mut p = *pos;
@@ -226,7 +239,7 @@ fn int(out: &mut Vec<u8>, v: i128) {
 
 /// A key or value: length varint, then that many bytes (or -1 for null).
 #[inline]
-fn bytes_field<'a>(d: &'a [u8], pos: &mut usize, rec_end: usize) -> Option<Option<&'a [u8]>> {
+pub fn bytes_field<'a>(d: &'a [u8], pos: &mut usize, rec_end: usize) -> Option<Option<&'a [u8]>> {
     let len = varint(d, pos, rec_end)?;
     if len < 0 {
         return if len == -1 { Some(None) } else { None };
@@ -259,32 +272,41 @@ pub fn records_json(
     r
 }
 
-fn decode_into(
-    d: &[u8],
+/// One record's fields, as kseg.format.batch.iter_record_chunks reads them.
+pub struct Rec<'a> {
+    pub ts_delta: i128,
+    pub offset_delta: i128,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+}
+
+/// A record's headers: (key bytes, value or None).
+pub type Headers<'a> = [(&'a [u8], Option<&'a [u8]>)];
+
+/// Walk the `count` records of `d[pos..end]` exactly as kseg.format.batch.iter_record_chunks
+/// does, calling `f` for each; None (without saying why) wherever the core would raise, or when
+/// `f` gives up. `f` sees a record only after all of its fields have been checked, but the
+/// records of the batch after it are not yet: a caller that must not keep a partial batch
+/// undoes what `f` did when this returns None. Returns the number of records.
+pub fn parse_records<'a>(
+    d: &'a [u8],
     pos: &mut usize,
     end: usize,
-    info: &BatchInfo,
-    file_json: &[u8],
-    mode: Mode,
-    out: &mut Vec<u8>,
+    count: i64,
+    mut f: impl FnMut(&Rec<'a>, &Headers<'a>) -> Option<()>,
 ) -> Option<usize> {
     // the core refuses a count the bytes cannot hold before decoding anything (each record
     // takes at least MIN_RECORD_SIZE bytes)
-    if info.count < 0
+    if count < 0
         || end > d.len()
         || *pos > end
-        || info.count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
+        || count as u64 > ((end - *pos) / MIN_RECORD_SIZE) as u64
     {
         return None;
     }
-    let ts_type: &[u8] = if info.log_append_time.is_some() {
-        b"LogAppendTime"
-    } else {
-        b"CreateTime"
-    };
-    let mut headers: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
+    let mut headers: Vec<(&'a [u8], Option<&'a [u8]>)> = Vec::new();
     let mut i: i64 = 0;
-    while i < info.count {
+    while i < count {
         if *pos >= end {
             return None;
         }
@@ -316,40 +338,73 @@ fn decode_into(
         if *pos != rec_end {
             return None;
         }
+        f(
+            &Rec {
+                ts_delta,
+                offset_delta,
+                key,
+                value,
+            },
+            &headers,
+        )?;
+        i += 1;
+    }
+    if *pos != end {
+        return None;
+    }
+    Some(i as usize)
+}
+
+fn decode_into(
+    d: &[u8],
+    pos: &mut usize,
+    end: usize,
+    info: &BatchInfo,
+    file_json: &[u8],
+    mode: Mode,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let ts_type: &[u8] = if info.log_append_time.is_some() {
+        b"LogAppendTime"
+    } else {
+        b"CreateTime"
+    };
+    let mut encodings: Vec<&'static [u8]> = Vec::new();
+    parse_records(d, pos, end, info.count, |rec, headers| {
         let timestamp = match info.log_append_time {
             Some(t) => t as i128,
             // a Java long sum: wraps at the int64 limits, as the core's _wrap_timestamp_delta
-            None => info.base_timestamp.wrapping_add(ts_delta as i64) as i128,
+            None => info.base_timestamp.wrapping_add(rec.ts_delta as i64) as i128,
         };
         let sequence = if info.base_sequence < 0 {
             -1
         } else {
-            add_sequence(info.base_sequence as i128, offset_delta)
+            add_sequence(info.base_sequence as i128, rec.offset_delta)
         };
         out.extend_from_slice(b"{\"type\":\"record\",\"file\":");
         out.extend_from_slice(file_json);
         out.extend_from_slice(b",\"offset\":");
-        int(out, info.base_offset as i128 + offset_delta);
+        int(out, info.base_offset as i128 + rec.offset_delta);
         out.extend_from_slice(b",\"timestamp\":");
         int(out, timestamp);
         out.extend_from_slice(b",\"timestamp_type\":\"");
         out.extend_from_slice(ts_type);
         out.extend_from_slice(b"\",\"key_size\":");
-        int(out, key.map_or(-1, |k| k.len() as i128));
+        int(out, rec.key.map_or(-1, |k| k.len() as i128));
         out.extend_from_slice(b",\"value_size\":");
-        int(out, value.map_or(-1, |v| v.len() as i128));
+        int(out, rec.value.map_or(-1, |v| v.len() as i128));
         out.extend_from_slice(b",\"sequence\":");
         int(out, sequence);
         out.extend_from_slice(b",\"key\":");
-        let ke = field(out, key, mode);
+        let ke = field(out, rec.key, mode);
         out.extend_from_slice(b",\"key_encoding\":");
         out.extend_from_slice(ke);
         out.extend_from_slice(b",\"value\":");
-        let ve = field(out, value, mode);
+        let ve = field(out, rec.value, mode);
         out.extend_from_slice(b",\"value_encoding\":");
         out.extend_from_slice(ve);
         out.extend_from_slice(b",\"headers\":[");
-        let mut encodings: Vec<&'static [u8]> = Vec::with_capacity(headers.len());
+        encodings.clear();
         for (n, (hk, hv)) in headers.iter().enumerate() {
             if n > 0 {
                 out.push(b',');
@@ -368,10 +423,6 @@ fn decode_into(
             out.extend_from_slice(e);
         }
         out.extend_from_slice(b"]}\n");
-        i += 1;
-    }
-    if *pos != end {
-        return None;
-    }
-    Some(i as usize)
+        Some(())
+    })
 }

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from .. import kernel
 from ..format.batch import HEADER_SIZE, RecordBatch
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
@@ -95,10 +96,14 @@ def _warn(message: str) -> None:
     _log.warning("kseg: %s", message)
 
 
-def _entries(task: Task) -> Iterator:
-    """The top-level entries that START inside the task's byte range, in order."""
+def _entries(task: Task, decode=None) -> Iterator:
+    """The top-level entries that START inside the task's byte range, in order. ``decode``
+    (kseg.kernel.spark_records) also yields the rows of the batches it decoded, with shift None."""
     with fs.open_range(task.path, task.start, task.end) as (buf, shift):
         try:
+            if decode is not None:
+                yield from decode(buf, task.start - shift, task.end - shift, shift)
+                return
             for entry in iter_entries(
                 buf, task.start - shift, task.end - shift, validate=True, source=task.path
             ):
@@ -133,7 +138,20 @@ def record_batches(
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
     out_of_range = 0  # record timestamps no date can hold: null in the row, one warning a task
-    for entry, shift in _entries(task):
+    decode = kernel.spark_records(
+        schema, topic=task.topic, partition=task.partition, path=task.path,
+        include_headers=include_headers, segment_columns=segment_columns,
+        include_control=include_control, from_time=from_time, to_time=to_time,
+        from_offset=from_offset, to_offset=to_offset, rows=ROWS_PER_BATCH,
+    )  # fmt: skip
+    for entry, shift in _entries(task, decode):
+        if shift is None:  # rows the compiled kernel decoded, in order: ours go out first
+            if n:
+                yield _to_batch(cols, schema)
+                cols = {name: [] for name in schema.names}
+                n = 0
+            yield from entry
+            continue
         is_v2 = isinstance(entry, RecordBatch)
         is_control = is_v2 and entry.is_control
         if is_control and not include_control:

@@ -119,3 +119,105 @@ def check_json(buf, name: str, k, modes=KERNEL_MODES) -> int:
             assert got == expected, f"{name} batch at {pos}, --payload {mode}"
             rendered += got is not None
     return rendered
+
+
+# --- records -> Arrow (kseg.spark.arrow.record_batches) ---------------------------------------
+
+ARROW_OPTIONS = (
+    {},
+    {"include_headers": True, "segment_columns": True, "include_control": True},
+    {"include_headers": True, "from_offset": 3, "to_offset": 40},
+    {"segment_columns": True, "from_time": 1_700_000_000_100, "to_time": 1_800_000_000_000},
+)
+
+
+def arrow_run(task, choice: str, **options):
+    """record_batches(task) with KSEG_KERNEL=choice: (table, its warnings (logger
+    "kseg.spark", one line each), batch sizes)."""
+    import logging
+    import os
+
+    import pyarrow as pa
+
+    from kseg import kernel
+    from kseg.spark.arrow import record_batches, records_schema
+
+    before = os.environ.get("KSEG_KERNEL")
+    os.environ["KSEG_KERNEL"] = choice
+    kernel.reset()
+    warnings: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(f"{record.levelname} {record.getMessage()}\n")
+
+    logger, handler = logging.getLogger("kseg.spark"), Keep()
+    logger.addHandler(handler)
+    try:
+        batches = list(record_batches(task, **options))
+    finally:
+        logger.removeHandler(handler)
+        if before is None:
+            del os.environ["KSEG_KERNEL"]
+        else:
+            os.environ["KSEG_KERNEL"] = before
+        kernel.reset()
+    schema = records_schema(
+        options.get("include_headers", False), options.get("segment_columns", False)
+    )
+    for b in batches:
+        assert b.schema == schema
+    return (
+        pa.Table.from_batches(batches, schema=schema),
+        "".join(warnings),
+        [len(b) for b in batches],
+    )
+
+
+def kernel_arrow_rows(task, **options) -> int:
+    """How many rows the kernel itself decoded for the task (the rest is the core's)."""
+    from kseg import kernel
+    from kseg.spark import fs
+    from kseg.spark.arrow import ROWS_PER_BATCH, records_schema
+
+    decode = kernel.spark_records(
+        records_schema(
+            options.get("include_headers", False), options.get("segment_columns", False)
+        ),
+        topic=task.topic,
+        partition=task.partition,
+        path=task.path,
+        rows=ROWS_PER_BATCH,
+        **{
+            name: options.get(name) for name in ("from_time", "to_time", "from_offset", "to_offset")
+        },
+        **{
+            name: options.get(name, False)
+            for name in ("include_headers", "segment_columns", "include_control")
+        },
+    )
+    n = 0
+    with fs.open_range(task.path, task.start, task.end) as (buf, shift):
+        try:
+            for item, s in decode(buf, task.start - shift, task.end - shift, shift):
+                if s is None:
+                    n += sum(len(b) for b in item)
+        except CorruptionError:
+            pass
+    return n
+
+
+def check_arrow(task, options=ARROW_OPTIONS) -> int:
+    """Both paths give equal tables and the same warnings, every batch within ROWS_PER_BATCH.
+    Returns the rows the kernel decoded itself (over all the option sets)."""
+    from kseg.spark.arrow import ROWS_PER_BATCH
+
+    decoded = 0
+    for opts in options:
+        expected, expected_err, _ = arrow_run(task, "python", **opts)
+        got, got_err, sizes = arrow_run(task, "rust", **opts)
+        assert got.equals(expected), (task, opts)
+        assert got_err == expected_err, (task, opts)
+        assert all(0 < s <= ROWS_PER_BATCH for s in sizes), sizes
+        decoded += kernel_arrow_rows(task, **opts)
+    return decoded

@@ -4,7 +4,9 @@
 
 Each input is a segment: the first byte chooses whether the CRCs are recomputed after the
 mutation (so lies reach the record loop) and the payload mode; the rest is the log. Both paths
-must agree (walk rows, stop positions, errors, JSON bytes); a difference or a crash is a finding.
+must agree (walk rows, stop positions, errors, JSON bytes; and, with pyarrow installed, the
+Spark decoder's Arrow table and warnings for the option set bits 4-5 choose); a difference or a
+crash is a finding.
 Runs for a bounded time; new inputs go to a temporary directory, the committed corpus
 (tests/kernel/corpus/, written by --seed-corpus from kseg's own writer) stays as it is.
 """
@@ -34,6 +36,25 @@ def one_input(data: bytes) -> None:
     assert spliced_walk(buf) == core_walk(buf)
     check_raw_walk(buf, k)
     check_json(buf, "fuzz.log", k, modes=(KERNEL_MODES[(flags >> 1) % len(KERNEL_MODES)],))
+    check_arrow_input(buf, flags)
+
+
+def check_arrow_input(buf: bytes, flags: int) -> None:
+    """records -> Arrow through both paths (kseg.spark.arrow.record_batches reads a file)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return
+    from kseg.spark.planning import Task
+
+    from .diff import ARROW_OPTIONS, check_arrow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "fuzz-0" / "00000000000000000000.log"
+        log.parent.mkdir()
+        log.write_bytes(buf)
+        task = Task(str(log), "fuzz", 0, 0, 0, len(buf))
+        check_arrow(task, options=(ARROW_OPTIONS[(flags >> 4) % len(ARROW_OPTIONS)],))
 
 
 def seed_corpus() -> None:
@@ -48,6 +69,24 @@ def seed_corpus() -> None:
             if data:
                 name = f"{log.parent.name}-{log.stem[-4:]}"
                 (CORPUS / name).write_bytes(b"\x01" + data)
+    # for the Arrow decoder: headers in compressed batches, and timestamps it turns into nulls
+    import kseg
+    from kseg.format.timestamps import MAX_MS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, codec, ts, flags in (
+            ("arrow-gzip-headers", "gzip", 1_700_000_000_000, 0x11),
+            ("arrow-null-timestamps", "none", MAX_MS + 1, 0x21),
+        ):
+            pdir = Path(tmp) / f"{name}-0"
+            with kseg.LogWriter(pdir, compression=codec, clock=lambda: 1_700_000_000_000) as w:
+                for i in range(3):
+                    recs = [
+                        kseg.Record(b"k", b"v%d" % j, ts - j, [("h", b"x"), ("\u00e9", None)])
+                        for j in range(i + 1)
+                    ]
+                    w.append(recs)
+            (CORPUS / name).write_bytes(bytes([flags]) + next(pdir.glob("*.log")).read_bytes())
 
 
 def main() -> None:
@@ -68,6 +107,7 @@ def main() -> None:
         import kseg.format.batch  # noqa: F401
         import kseg.format.log  # noqa: F401
         import kseg.kernel  # noqa: F401
+        import kseg.spark.arrow  # noqa: F401
     with tempfile.TemporaryDirectory() as new:
         argv = [sys.argv[0], f"-max_total_time={args.seconds}", "-max_len=8192", *rest]
         atheris.Setup([*argv, new, str(CORPUS)], one_input)

@@ -22,6 +22,8 @@ def choose(monkeypatch):
             monkeypatch.setenv("KSEG_KERNEL", value)
         if not built:
             monkeypatch.setitem(sys.modules, "kseg._kernel", None)  # import fails
+            # and the package attribute an earlier import left must not answer it instead
+            monkeypatch.delattr(sys.modules["kseg"], "_kernel", raising=False)
         kernel.reset()
 
     yield set_choice

@@ -1,0 +1,389 @@
+//! Records of valid v2 batches -> the columns of the Spark source's `records` schema
+//! (kseg/spark/arrow.py), as Arrow buffers: offsets + data for binary/string columns, validity
+//! bitmaps, int32/int64 arrays, the headers list<struct<key: string, value: binary>>.
+//!
+//! Like the rest of the kernel this does only the common case, exactly as the Python decoder
+//! does it, and says where it stopped: a batch it does not take whole (a bad CRC, legacy,
+//! torn, a lie in its records, a record timestamp or offset the Python decoder turns into a
+//! null with a warning, anything) is undone and left to the Python decoder. Every rule and
+//! message stays there. Output grows with the records actually decoded (never with a count
+//! read from disk), and every record is at least 7 bytes of input.
+
+use crate::records::{parse_records, Headers, Rec};
+use crate::walk::{
+    be_i16, be_i32, be_i64, be_u32, v2_size, CRC_COVERAGE_START, CRC_POS, HEADER_SIZE,
+};
+
+/// Why `Columns::walk` returned.
+pub const STOP_END: u8 = 0; // reached `end`
+pub const STOP_FULL: u8 = 1; // holds `max_rows` rows or more: take them, call again from `stop`
+pub const STOP_OTHER: u8 = 2; // the Python decoder takes the entry at `stop`
+pub const STOP_COMPRESSED: u8 = 3; // the compressed batch at `stop` needs its records decoded
+pub const STOP_DONE: u8 = 4; // the batch at `stop` starts past to_offset: the task is done
+
+const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
+const ATTR_CONTROL: i16 = 0x20;
+
+/// What kseg.spark.arrow.record_batches was asked for, and the Python constants it uses.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub include_headers: bool,
+    pub segment_columns: bool,
+    pub include_control: bool,
+    pub from_time: Option<i64>,
+    pub to_time: Option<i64>,
+    pub from_offset: Option<i64>,
+    pub to_offset: Option<i64>,
+    /// file position of buf[0] (the `shift` of kseg.spark.fs.open_range)
+    pub shift: i64,
+    /// kseg.format.timestamps.MIN_MS / MAX_MS: outside, the Python decoder writes a null
+    pub min_ms: i64,
+    pub max_ms: i64,
+    /// kseg.format.compression.CODEC_NAMES by id
+    pub codec_names: Vec<Vec<u8>>,
+}
+
+/// A validity bitmap (or a boolean column), least significant bit first.
+#[derive(Default, Debug)]
+pub struct Bits {
+    pub bytes: Vec<u8>,
+    pub len: usize,
+}
+
+impl Bits {
+    #[inline]
+    pub fn push(&mut self, v: bool) {
+        if self.len % 8 == 0 {
+            self.bytes.push(0);
+        }
+        if v {
+            self.bytes[self.len / 8] |= 1 << (self.len % 8);
+        }
+        self.len += 1;
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if n >= self.len {
+            return;
+        }
+        self.bytes.truncate(n.div_ceil(8));
+        if n % 8 != 0 {
+            if let Some(last) = self.bytes.last_mut() {
+                *last &= (1u8 << (n % 8)) - 1;
+            }
+        }
+        self.len = n;
+    }
+
+    /// How many bits are 0.
+    pub fn unset(&self) -> usize {
+        self.len
+            - self
+                .bytes
+                .iter()
+                .map(|b| b.count_ones() as usize)
+                .sum::<usize>()
+    }
+}
+
+/// A binary (or string) column: i32 offsets, data, validity.
+#[derive(Debug)]
+pub struct Binary {
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+    pub valid: Bits,
+}
+
+impl Default for Binary {
+    fn default() -> Self {
+        Binary {
+            offsets: vec![0],
+            data: Vec::new(),
+            valid: Bits::default(),
+        }
+    }
+}
+
+impl Binary {
+    /// None when the data would pass what i32 offsets can address.
+    #[inline]
+    fn push(&mut self, v: Option<&[u8]>) -> Option<()> {
+        match v {
+            Some(b) => {
+                let end = i32::try_from(self.data.len() + b.len()).ok()?;
+                self.data.extend_from_slice(b);
+                self.offsets.push(end);
+                self.valid.push(true);
+            }
+            None => {
+                self.offsets.push(*self.offsets.last().unwrap_or(&0));
+                self.valid.push(false);
+            }
+        }
+        Some(())
+    }
+
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        self.offsets.truncate(n + 1);
+        self.data.truncate(self.offsets[n] as usize);
+        self.valid.truncate(n);
+    }
+}
+
+/// A header key as Python's bytes.decode("utf-8", "replace") gives it.
+fn lossy(b: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match std::str::from_utf8(b) {
+        Ok(_) => std::borrow::Cow::Borrowed(b),
+        Err(_) => std::borrow::Cow::Owned(String::from_utf8_lossy(b).into_owned().into_bytes()),
+    }
+}
+
+/// The header fields of a v2 batch the columns need.
+struct Header {
+    position: i64,
+    base_offset: i64,
+    leader_epoch: i32,
+    attributes: i16,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    records_count: i32,
+}
+
+impl Header {
+    fn read(buf: &[u8], pos: usize, shift: i64) -> Header {
+        Header {
+            position: pos as i64 + shift,
+            base_offset: be_i64(buf, pos),
+            leader_epoch: be_i32(buf, pos + 12),
+            attributes: be_i16(buf, pos + 21),
+            base_timestamp: be_i64(buf, pos + 27),
+            max_timestamp: be_i64(buf, pos + 35),
+            producer_id: be_i64(buf, pos + 43),
+            records_count: be_i32(buf, pos + 57),
+        }
+    }
+}
+
+/// The columns of one output chunk.
+#[derive(Default, Debug)]
+pub struct Columns {
+    pub opts: Options,
+    pub rows: usize,
+    pub key: Binary,
+    pub value: Binary,
+    pub offset: Vec<i64>,
+    pub timestamp: Vec<i64>, // microseconds
+    pub timestamp_type: Vec<i32>,
+    // headers: list offsets and validity, then the struct's two children
+    pub header_offsets: Vec<i32>,
+    pub header_valid: Bits,
+    pub header_key: Binary,
+    pub header_value: Binary,
+    // segment columns
+    pub position: Vec<i64>,
+    pub magic: Vec<i32>,
+    pub compression: Binary,
+    pub leader_epoch: Vec<i32>,
+    pub producer_id: Vec<i64>,
+    pub is_transactional: Bits,
+    pub is_control: Bits,
+}
+
+impl Columns {
+    pub fn new(opts: Options) -> Columns {
+        Columns {
+            opts,
+            header_offsets: vec![0],
+            ..Default::default()
+        }
+    }
+
+    /// Room for a chunk from `bytes` of input, so the columns do not grow by copying: sized
+    /// from the bytes present (a record takes at least 7) and the caller's row limit, never
+    /// from a count on disk; at most a few MiB.
+    fn reserve(&mut self, bytes: usize, max_rows: usize) {
+        let rows = (bytes / 7).min(max_rows.saturating_add(1)).min(1 << 16);
+        let data = bytes.min(8 << 20);
+        self.value.data.reserve(data);
+        self.value.offsets.reserve(rows);
+        self.key.offsets.reserve(rows);
+        self.offset.reserve(rows);
+        self.timestamp.reserve(rows);
+        self.timestamp_type.reserve(rows);
+    }
+
+    /// Drop every row from `n` on (the rows of a batch that is left to the Python decoder).
+    fn truncate(&mut self, n: usize) {
+        self.rows = n;
+        self.key.truncate(n);
+        self.value.truncate(n);
+        self.offset.truncate(n);
+        self.timestamp.truncate(n);
+        self.timestamp_type.truncate(n);
+        if self.opts.include_headers {
+            self.header_offsets.truncate(n + 1);
+            self.header_valid.truncate(n);
+            let m = *self.header_offsets.last().unwrap_or(&0) as usize;
+            self.header_key.truncate(m);
+            self.header_value.truncate(m);
+        }
+        if self.opts.segment_columns {
+            self.position.truncate(n);
+            self.magic.truncate(n);
+            self.compression.truncate(n);
+            self.leader_epoch.truncate(n);
+            self.producer_id.truncate(n);
+            self.is_transactional.truncate(n);
+            self.is_control.truncate(n);
+        }
+    }
+
+    /// One record, if it passes the filters; None: the batch is the Python decoder's.
+    #[inline]
+    fn record(&mut self, h: &Header, rec: &Rec<'_>, headers: &Headers<'_>) -> Option<()> {
+        let o = &self.opts;
+        let ts: i128 = if h.attributes & ATTR_TIMESTAMP_TYPE != 0 {
+            h.max_timestamp as i128
+        } else {
+            // a Java long sum: wraps at the int64 limits, as the core's _wrap_timestamp_delta
+            h.base_timestamp.wrapping_add(rec.ts_delta as i64) as i128
+        };
+        let offset: i128 = h.base_offset as i128 + rec.offset_delta;
+        if o.from_time.is_some_and(|f| ts < f as i128) || o.to_time.is_some_and(|t| ts > t as i128)
+        {
+            return Some(());
+        }
+        if o.from_offset.is_some_and(|f| offset < f as i128)
+            || o.to_offset.is_some_and(|t| offset > t as i128)
+        {
+            return Some(());
+        }
+        // a value the Python decoder writes as null with a warning: its batch goes there
+        let offset = i64::try_from(offset).ok()?;
+        if ts < o.min_ms as i128 || ts > o.max_ms as i128 {
+            return None;
+        }
+        let ts = ts as i64 * 1000; // |ts| <= 2.6e14: no overflow
+        self.key.push(rec.key)?;
+        self.value.push(rec.value)?;
+        self.offset.push(offset);
+        self.timestamp.push(ts);
+        self.timestamp_type
+            .push(if h.attributes & ATTR_TIMESTAMP_TYPE != 0 {
+                1
+            } else {
+                0
+            });
+        if self.opts.include_headers {
+            if headers.is_empty() {
+                self.header_valid.push(false);
+            } else {
+                for (hk, hv) in headers {
+                    self.header_key.push(Some(lossy(hk).as_ref()))?;
+                    self.header_value.push(*hv)?;
+                }
+                self.header_valid.push(true);
+            }
+            let m = i32::try_from(self.header_key.len()).ok()?;
+            self.header_offsets.push(m);
+        }
+        if self.opts.segment_columns {
+            let cid = (h.attributes & ATTR_COMPRESSION) as usize;
+            let name = self.opts.codec_names.get(cid)?;
+            self.compression.push(Some(name))?;
+            self.position.push(h.position);
+            self.magic.push(2);
+            self.leader_epoch.push(h.leader_epoch);
+            self.producer_id.push(h.producer_id);
+            self.is_transactional
+                .push(h.attributes & ATTR_TRANSACTIONAL != 0);
+            self.is_control.push(h.attributes & ATTR_CONTROL != 0);
+        }
+        self.rows += 1;
+        Some(())
+    }
+
+    /// The records of one batch in `data[pos..end]`, all of them or none.
+    fn batch(&mut self, h: &Header, data: &[u8], pos: usize, end: usize) -> bool {
+        let mark = self.rows;
+        let mut p = pos;
+        let ok = parse_records(data, &mut p, end, h.records_count as i64, |rec, headers| {
+            self.record(h, rec, headers)
+        })
+        .is_some();
+        if !ok {
+            self.truncate(mark);
+        }
+        ok
+    }
+
+    /// Decode the valid uncompressed v2 batches of `buf[start..end]` that the Python decoder
+    /// would decode, skipping those it skips, until `max_rows` rows are held (checked between
+    /// batches) or an entry it must see. Returns (stop position, reason).
+    pub fn walk(&mut self, buf: &[u8], start: usize, end: usize, max_rows: usize) -> (usize, u8) {
+        let end = end.min(buf.len());
+        if self.rows == 0 && start < end {
+            self.reserve(end - start, max_rows);
+        }
+        let mut pos = start;
+        while pos < end {
+            if self.rows >= max_rows {
+                return (pos, STOP_FULL);
+            }
+            let size = match v2_size(buf, pos, end) {
+                Some(s) => s,
+                None => return (pos, STOP_OTHER),
+            };
+            let crc = be_u32(buf, pos + CRC_POS);
+            if crc32c::crc32c(&buf[pos + CRC_COVERAGE_START..pos + size]) != crc {
+                return (pos, STOP_OTHER);
+            }
+            let h = Header::read(buf, pos, self.opts.shift);
+            // record_batches' batch-level tests, in its order
+            if h.attributes & ATTR_CONTROL != 0 && !self.opts.include_control {
+                pos += size;
+                continue;
+            }
+            if self.opts.from_time.is_some_and(|f| h.max_timestamp < f) {
+                pos += size;
+                continue;
+            }
+            if self.opts.to_offset.is_some_and(|t| h.base_offset > t) {
+                return (pos, STOP_DONE);
+            }
+            let last = h.base_offset as i128 + be_i32(buf, pos + 23) as i128;
+            if self.opts.from_offset.is_some_and(|f| last < f as i128) {
+                pos += size;
+                continue;
+            }
+            if h.attributes & ATTR_COMPRESSION != 0 {
+                return (pos, STOP_COMPRESSED);
+            }
+            if !self.batch(&h, buf, pos + HEADER_SIZE, pos + size) {
+                return (pos, STOP_OTHER);
+            }
+            pos += size;
+        }
+        (pos, STOP_END)
+    }
+
+    /// The records of the compressed batch at `buf[pos]` (as `walk` returned it), decompressed
+    /// by the Python core's bounded codecs into `data`; false: the Python decoder takes it.
+    pub fn decompressed(&mut self, buf: &[u8], pos: usize, data: &[u8]) -> bool {
+        if v2_size(buf, pos, buf.len()).is_none() {
+            return false;
+        }
+        let h = Header::read(buf, pos, self.opts.shift);
+        self.batch(&h, data, 0, data.len())
+    }
+}
