@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..format.batch import HEADER_SIZE
 from ..format.checkpoint import EpochEntry, read_leader_epoch_checkpoint, read_offset_checkpoint
-from ..format.errors import CorruptionError
+from ..format.errors import CRC_MISMATCH, CorruptionError
 from ..format.log import iter_entries, walk_headers
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
@@ -101,14 +101,37 @@ class Partition:
         with seg.mapped() as buf:
             if start >= len(buf):
                 start = 0
-            try:
-                for h in walk_headers(buf, start):
-                    self.bytes_read += HEADER_SIZE  # a header-only walk
-                    if h[9]:  # crc_ok
-                        last = h[4]  # last_offset
-            except CorruptionError:
-                pass
+            for h in self._tail_headers(seg, buf, start):
+                last = h[4]  # last_offset
         return last
+
+    def _tail_headers(self, seg: Segment, buf, start: int) -> Iterator[tuple]:
+        """Header rows from ``start`` to the end of ``seg``'s log. A batch that fails its CRC
+        or a structural problem (a torn or garbage tail) raises CorruptionError naming the
+        file and byte: an answer taken from the valid part would be what Kafka says only
+        after it truncated the damage, so it is no answer from these files (never a false
+        "clean"; `kseg verify` says what recovery would do)."""
+        first = True
+        try:
+            for h in walk_headers(buf, start):
+                first = False
+                self.bytes_read += HEADER_SIZE  # a header-only walk
+                if not h[9]:  # crc_ok
+                    raise CorruptionError(
+                        f"batch at byte {h[0]} fails its CRC check",
+                        kind=CRC_MISMATCH,
+                        position=h[0],
+                    )
+                yield h
+            return
+        except CorruptionError as exc:
+            if not (first and start and exc.position == start):
+                raise exc.in_file(seg.log) from None
+            self.warn(
+                f"{seg.file(OFFSET_INDEX)}: points at byte {start}, not at a valid "
+                f"batch ({exc.message}); scanning the segment instead"
+            )
+        yield from self._tail_headers(seg, buf, 0)
 
     # --- indexes -----------------------------------------------------------------------------
     def _index(self, seg: Segment, kind: str):
@@ -152,14 +175,8 @@ class Partition:
         with seg.mapped() as buf:
             if start >= len(buf):
                 start = 0
-            try:
-                for h in walk_headers(buf, start):
-                    self.bytes_read += HEADER_SIZE  # a header-only walk
-                    if not h[9]:  # crc_ok
-                        break
-                    best = max(best, h[5])  # max_timestamp
-            except CorruptionError:
-                pass
+            for h in self._tail_headers(seg, buf, start):
+                best = max(best, h[5])  # max_timestamp
         self._max_timestamps[seg.base_offset] = best
         return best
 
