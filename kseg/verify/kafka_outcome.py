@@ -17,44 +17,18 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
 
 from __future__ import annotations
 
-from ..format import checkpoint as cp
-from ..format.errors import CorruptionError
-from ..storage import files as F
-from ..storage.mapped import read_file
 from .partition import PartitionReport
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
 EVERY_START = "every_start"
 
 
-def recovery_point(report: PartitionReport) -> int | None:
-    target = report.target
-    name = F.parse_partition_dir(target.partition_dir.name)
-    path = target.log_dir / "recovery-point-offset-checkpoint"
-    if name is None or name.state or not path.is_file():
-        return None
-    try:
-        entries = cp.read_offset_checkpoint(read_file(path))
-    except (OSError, CorruptionError):
-        return None
-    return next(
-        (e.offset for e in entries if (e.topic, e.partition) == (name.topic, name.partition)),
-        None,
-    )
-
-
 def kafka_recovery(report: PartitionReport) -> dict | None:
     """The event for ``report``'s partition, or None when Kafka would change nothing."""
     scans = report.scans
-    rp = recovery_point(report)
-    # Kafka: segments.values(recoveryPoint, MaxValue) -- the segment holding it and all later
-    first_recovered = 0
-    if rp is not None:
-        for i, s in enumerate(scans):
-            if s.base_offset <= rp:
-                first_recovered = i
+    rp = report.recovery_point
+    first_recovered = report.first_recovered()
     actions: list[dict] = []
-    kafka_end = _end(scans[-1]) if scans else None  # the log end when Kafka truncates nothing
     for i, s in enumerate(scans):
         for pos in s.kafka_kept_bad:
             if s.kafka_stop is None or pos < s.kafka_stop:
@@ -66,7 +40,6 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
             s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
         ):
             actions.append(_act("fail_to_start", s, s.kafka_fatal.position, UNCLEAN))
-            kafka_end = None
             break
         if s.kafka_stop is not None:
             if i < first_recovered:
@@ -76,11 +49,10 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
             later = len(scans) - i - 1
             if later and report.whole:
                 actions.append({"action": "delete_later_segments", "count": later, "when": UNCLEAN})
-            kafka_end = s.kafka_end
             break
     start = report.log_start_offset
     if report.whole and start is not None and scans:
-        untouched_end = _end(scans[-1])
+        untouched_end, kafka_end = _end(scans[-1]), report.kafka_log_end
         if untouched_end < start:
             actions.append({"action": "reset_log", "offset": start, "when": EVERY_START})
         elif kafka_end is not None and kafka_end < start:

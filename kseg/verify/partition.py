@@ -32,6 +32,7 @@ class PartitionReport:
     findings: list[Finding] = field(default_factory=list)  # partition-level ones
     log_start_offset: int | None = None  # from <log.dir>/log-start-offset-checkpoint
     clean_shutdown: bool = False  # <log.dir>/.kafka_cleanshutdown exists
+    recovery_point: int | None = None  # from <log.dir>/recovery-point-offset-checkpoint
     whole: bool = True  # every segment of the partition was scanned
     # every scan replayed the partition's transactions from its first segment (verify_target's
     # replay_txns): each scan's rebuilt indexes and aborted list are what `index rebuild` writes
@@ -73,6 +74,36 @@ class PartitionReport:
             return None
         return start
 
+    def first_recovered(self) -> int:
+        """Index (in scans) of the first segment Kafka's recovery runs on after an unclean
+        shutdown: the one holding the recovery point (Kafka: segments.values(recoveryPoint,
+        MaxValue)); every segment without a recovery point."""
+        first = 0
+        if self.recovery_point is not None:
+            for i, s in enumerate(self.scans):
+                if s.base_offset <= self.recovery_point:
+                    first = i
+        return first
+
+    @property
+    def kafka_log_end(self) -> int | None:
+        """The log end Kafka has after its next start, which is what it deletes snapshots and
+        resets checkpoints against: its recovery truncates at the first invalid batch from
+        ``first_recovered()`` on; bad bytes below that segment stay, and so does what follows
+        them (None: Kafka would not start, see kafka_outcome)."""
+        if not self.scans:
+            return None
+        first = self.first_recovered()
+        for i, s in enumerate(self.scans):
+            if s.kafka_fatal is not None and (
+                s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
+            ):
+                return None
+            if s.kafka_stop is not None and i >= first:
+                return s.kafka_end
+        last = self.scans[-1]
+        return last.base_offset if last.last_offset is None else last.last_offset + 1
+
     @property
     def log_end_offset(self) -> int | None:
         """Next offset after the valid data (what the log end would be after recovery)."""
@@ -111,6 +142,7 @@ def verify_target(
     report.whole = len(logs) == len(all_logs)
     report.log_start_offset = None if part.state else part.checkpointed_log_start()
     report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
+    report.recovery_point = None if part.state else _recovery_point(part)
     epochs = _epoch_ranges(part)
     txn = None
     if replay_txns and logs == all_logs and logs:
@@ -151,6 +183,18 @@ def verify_target(
         _partition_files(report, part)
         _below_log_start(report)
     return report
+
+
+def _recovery_point(part: Partition) -> int | None:
+    path = part.log_dir / "recovery-point-offset-checkpoint"
+    if not path.is_file():
+        return None
+    try:
+        entries = cp.read_offset_checkpoint(read_file(path))
+    except (OSError, CorruptionError):
+        return None
+    key = (part.topic, part.partition)
+    return next((e.offset for e in entries if (e.topic, e.partition) == key), None)
 
 
 def _epoch_ranges(part: Partition) -> EpochRanges:
@@ -286,7 +330,9 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
     logs = part.segments
     segments = {s.base_offset: s for s in logs}
     bases = set(segments)
-    end = report.log_end_offset
+    # what Kafka acts on at its next start (not kseg's repair, which also cuts below the
+    # recovery point): a finding that says "Kafka deletes it" must be true of Kafka
+    end = report.kafka_log_end
     ordered = sorted(bases)
     next_base = dict(zip(ordered, [*ordered[1:], None], strict=False))  # none when no .log
     entries = sorted(pdir.iterdir())
@@ -430,7 +476,7 @@ def verify_root_checkpoints(
     for r in reports:
         name = F.parse_partition_dir(r.target.partition_dir.name)
         if name and not name.state:
-            ends[(name.topic, name.partition)] = r.log_end_offset
+            ends[(name.topic, name.partition)] = r.kafka_log_end
             if r.below_log_start:
                 below_start.add((name.topic, name.partition))
     for cname in F.ROOT_CHECKPOINTS:
