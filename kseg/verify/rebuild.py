@@ -58,6 +58,7 @@ def rebuild_target(
     offset_index_bytes: int = oi.DEFAULT_MAX_INDEX_SIZE,
     dry_run: bool = False,
     backup_dir: Path | None = None,
+    only: set[Path] | None = None,
 ) -> list[SegmentRebuild]:
     """Rebuild every segment of the target (the whole partition is replayed for `.txnindex`)."""
     wanted = set(target.logs)
@@ -85,6 +86,7 @@ def rebuild_target(
             dry_run=dry_run,
             backup_dir=backup_dir,
             target=target,
+            only=only,
         )
         out.append(res)
     return out
@@ -114,10 +116,11 @@ def write_indexes(
     dry_run: bool = False,
     backup_dir: Path | None = None,
     target: Target | None = None,
+    only: set[Path] | None = None,
 ) -> list[FileAction]:
     """Write ``log``'s `.index`/`.timeindex` (preallocated to ``offset_index_bytes`` when given)
     and its `.txnindex` (when there are aborted transactions or one exists), unchanged files
-    left alone."""
+    left alone; with ``only``, just those of its files."""
     time_bytes_max = (
         None if offset_index_bytes is None else offset_index_bytes // ti.ENTRY_SIZE * ti.ENTRY_SIZE
     )
@@ -131,6 +134,7 @@ def write_indexes(
     return [
         _replace(path, data, padded_to, width, dry_run, backup_dir, target)
         for path, data, padded_to, width in plan
+        if only is None or path in only  # a repair writes only what it quarantined
     ]
 
 

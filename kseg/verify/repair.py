@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..format import checkpoint as cp
 from ..format.errors import CorruptionError, KsegError
+from ..format.txn_index import encode_entries as encode_txn
 from ..storage import files as F
 from ..storage.atomic import (
     CopyMismatch,
@@ -42,6 +43,7 @@ from ..storage.atomic import (
     sha256_file,
     sha256_range,
 )
+from ..storage.mapped import read_file
 from ..storage.space import check_space, device
 from ..storage.tree import Target, segment_logs
 from .findings import INFO, MISSING_INDEX
@@ -480,7 +482,10 @@ def check_plan_covers_writes(m: Manifest, where: Path) -> None:
     leader-epoch checkpoint) is an action too, so its old bytes are quarantined first. A
     manifest kseg wrote always satisfies this; a hand-written one must, to be resumed."""
     named = {a.file for a in m.actions if a.action in (REPLACE, CREATE)}
-    for log in m.rebuild_logs:
+    truncated = {a.file for a in m.actions if a.action == TRUNCATE}
+    for log in m.rebuild_logs:  # the rebuild writes only named files; a cut log needs both
+        if log not in truncated:
+            continue
         for suffix in (".index", ".timeindex"):
             if str(Path(log).with_suffix(suffix)) not in named:
                 raise ManifestError(
@@ -536,7 +541,7 @@ def plan_repair(
                 if p.exists():
                     why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
                     plan.actions.append(_whole_file(MOVE, p, why))
-        elif _index_problem(scan):
+        elif index_problem(scan):
             rebuild.append(log)
     end = report.log_end_offset
     if first is not None and end is not None:
@@ -556,21 +561,41 @@ def plan_repair(
                 plan.epoch_truncate_to = end
                 why = f"leader epochs starting at or past the new log end {end}"
                 plan.actions.append(_whole_file(REPLACE, epochs, why))
+    plan.rebuild_logs = [str(p) for p in rebuild]
+    by_log = {pdir / s.log.name: s for s in report.scans}
+    if report.txns_replayed:  # the scans hold what a rebuild would write: carry it
+        plan.rebuilt = {str(p): rebuilt_indexes(by_log[p]) for p in rebuild}
     for log in rebuild:
-        for suffix in INDEX_SUFFIXES:
-            p = log.with_suffix(suffix)
+        for p in _indexes_to_write(log, by_log[log], plan.rebuilt.get(str(log))):
             if p.exists():
                 plan.actions.append(_whole_file(REPLACE, p, "index rebuilt from the log"))
-            elif suffix != ".txnindex":
+            else:
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
-    plan.rebuild_logs = [str(p) for p in rebuild]
-    if report.txns_replayed:  # the scans hold what a rebuild would write: carry it
-        by_log = {pdir / s.log.name: s for s in report.scans}
-        plan.rebuilt = {str(p): rebuilt_indexes(by_log[p]) for p in rebuild}
     return plan
 
 
-def _index_problem(scan) -> bool:
+def _indexes_to_write(log: Path, scan, rebuilt) -> list[Path]:
+    """The index files of a rebuilt log that the rebuild changes; only those are quarantined
+    and written. A truncated log gets all of them; otherwise an index verify found wrong or
+    missing, and a .txnindex whose rebuilt bytes differ (unknown: written). An identical or
+    equivalent index is no problem verify reported, and nothing is lost by leaving it."""
+    truncated = scan.corrupt and scan.valid_bytes < scan.size
+    out = []
+    for suffix, status in ((".index", scan.offset_index), (".timeindex", scan.time_index)):
+        if truncated or status is None or status.status in ("wrong", "missing"):
+            out.append(log.with_suffix(suffix))
+    txn = log.with_suffix(".txnindex")
+    if rebuilt is None or truncated:
+        if txn.exists():
+            out.append(txn)
+    elif (rebuilt.aborted or txn.exists()) and (
+        not txn.exists() or read_file(txn) != encode_txn(rebuilt.aborted)
+    ):
+        out.append(txn)
+    return out
+
+
+def index_problem(scan) -> bool:
     """An index verify reports as a problem: wrong, or missing beside an inactive segment. A
     missing index of the active segment is an info finding (Kafka creates it at startup), so
     the repair leaves it alone: a repair changes only what verify calls a problem."""
@@ -750,12 +775,16 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
             fault_point(kind.crash_point)
     if m.rebuild_logs:
         logs = [Path(p) for p in m.rebuild_logs]
+        # only the index files the plan names (quarantined first) are written
+        named = {Path(a.file) for a in m.actions if a.action in (REPLACE, CREATE)}
         if all(p in m.rebuilt for p in m.rebuild_logs):
             for p in m.rebuild_logs:  # from the verify scan of the bytes the repair kept
-                write_indexes(Path(p), m.rebuilt[p])
+                write_indexes(Path(p), m.rebuilt[p], only=named)
         else:  # a resumed repair: the manifest does not carry them
             rebuild_target(
-                Target(m.partition_dir, logs), index_interval_bytes=m.index_interval_bytes
+                Target(m.partition_dir, logs),
+                index_interval_bytes=m.index_interval_bytes,
+                only=named,
             )
         fault_point("rebuilt")
     if m.epoch_truncate_to is not None:

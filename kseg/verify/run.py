@@ -21,6 +21,7 @@ from .repair import (
     RepairFailed,
     apply_plan,
     default_quarantine_root,
+    index_problem,
     plan_repair,
     resume,
     unfinished_work,
@@ -84,6 +85,10 @@ class VerifyRun:
             if ev["type"] == "failure":
                 self.code |= Exit.OPERATIONAL
             yield ev
+
+    def _check_quarantine(self, tlist: list[Target]) -> Iterator[dict]:
+        """--quarantine inside a log dir is refused (16) for that log dir; --dry-run says so
+        too, so that it predicts the real run."""
         q = self.opts.quarantine
         if q is not None:
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
@@ -124,6 +129,8 @@ class VerifyRun:
         if self.writing:  # every lock before anything is verified or planned
             tlist = list(tlist)
             yield from self._lock_log_dirs(tlist)
+        if self.opts.repair:
+            yield from self._check_quarantine(tlist)
         for t in tlist:
             if t.log_dir.resolve() in self._refused:
                 reports.pop(t.log_dir, None)
@@ -265,7 +272,7 @@ class VerifyRun:
                 status, size, valid = "quarantined", s.size, s.valid_bytes
             elif (
                 after is not before
-                and (s.corrupt or s.patches or _index_bad(s))
+                and (s.corrupt or s.patches or index_problem(s))
                 and not (now.corrupt or now.patches)
             ):
                 status, size, valid = "repaired", now.size, now.valid_bytes
@@ -308,10 +315,3 @@ def _code(found: list[K.Finding]) -> Exit:
 def _refresh(t: Target) -> Target:
     """The target as it is now on disk (a repair moves later segments away)."""
     return Target(t.partition_dir, [p for p in t.logs if p.exists()])
-
-
-def _index_bad(scan) -> bool:
-    return any(
-        st is not None and st.status in ("wrong", "missing")
-        for st in (scan.offset_index, scan.time_index)
-    )

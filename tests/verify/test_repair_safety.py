@@ -750,11 +750,13 @@ def test_quarantine_inside_the_log_dir_is_refused(corrupt_cases, tmp_path):
     )
     (pdir.parent / "meta.properties").write_text("version=1\n")  # a broker's log dir
     before = snapshot_tree(pdir)
-    proc = _repair(pdir, "--quarantine", pdir.parent / "q")
-    assert proc.returncode == 16
-    (line,) = _stderr_lines(proc)
-    assert "inside the log dir" in line
-    assert snapshot_tree(pdir) == before and not (pdir.parent / "q").exists()
+    # --dry-run predicts the refusal (it used to plan the repair and exit 4)
+    for extra in (["--dry-run"], []):
+        proc = _repair(pdir, "--quarantine", pdir.parent / "q", *extra)
+        assert proc.returncode == 16, (extra, proc.stderr)
+        (line,) = _stderr_lines(proc)
+        assert "inside the log dir" in line
+        assert snapshot_tree(pdir) == before and not (pdir.parent / "q").exists()
 
 
 def test_index_rebuild_of_an_immutable_index_names_it_and_leaves_no_temp_file(tree, tmp_path):
