@@ -50,6 +50,9 @@ def _session(master: str, conf: list[str] | None, quiet: bool):
 
     pairs = parse_conf(conf)
     try:
+        import pyarrow  # noqa: F401 - the extra's two packages, imported here to say so once
+        import pyspark.sql  # noqa: F401
+
         from .spark import session
     except ImportError as exc:
         raise OSError(

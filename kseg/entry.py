@@ -93,6 +93,8 @@ def _run(app) -> int:
         _report(exc)
         if isinstance(exc, BrokenPipeError):
             return so_far()  # the reader is gone: what had been found so far
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno in _OUTPUT_FULL:
+            return so_far() | exit_status(exc)  # a full stdout ORs 8 with what was found
         return exit_status(exc)
 
 

@@ -85,7 +85,8 @@ class Partition:
     def log_end_offset(self) -> int:
         """Next offset after the last valid batch (walks the last segment's tail after its index)."""
         if not self.segments:
-            return 0
+            # Kafka's LogLoader opens an empty segment at the checkpointed log start offset
+            return self.log_start_offset()
         for seg in reversed(self.segments):
             last = self._last_offset(seg)
             if last is not None:

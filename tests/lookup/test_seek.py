@@ -251,3 +251,19 @@ def test_cli_formats_and_reset_csv(tree, monkeypatch, capsysbinary):
         "2023-11-14T23:13:20Z",
     )
     assert code == 0 and "orders-1: offset" in out
+
+
+def test_an_empty_partition_ends_at_its_checkpointed_log_start(tmp_path):
+    """No segment: Kafka's LogLoader opens an empty one at the log start offset from
+    log-start-offset-checkpoint, so that is the log end too (seek answered 0)."""
+    pdir = tmp_path / "logs" / "empty-0"
+    pdir.mkdir(parents=True)
+    assert seek_time(pdir, LATEST).offset == 0
+    (pdir.parent / "log-start-offset-checkpoint").write_bytes(
+        encode_offset_checkpoint(
+            [TopicPartitionOffset("empty", 0, 500), TopicPartitionOffset("other", 0, 7)]
+        )
+    )
+    for target in (LATEST, EARLIEST):
+        res = seek_time(pdir, target)
+        assert (res.offset, res.error) == (500, None)

@@ -38,6 +38,22 @@ def test_a_full_disk_on_stdout_is_one_line_and_exit_8(tree, args):
     assert proc.stderr == b"kseg: cannot write output: No space left on device\n"
 
 
+@pytest.mark.parametrize("args", [("dump",), ("dump", "-f", "json"), ("verify",)], ids=" ".join)
+def test_a_full_disk_after_corruption_ors_4_and_8(tree, tmp_path, args):
+    """README: every command ORs what it met; a full stdout used to drop the 4 already found."""
+    pdir = _copy(tree, tmp_path) / "orders-0"
+    log = sorted(pdir.glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0x40  # a CRC failure, met before the first flush of the output
+    log.write_bytes(bytes(data))
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [*kseg_command(), *args, str(pdir)], stdout=full, stderr=subprocess.PIPE, timeout=60
+        )
+    assert proc.returncode == 12, proc.stderr
+    assert proc.stderr.endswith(b"kseg: cannot write output: No space left on device\n")
+
+
 def _copy(tree, tmp_path, name: str = "orders-0"):
     root = tmp_path / "logs"
     root.mkdir()
