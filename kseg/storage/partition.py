@@ -62,10 +62,16 @@ class Partition:
     def checkpointed_log_start(self) -> int | None:
         """This partition's entry in <log.dir>/log-start-offset-checkpoint (None: no entry, or
         the file is missing or unreadable)."""
+        path = self.log_dir / LOG_START_CHECKPOINT
         try:
-            data = read_file(self.log_dir / LOG_START_CHECKPOINT)
+            data = read_file(path)
             entries = read_offset_checkpoint(data) if data.strip() else []
-        except (OSError, CorruptionError):
+        except FileNotFoundError:
+            return None
+        except (OSError, CorruptionError) as exc:
+            # said (once) rather than silently taking the first segment's base offset
+            why = f"{path}: {exc.strerror}" if isinstance(exc, OSError) else str(exc.in_file(path))
+            self.warn(f"{why}; the log start is taken from the first segment")
             return None
         for e in entries:
             if (e.topic, e.partition) == (self.topic, self.partition):

@@ -267,3 +267,17 @@ def test_an_empty_partition_ends_at_its_checkpointed_log_start(tmp_path):
     for target in (LATEST, EARLIEST):
         res = seek_time(pdir, target)
         assert (res.offset, res.error) == (500, None)
+
+
+def test_an_unreadable_log_start_checkpoint_is_said_not_ignored(tree, tmp_path):
+    """The log start then comes from the first segment, as before, with one warning naming the
+    checkpoint and the byte (it was silent)."""
+    import shutil
+
+    root = tmp_path / "logs"
+    shutil.copytree(tree / "orders-0", root / "orders-0")
+    (root / "log-start-offset-checkpoint").write_bytes(b"garbage\n")
+    res = seek_time(root / "orders-0", EARLIEST)
+    assert res.offset == 0 and res.error is None
+    (warning,) = [w for w in res.warnings if "log-start-offset-checkpoint" in w]
+    assert "byte 0" in warning and "taken from the first segment" in warning
