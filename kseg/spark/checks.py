@@ -59,7 +59,7 @@ def findings(
         for f in report.all_findings
     ]
     rows.append(
-        ("summary", "partition", str(pdir), None, report.log_end_offset, "partition checked", False)
+        ("summary", "partition", str(pdir), None, report.kafka_log_end, "partition checked", False)
     )
     for severity, kind, file, position, offset, message, repairable in rows:
         for name, value in zip(

@@ -320,7 +320,7 @@ class _End:
         from ..storage.tree import Target
 
         self.target = Target(pdir, [])
-        self.log_end_offset = end
+        self.kafka_log_end = end
         self.below_log_start = below_log_start
 
 
