@@ -93,21 +93,23 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn base64(out: &mut Vec<u8>, data: &[u8]) {
-    out.reserve(data.len().div_ceil(3) * 4);
-    let mut chunks = data.chunks_exact(3);
-    for c in &mut chunks {
+    // into the exact room, 3 bytes -> 4 at a time: no capacity check per group
+    let start = out.len();
+    out.resize(start + data.len().div_ceil(3) * 4, 0);
+    let dst = &mut out[start..];
+    let full = data.len() / 3;
+    for (o, c) in dst.chunks_exact_mut(4).zip(data.chunks_exact(3)) {
         let n = ((c[0] as u32) << 16) | ((c[1] as u32) << 8) | c[2] as u32;
-        out.extend_from_slice(&[
-            B64[(n >> 18) as usize & 63],
-            B64[(n >> 12) as usize & 63],
-            B64[(n >> 6) as usize & 63],
-            B64[n as usize & 63],
-        ]);
+        o[0] = B64[(n >> 18) as usize & 63];
+        o[1] = B64[(n >> 12) as usize & 63];
+        o[2] = B64[(n >> 6) as usize & 63];
+        o[3] = B64[n as usize & 63];
     }
-    match *chunks.remainder() {
+    let o = &mut dst[full * 4..];
+    match data[full * 3..] {
         [a] => {
             let n = (a as u32) << 16;
-            out.extend_from_slice(&[
+            o.copy_from_slice(&[
                 B64[(n >> 18) as usize & 63],
                 B64[(n >> 12) as usize & 63],
                 b'=',
@@ -116,7 +118,7 @@ fn base64(out: &mut Vec<u8>, data: &[u8]) {
         }
         [a, b] => {
             let n = ((a as u32) << 16) | ((b as u32) << 8);
-            out.extend_from_slice(&[
+            o.copy_from_slice(&[
                 B64[(n >> 18) as usize & 63],
                 B64[(n >> 12) as usize & 63],
                 B64[(n >> 6) as usize & 63],
