@@ -35,6 +35,8 @@ _module = _UNSET
 class KernelUnavailable(KsegError):
     """KSEG_KERNEL asks for something that is not there (or is not a known choice)."""
 
+    kind = "usage"  # kseg.exitcodes: a command reports it in one line and exits 16
+
 
 def _load():
     choice = os.environ.get(ENV, "").strip().lower()

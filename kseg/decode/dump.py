@@ -158,6 +158,8 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
     text and table name the file)."""
     sel = tree.resolve(paths, opts.topic, opts.partition)
+    if opts.json_lines:
+        kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     for item in sel.items:

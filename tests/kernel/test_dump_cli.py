@@ -242,3 +242,9 @@ def test_parts_of_a_large_batch(tmp_path, monkeypatch, capsysbinary, choose, sel
     monkeypatch.setattr(kernel, "JSON_PART", 5000)
     got = dump_in_process(monkeypatch, capsysbinary, pdir, *selection)
     assert got == want and records(want[1].encode()) > 400
+
+
+def test_a_kernel_choice_that_cannot_be_had_is_a_usage_error(tree):
+    proc = run_kseg("dump", "-f", "json", tree / "orders-0", env=env("fortran"))
+    assert proc.returncode == 16 and proc.stdout == b""
+    assert proc.stderr == b"kseg: KSEG_KERNEL='fortran' is not one of: rust, python, auto\n"
