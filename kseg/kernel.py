@@ -35,6 +35,8 @@ _module = _UNSET
 class KernelUnavailable(KsegError):
     """KSEG_KERNEL asks for something that is not there (or is not a known choice)."""
 
+    kind = "usage"  # kseg.exitcodes: a command reports it in one line and exits 16
+
 
 def _load():
     choice = os.environ.get(ENV, "").strip().lower()
@@ -237,6 +239,39 @@ def records_json(
         )  # fmt: skip
     except OverflowError:  # a header field outside int64 cannot come from a real batch
         return None
+
+
+# --- kseg dump -f json: a file's record lines, one batch at a time ----------------------------
+
+JSON_PART = 4 << 20  # bytes of lines per kernel call: bounds memory whatever the batch's size
+
+
+def json_records(
+    file_json: bytes,
+    mode: str,
+    from_offset: int | None = None,
+    to_offset: int | None = None,
+    from_time: int | None = None,
+    to_time: int | None = None,
+):
+    """A ``kseg._kernel.JsonRecords`` for one file's record lines (``file_json``: the file name
+    and partition tags as record_json_maker places them), or None (kernel not active, a mode it
+    does not render, a bound outside int64): the caller then takes the core's path.
+
+    Its ``render(data, start, end, count, base_offset, base_timestamp, log_append_time,
+    base_sequence, done, validated, max_records, max_out)`` gives the JSON lines of one v2
+    batch's records in ``data[start:end]`` that --from/--to-offset, --from/--to-time and
+    --limit select, exactly as kseg.decode.dump._entry_events shows them, as
+    ``(lines, next_start, next_done, emitted, lo, hi)``, at most about ``max_out`` bytes of
+    lines per call (next_start >= 0: call again from there with validated=True); or None when
+    the records are not all valid: the core then takes the whole batch and reports it."""
+    k = compiled()
+    if k is None or mode not in k.MODES:
+        return None
+    bounds = (from_offset, to_offset, from_time, to_time)
+    if any(b is not None and not _I64[0] <= b <= _I64[1] for b in bounds):
+        return None
+    return k.JsonRecords(file_json, mode, *bounds)
 
 
 # --- records -> Arrow (the Spark source's decoder) ---------------------------------------------

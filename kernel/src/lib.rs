@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use records::{BatchInfo, Mode};
+use records::{BatchInfo, Mode, Selection};
 use walk::IndexState;
 
 /// A C-contiguous byte buffer held for the duration of a call.
@@ -252,6 +252,127 @@ fn py_records_json<'py>(
     Ok(out.map(|o| PyBytes::new(py, &o)))
 }
 
+/// `kseg dump -f json`'s record lines for one file: its name (as JSON), payload mode and
+/// record selection, fixed; `render` then takes one batch's records at a time.
+#[pyclass(frozen, module = "kseg._kernel")]
+struct JsonRecords {
+    file_json: Vec<u8>,
+    mode: Mode,
+    sel: Selection,
+}
+
+#[pymethods]
+impl JsonRecords {
+    /// JsonRecords(file_json, mode, from_offset, to_offset, from_time, to_time)
+    #[new]
+    fn new(
+        file_json: Vec<u8>,
+        mode: &str,
+        from_offset: Option<i64>,
+        to_offset: Option<i64>,
+        from_time: Option<i64>,
+        to_time: Option<i64>,
+    ) -> PyResult<JsonRecords> {
+        Ok(JsonRecords {
+            file_json,
+            mode: mode_of(mode)?,
+            sel: Selection {
+                from_offset,
+                to_offset,
+                from_time,
+                to_time,
+            },
+        })
+    }
+
+    /// render(data, start, end, count, base_offset, base_timestamp, log_append_time,
+    /// base_sequence, done, validated, max_records, max_out)
+    /// -> None | (lines, next_start, next_done, emitted, lo, hi)
+    ///
+    /// The lines of the selected records in `data[start:end]` (an uncompressed batch's records
+    /// in the segment, or a compressed one's decompressed by the core), `done` of the batch's
+    /// `count` records being behind `start`. Stops once the lines reach `max_out` bytes:
+    /// next_start >= 0 then says where to call again (with next_done, validated=True); -1: the
+    /// batch is finished (its end, a record past to_offset, or max_records shown). lo, hi: the
+    /// smallest and largest offset shown, or None. None: the records are not all valid (checked
+    /// to the end of the batch unless `validated`): the core takes the whole batch.
+    #[allow(clippy::too_many_arguments)]
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        start: i64,
+        end: i64,
+        count: i64,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time: Option<i64>,
+        base_sequence: i64,
+        done: i64,
+        validated: bool,
+        max_records: Option<u64>,
+        max_out: usize,
+    ) -> PyResult<
+        Option<(
+            Bound<'py, PyBytes>,
+            i64,
+            i64,
+            u64,
+            Option<i128>,
+            Option<i128>,
+        )>,
+    > {
+        let b = Bytes::get(data)?;
+        let d = b.slice();
+        if start < 0 || end < start || end as u64 > d.len() as u64 {
+            return Ok(None);
+        }
+        let (start, end) = (start as usize, end as usize);
+        let info = BatchInfo {
+            count,
+            base_offset,
+            base_timestamp,
+            log_append_time,
+            base_sequence,
+        };
+        let (file_json, mode, sel) = (&self.file_json[..], self.mode, &self.sel);
+        let got = maybe_detach(py, b.read_only(), || {
+            // sized from the bytes present, and never much beyond max_out
+            let cap = ((end - start).saturating_mul(2) + 256).min(max_out.saturating_add(1 << 16));
+            let mut out = Vec::with_capacity(cap);
+            let part = records::render_part(
+                d,
+                start,
+                end,
+                &info,
+                done,
+                validated,
+                file_json,
+                mode,
+                sel,
+                max_records,
+                max_out,
+                &mut out,
+            )?;
+            Some((out, part))
+        });
+        Ok(got.map(|(out, part)| {
+            let (next, next_done) = match part.resume {
+                Some((p, n)) => (p as i64, n),
+                None => (-1, count),
+            };
+            (
+                PyBytes::new(py, &out),
+                next,
+                next_done,
+                part.emitted,
+                part.lo,
+                part.hi,
+            )
+        }))
+    }
+}
+
 /// CRC-32C (hardware where the CPU has it) of a buffer, for tests and benchmarks.
 #[pyfunction(name = "crc32c")]
 fn py_crc32c<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>) -> PyResult<u32> {
@@ -455,6 +576,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;
     m.add_class::<Records>()?;
+    m.add_class::<JsonRecords>()?;
     m.add_class::<Buf>()?;
     m.add("ROW", walk::ROW)?;
     m.add("MODES", ("auto", "utf8", "hex", "base64", "redact"))?;

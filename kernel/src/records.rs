@@ -93,21 +93,23 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn base64(out: &mut Vec<u8>, data: &[u8]) {
-    out.reserve(data.len().div_ceil(3) * 4);
-    let mut chunks = data.chunks_exact(3);
-    for c in &mut chunks {
+    // into the exact room, 3 bytes -> 4 at a time: no capacity check per group
+    let start = out.len();
+    out.resize(start + data.len().div_ceil(3) * 4, 0);
+    let dst = &mut out[start..];
+    let full = data.len() / 3;
+    for (o, c) in dst.chunks_exact_mut(4).zip(data.chunks_exact(3)) {
         let n = ((c[0] as u32) << 16) | ((c[1] as u32) << 8) | c[2] as u32;
-        out.extend_from_slice(&[
-            B64[(n >> 18) as usize & 63],
-            B64[(n >> 12) as usize & 63],
-            B64[(n >> 6) as usize & 63],
-            B64[n as usize & 63],
-        ]);
+        o[0] = B64[(n >> 18) as usize & 63];
+        o[1] = B64[(n >> 12) as usize & 63];
+        o[2] = B64[(n >> 6) as usize & 63];
+        o[3] = B64[n as usize & 63];
     }
-    match *chunks.remainder() {
+    let o = &mut dst[full * 4..];
+    match data[full * 3..] {
         [a] => {
             let n = (a as u32) << 16;
-            out.extend_from_slice(&[
+            o.copy_from_slice(&[
                 B64[(n >> 18) as usize & 63],
                 B64[(n >> 12) as usize & 63],
                 b'=',
@@ -116,7 +118,7 @@ fn base64(out: &mut Vec<u8>, data: &[u8]) {
         }
         [a, b] => {
             let n = ((a as u32) << 16) | ((b as u32) << 8);
-            out.extend_from_slice(&[
+            o.copy_from_slice(&[
                 B64[(n >> 18) as usize & 63],
                 B64[(n >> 12) as usize & 63],
                 B64[(n >> 6) as usize & 63],
@@ -355,6 +357,83 @@ pub fn parse_records<'a>(
     Some(i as usize)
 }
 
+/// The record timestamp, as the core computes it.
+#[inline]
+fn record_timestamp(info: &BatchInfo, rec: &Rec<'_>) -> i128 {
+    match info.log_append_time {
+        Some(t) => t as i128,
+        // a Java long sum: wraps at the int64 limits, as the core's _wrap_timestamp_delta
+        None => info.base_timestamp.wrapping_add(rec.ts_delta as i64) as i128,
+    }
+}
+
+/// One record's JSON line (kseg.decode.dump.record_json_maker).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn write_line(
+    out: &mut Vec<u8>,
+    info: &BatchInfo,
+    rec: &Rec<'_>,
+    headers: &Headers<'_>,
+    timestamp: i128,
+    file_json: &[u8],
+    mode: Mode,
+    encodings: &mut Vec<&'static [u8]>,
+) {
+    let ts_type: &[u8] = if info.log_append_time.is_some() {
+        b"LogAppendTime"
+    } else {
+        b"CreateTime"
+    };
+    let sequence = if info.base_sequence < 0 {
+        -1
+    } else {
+        add_sequence(info.base_sequence as i128, rec.offset_delta)
+    };
+    out.extend_from_slice(b"{\"type\":\"record\",\"file\":");
+    out.extend_from_slice(file_json);
+    out.extend_from_slice(b",\"offset\":");
+    int(out, info.base_offset as i128 + rec.offset_delta);
+    out.extend_from_slice(b",\"timestamp\":");
+    int(out, timestamp);
+    out.extend_from_slice(b",\"timestamp_type\":\"");
+    out.extend_from_slice(ts_type);
+    out.extend_from_slice(b"\",\"key_size\":");
+    int(out, rec.key.map_or(-1, |k| k.len() as i128));
+    out.extend_from_slice(b",\"value_size\":");
+    int(out, rec.value.map_or(-1, |v| v.len() as i128));
+    out.extend_from_slice(b",\"sequence\":");
+    int(out, sequence);
+    out.extend_from_slice(b",\"key\":");
+    let ke = field(out, rec.key, mode);
+    out.extend_from_slice(b",\"key_encoding\":");
+    out.extend_from_slice(ke);
+    out.extend_from_slice(b",\"value\":");
+    let ve = field(out, rec.value, mode);
+    out.extend_from_slice(b",\"value_encoding\":");
+    out.extend_from_slice(ve);
+    out.extend_from_slice(b",\"headers\":[");
+    encodings.clear();
+    for (n, (hk, hv)) in headers.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        json_lossy(out, hk);
+        out.push(b',');
+        encodings.push(field(out, *hv, mode));
+        out.push(b']');
+    }
+    out.extend_from_slice(b"],\"header_encodings\":[");
+    for (n, e) in encodings.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(e);
+    }
+    out.extend_from_slice(b"]}\n");
+}
+
 fn decode_into(
     d: &[u8],
     pos: &mut usize,
@@ -364,65 +443,125 @@ fn decode_into(
     mode: Mode,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
-    let ts_type: &[u8] = if info.log_append_time.is_some() {
-        b"LogAppendTime"
-    } else {
-        b"CreateTime"
-    };
     let mut encodings: Vec<&'static [u8]> = Vec::new();
     parse_records(d, pos, end, info.count, |rec, headers| {
-        let timestamp = match info.log_append_time {
-            Some(t) => t as i128,
-            // a Java long sum: wraps at the int64 limits, as the core's _wrap_timestamp_delta
-            None => info.base_timestamp.wrapping_add(rec.ts_delta as i64) as i128,
-        };
-        let sequence = if info.base_sequence < 0 {
-            -1
-        } else {
-            add_sequence(info.base_sequence as i128, rec.offset_delta)
-        };
-        out.extend_from_slice(b"{\"type\":\"record\",\"file\":");
-        out.extend_from_slice(file_json);
-        out.extend_from_slice(b",\"offset\":");
-        int(out, info.base_offset as i128 + rec.offset_delta);
-        out.extend_from_slice(b",\"timestamp\":");
-        int(out, timestamp);
-        out.extend_from_slice(b",\"timestamp_type\":\"");
-        out.extend_from_slice(ts_type);
-        out.extend_from_slice(b"\",\"key_size\":");
-        int(out, rec.key.map_or(-1, |k| k.len() as i128));
-        out.extend_from_slice(b",\"value_size\":");
-        int(out, rec.value.map_or(-1, |v| v.len() as i128));
-        out.extend_from_slice(b",\"sequence\":");
-        int(out, sequence);
-        out.extend_from_slice(b",\"key\":");
-        let ke = field(out, rec.key, mode);
-        out.extend_from_slice(b",\"key_encoding\":");
-        out.extend_from_slice(ke);
-        out.extend_from_slice(b",\"value\":");
-        let ve = field(out, rec.value, mode);
-        out.extend_from_slice(b",\"value_encoding\":");
-        out.extend_from_slice(ve);
-        out.extend_from_slice(b",\"headers\":[");
-        encodings.clear();
-        for (n, (hk, hv)) in headers.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            out.push(b'[');
-            json_lossy(out, hk);
-            out.push(b',');
-            encodings.push(field(out, *hv, mode));
-            out.push(b']');
-        }
-        out.extend_from_slice(b"],\"header_encodings\":[");
-        for (n, e) in encodings.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(e);
-        }
-        out.extend_from_slice(b"]}\n");
+        let ts = record_timestamp(info, rec);
+        write_line(out, info, rec, headers, ts, file_json, mode, &mut encodings);
         Some(())
     })
+}
+
+/// `kseg dump`'s record selection within one batch (kseg.decode.dump._entry_events): records
+/// before `from_offset` or outside the time window are skipped, the first record past
+/// `to_offset` ends the batch, and at most `max_records` are shown (--limit).
+#[derive(Clone, Copy, Default)]
+pub struct Selection {
+    pub from_offset: Option<i64>,
+    pub to_offset: Option<i64>,
+    pub from_time: Option<i64>,
+    pub to_time: Option<i64>,
+}
+
+/// What one `render_part` call did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Where to resume (records byte position, records already consumed), or None: the batch
+    /// needs no further call (its end, a record past to_offset, or max_records reached).
+    pub resume: Option<(usize, i64)>,
+    pub emitted: u64,
+    /// The smallest and largest offset shown (for dump's time-window spans).
+    pub lo: Option<i128>,
+    pub hi: Option<i128>,
+}
+
+/// The JSON lines of the records of `d[pos..end]` that `sel` selects, starting after `done`
+/// records of the batch's `info.count`, until `out` holds at least `max_out` more bytes (then
+/// `resume` says where to go on): bounded output however large the batch.
+///
+/// None (with `out` as it was) when the batch's records are anything but valid: every record
+/// from `pos` to the end is checked even when the output stops early, unless `validated` says
+/// an earlier call has checked them already. A caller then takes the core's path for the whole
+/// batch, so the core reports the problem exactly as it would have.
+#[allow(clippy::too_many_arguments)]
+pub fn render_part(
+    d: &[u8],
+    pos: usize,
+    end: usize,
+    info: &BatchInfo,
+    done: i64,
+    validated: bool,
+    file_json: &[u8],
+    mode: Mode,
+    sel: &Selection,
+    max_records: Option<u64>,
+    max_out: usize,
+    out: &mut Vec<u8>,
+) -> Option<Part> {
+    if done < 0 || done > info.count {
+        return None;
+    }
+    let mark = out.len();
+    let remaining = info.count - done;
+    let mut part = Part {
+        resume: None,
+        emitted: 0,
+        lo: None,
+        hi: None,
+    };
+    let mut consumed: i64 = 0;
+    let mut stopped = false; // a record past to_offset, or --limit reached: the batch ends
+    let mut full = false; // max_out reached: the next call resumes after `consumed` records
+    let mut encodings: Vec<&'static [u8]> = Vec::new();
+    let mut p = pos;
+    let finished = parse_records(d, &mut p, end, remaining, |rec, headers| {
+        consumed += 1;
+        let offset = info.base_offset as i128 + rec.offset_delta;
+        let ts = record_timestamp(info, rec);
+        if sel.from_offset.is_some_and(|f| offset < f as i128) {
+            return Some(());
+        }
+        if sel.to_offset.is_some_and(|t| offset > t as i128) {
+            stopped = true;
+            return None;
+        }
+        if sel.from_time.is_some_and(|f| ts < f as i128)
+            || sel.to_time.is_some_and(|t| ts > t as i128)
+        {
+            return Some(());
+        }
+        if max_records.is_some_and(|m| part.emitted >= m) {
+            stopped = true;
+            return None;
+        }
+        write_line(out, info, rec, headers, ts, file_json, mode, &mut encodings);
+        part.emitted += 1;
+        part.lo = Some(part.lo.map_or(offset, |v| v.min(offset)));
+        part.hi = Some(part.hi.map_or(offset, |v| v.max(offset)));
+        if max_records.is_some_and(|m| part.emitted >= m) {
+            stopped = true;
+            return None;
+        }
+        if out.len() - mark >= max_out && consumed < remaining {
+            full = true;
+            return None;
+        }
+        Some(())
+    });
+    let ok = if finished.is_some() {
+        true
+    } else if stopped || full {
+        // `p` is just past the record it stopped at: the rest must be valid too
+        let mut q = p;
+        validated || parse_records(d, &mut q, end, remaining - consumed, |_, _| Some(())).is_some()
+    } else {
+        false // a problem in the records
+    };
+    if !ok {
+        out.truncate(mark);
+        return None;
+    }
+    if full {
+        part.resume = Some((p, done + consumed));
+    }
+    Some(part)
 }

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import orjson
 
+from .. import kernel
 from ..format import checkpoint as cp
+from ..format import compression as codecs
 from ..format import producer_snapshot as ps
 from ..format import txn_index as tx
-from ..format.batch import RecordBatch
-from ..format.compression import DEFAULT_MAX_DECOMPRESSED
+from ..format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
+from ..format.compression import DEFAULT_MAX_DECOMPRESSED, NONE
 from ..format.control import KRAFT_CONTROL_NAMES, parse_control
 from ..format.errors import CorruptionError
 from ..format.log import bad_magic_message, iter_entries, v2_crc_matches
@@ -156,6 +158,8 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
     text and table name the file)."""
     sel = tree.resolve(paths, opts.topic, opts.partition)
+    if opts.json_lines:
+        kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     for item in sel.items:
@@ -458,9 +462,18 @@ def _dump_log(
             yield [error_event(problem, name)]
             start = 0
     decoder = None if opts.batches_only else _decoder_for(path, opts)
-    make_event = None
+    make_event = lines = None
     if opts.json_lines and decoder is None and not opts.skip_record_metadata:
         make_event = record_json_maker(name, opts.payload, tags)  # records as ready JSON lines
+        if make_event is not None:  # and the compiled kernel's, for the batches it can render
+            lines = kernel.json_records(
+                _file_json(name, tags),
+                opts.payload,
+                opts.from_offset,
+                opts.to_offset,
+                opts.from_time,
+                opts.to_time,
+            )
     if make_event is None:
         make_event = record_event_maker(
             name, opts.payload, decoder, opts.skip_record_metadata, tags
@@ -479,7 +492,7 @@ def _dump_log(
                 and format_of(entry.magic).timestamps
             ):
                 continue
-            yield from _entry_events(entry, name, opts, budget, make_event, span)
+            yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
             if budget.spent:
                 return
     except CorruptionError as exc:
@@ -567,11 +580,18 @@ def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:
 
 
 def _entry_events(
-    entry, name: str, opts: DumpOptions, budget: _Budget, make_event, span: _Span | None = None
+    entry,
+    name: str,
+    opts: DumpOptions,
+    budget: _Budget,
+    make_event,
+    span: _Span | None = None,
+    lines=None,
 ) -> Iterator[list]:
     """All events of one top-level entry: the batch, its problems, its records, in lists of at
     most one record chunk (so a batch of millions of records never exists as one list).
-    ``span`` learns the offsets a selection printed."""
+    ``span`` learns the offsets a selection printed. ``lines``: the compiled kernel's record
+    lines for this file (kseg.kernel.json_records), used for the data batches it renders."""
     computed = entry.compute_crc()  # once per entry
     ev = batch_event(entry, name, computed)
     if not ev["crc_valid"] and entry.magic < V2_MAGIC:
@@ -630,13 +650,17 @@ def _entry_events(
         return
     filtered = opts.from_offset is not None or opts.to_offset is not None
     filtered = filtered or opts.from_time is not None or opts.to_time is not None
+    # with a selector, the batch is shown only once one of its records is: until then `out`
+    # holds it back
+    pending = filtered and not problems
+    if lines is not None and isinstance(entry, RecordBatch) and not ev["is_control"]:
+        rendered = yield from _kernel_records(entry, lines, out, opts, budget, span, pending)
+        if rendered:
+            return
     make = _control_event if ev["is_control"] else make_event
     unbounded = not filtered and budget.left is None
     chunks = entry.record_chunks(opts.max_decompressed)
     problem = None
-    # with a selector, the batch is shown only once one of its records is: until then `out`
-    # holds it back
-    pending = filtered and not problems
     while True:
         try:
             recs = next(chunks, None)
@@ -680,6 +704,69 @@ def _entry_events(
         return  # the selection chose no record of this batch: nothing to show of it
     if out:
         yield out
+
+
+def _kernel_records(
+    entry: RecordBatch,
+    lines,
+    out: list,
+    opts: DumpOptions,
+    budget: _Budget,
+    span: _Span | None,
+    pending: bool,
+):
+    """The batch's records as the kernel's JSON lines (whole parts of up to kernel.JSON_PART
+    bytes), with ``out`` (the batch and its problems) before them; the same events, bytes and
+    selection as the core's loop in _entry_events. Returns False, having yielded nothing, when
+    the core must take the batch: its bytes are no longer in the window, it does not
+    decompress, or any record is not valid (the kernel checks all of them before the first
+    line goes out, so the core reports the problem exactly as it would have)."""
+    buf, base, size = entry.buf, entry.position, entry.size
+    covers = getattr(buf, "covers", None)  # a buffer read on demand (storage.mapped)
+    if covers is not None and not covers(base, base + size):
+        return False
+    cid = entry.compression_id
+    if cid == NONE:
+        data, start, end = buf, base + HEADER_SIZE, base + size
+    else:
+        try:  # the core's bounded codecs; a failure is the core's to report
+            with memoryview(buf) as mv:
+                data = codecs.decompress(
+                    cid, mv[base + HEADER_SIZE : base + size], opts.max_decompressed
+                )
+        except CorruptionError:
+            return False
+        start, end = 0, len(data)
+    log_append_time = entry.max_timestamp if entry.attributes & ATTR_TIMESTAMP_TYPE else None
+    filtered = span is not None and _selecting(opts)
+    done, validated = 0, False
+    while start >= 0:
+        left = budget.left
+        got = lines.render(
+            data, start, end, entry.records_count, entry.base_offset, entry.base_timestamp,
+            log_append_time, entry.base_sequence, done, validated,
+            None if left is None else min(left, _MAX_LEFT), kernel.JSON_PART,
+        )  # fmt: skip
+        if got is None:
+            if validated:  # cannot happen: the bytes were checked and do not change
+                raise AssertionError(f"{entry.source}: batch at byte {base} changed while read")
+            return False
+        text, start, done, emitted, lo, hi = got
+        validated = True
+        if left is not None:
+            budget.left = left - emitted
+        if emitted:
+            pending = False
+            if filtered:
+                span.add(lo, hi)
+            out.append(text)
+        if not pending and out:
+            yield out
+            out = []
+    return True
+
+
+_MAX_LEFT = 1 << 62  # a --limit beyond any segment's records
 
 
 def _control_event(rec: tuple, name: str) -> dict:
@@ -760,6 +847,11 @@ _RECORD_LINE = (
 )
 
 
+def _file_json(name: str, tags: dict | None) -> bytes:
+    """The file and the partition tags right after it, as record_event_maker orders them."""
+    return orjson.dumps({"file": name, **(tags or {})})[len(b'{"file":') : -1]
+
+
 def record_json_maker(name: str, mode: str, tags: dict | None = None):
     """A function (record tuple, file) -> the JSON line of its event, byte for byte what
     orjson.dumps(record_event_maker(...)(rec)) + newline gives (a test holds them equal), without
@@ -767,8 +859,7 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
     if mode == "none":
         return None
     dumps = orjson.dumps
-    # the file and the partition tags right after it, as record_event_maker orders them
-    file_json = dumps({"file": name, **(tags or {})})[len(b'{"file":') : -1]
+    file_json = _file_json(name, tags)
     ts_types = {t: t.encode() for t in ("CreateTime", "LogAppendTime", "NoTimestampType")}
     line = _RECORD_LINE
     b64 = b2a_base64
