@@ -136,6 +136,15 @@ class ShadowMap(mmap.mmap):
                     self.hi = pos
                     raise FileShrankError(self.path, pos, self.size, now)
                 pos += n
+        # A truncate racing a read can zero the tail of the page it cuts before the read copies
+        # it: the bytes just read are only trusted if the file still holds them afterwards.
+        try:
+            now = os.fstat(self.fd).st_size
+        except OSError:
+            now = target
+        if now < target:
+            good = max(self.hi, min(now, target))
+            raise FileShrankError(self.path, good, self.size, now)
         self.hi = target
         return target
 
@@ -158,6 +167,12 @@ class ShadowMap(mmap.mmap):
                     now = start + len(out)
                 raise FileShrankError(self.path, start + len(out), self.size, now)
             out += piece
+        try:  # as in ensure: a truncate racing the read may have zeroed what it copied
+            now = os.fstat(self.fd).st_size
+        except OSError:
+            now = end
+        if now < end:
+            raise FileShrankError(self.path, max(start, now), self.size, now)
         return bytes(out)
 
     def __del__(self) -> None:
