@@ -187,6 +187,14 @@ def index_add(builder, block: bytes) -> None:
             view = view[ROW.size :]
 
 
+def plain_runner():
+    """The kernel's ``plain_run(rows, base_offset, prev_last, want_epoch, epoch_next,
+    stop_at_producer) -> (n, last_offset, max_timestamp)`` — how many leading rows of a walk
+    block need no look from verify's per-batch checks — or None when the core is active."""
+    k = compiled()
+    return None if k is None else k.plain_run
+
+
 # --- records -> JSON Lines -----------------------------------------------------------------
 
 
