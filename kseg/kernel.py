@@ -27,6 +27,7 @@ ROW = struct.Struct("=11q")  # one walk row, as the kernel packs it (native int6
 _CHUNK_BATCHES = 4096  # rows per kernel call: bounds the rows buffer (352 KiB)
 _WINDOW = 64 << 20  # bytes per kernel call: lets the walk drop passed pages of a map in between
 _STOP_OTHER = 2
+_READ_WINDOW = 8 << 20  # bytes made readable per kernel call on a buffer read on demand
 
 _UNSET = object()
 _module = _UNSET
@@ -118,8 +119,8 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         if pos >= behind.next:
             behind.passed(pos)
         window = min(end, pos + _WINDOW)
-        if ensure is not None:
-            window = min(window, ensure(pos, window))
+        if ensure is not None:  # read on demand: as much at a time as the core's walk holds
+            window = min(window, ensure(pos, min(window, pos + _READ_WINDOW)))
         rows, stop, reason = walk(buf, pos, window, _CHUNK_BATCHES)
         if rows:
             yield rows

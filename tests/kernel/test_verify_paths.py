@@ -293,3 +293,31 @@ def test_real_entry_point_both_ways(tree, corrupt_cases, real_root, args):
     version = {w: run_kseg("--version", env=_env(w)).stdout.decode() for w in PATHS}
     assert "kernel: rust" in version[kernel.RUST]
     assert "kernel: python" in version[kernel.PYTHON]
+
+
+def test_kernel_scan_holds_a_bounded_window(tmp_path, monkeypatch):
+    """On a file read on demand (storage.mapped.ShadowMap) the kernel's walk makes a bounded
+    window readable at a time and lets go of what it passed, as the core's walk does."""
+    from kseg.storage import mapped
+
+    spec = [([(b"k" * 100, b"v" * 900, (), 0)] * 4, i * 4, False, None, 0) for i in range(600)]
+    log = fuzz_segment(tmp_path, make_segment(spec))
+    assert log.stat().st_size > 2 << 20
+    monkeypatch.setattr(mapped, "FILL_STEP", 64 << 10)
+    monkeypatch.setattr(mapped, "KEEP_BEHIND", 128 << 10)
+    monkeypatch.setattr(kernel, "_READ_WINDOW", 64 << 10)
+    widest = [0]
+    real = mapped.ShadowMap.ensure
+
+    def ensure(self, start, end):
+        out = real(self, start, end)
+        widest[0] = max(widest[0], self.hi - self.lo)
+        return out
+
+    monkeypatch.setattr(mapped.ShadowMap, "ensure", ensure)
+    use(monkeypatch, kernel.RUST)
+    rust = scan_facts(scan_segment(log, check_indexes=False))
+    assert rust["batches"] == 600
+    assert 0 < widest[0] <= (128 + 64 + 64 + 8) << 10
+    use(monkeypatch, kernel.PYTHON)
+    assert scan_facts(scan_segment(log, check_indexes=False)) == rust
