@@ -34,7 +34,10 @@ _module = _UNSET
 
 
 class KernelUnavailable(KsegError):
-    """KSEG_KERNEL asks for something that is not there (or is not a known choice)."""
+    """KSEG_KERNEL asks for something that is not there (or is not a known choice): the
+    user's setting, so a command exits 16 with this one line (kseg.exitcodes)."""
+
+    kind = "usage"
 
 
 def _load():

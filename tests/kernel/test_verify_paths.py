@@ -321,3 +321,16 @@ def test_kernel_scan_holds_a_bounded_window(tmp_path, monkeypatch):
     assert 0 < widest[0] <= (128 + 64 + 64 + 8) << 10
     use(monkeypatch, kernel.PYTHON)
     assert scan_facts(scan_segment(log, check_indexes=False)) == rust
+
+
+def test_unknown_kernel_choice_is_a_usage_error(tmp_path):
+    pdir = tmp_path / "t-0"
+    pdir.mkdir()
+    (pdir / "00000000000000000000.log").write_bytes(
+        make_segment([([(b"k", b"v", (), 0)], 0, False, None, 0)])
+    )
+    proc = run_kseg("verify", pdir, env=_env("fortran"))
+    assert proc.returncode == 16
+    assert proc.stderr.decode().count("\n") == 1
+    assert "KSEG_KERNEL='fortran' is not one of: rust, python, auto" in proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
