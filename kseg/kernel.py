@@ -27,13 +27,17 @@ ROW = struct.Struct("=11q")  # one walk row, as the kernel packs it (native int6
 _CHUNK_BATCHES = 4096  # rows per kernel call: bounds the rows buffer (352 KiB)
 _WINDOW = 64 << 20  # bytes per kernel call: lets the walk drop passed pages of a map in between
 _STOP_OTHER = 2
+_READ_WINDOW = 8 << 20  # bytes made readable per kernel call on a buffer read on demand
 
 _UNSET = object()
 _module = _UNSET
 
 
 class KernelUnavailable(KsegError):
-    """KSEG_KERNEL asks for something that is not there (or is not a known choice)."""
+    """KSEG_KERNEL asks for something that is not there (or is not a known choice): the
+    user's setting, so a command exits 16 with this one line (kseg.exitcodes)."""
+
+    kind = "usage"
 
     kind = "usage"  # kseg.exitcodes: a command reports it in one line and exits 16
 
@@ -120,8 +124,8 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         if pos >= behind.next:
             behind.passed(pos)
         window = min(end, pos + _WINDOW)
-        if ensure is not None:
-            window = min(window, ensure(pos, window))
+        if ensure is not None:  # read on demand: as much at a time as the core's walk holds
+            window = min(window, ensure(pos, min(window, pos + _READ_WINDOW)))
         rows, stop, reason = walk(buf, pos, window, _CHUNK_BATCHES)
         if rows:
             yield rows
@@ -187,6 +191,14 @@ def index_add(builder, block: bytes) -> None:
             r = ROW.unpack_from(view)
             builder.add(r[4], r[5], r[1])
             view = view[ROW.size :]
+
+
+def plain_runner():
+    """The kernel's ``plain_run(rows, base_offset, prev_last, want_epoch, epoch_next,
+    stop_at_producer) -> (n, last_offset, max_timestamp)`` — how many leading rows of a walk
+    block need no look from verify's per-batch checks — or None when the core is active."""
+    k = compiled()
+    return None if k is None else k.plain_run
 
 
 # --- records -> JSON Lines -----------------------------------------------------------------

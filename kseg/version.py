@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 
-def kernel() -> str:
-    """The implementation of the hot loops (CRC walk, record decoding). Today always "python";
-    a compiled kernel, when one is added, reports its own name here (e.g. "rust")."""
-    return "python"
-
-
 def version_line() -> str:
+    """``kseg <version>; kernel: rust|python (why)``: which implementation runs the hot loops
+    (kseg.kernel: the compiled kernel, or the pure-Python core)."""
     from . import __version__
+    from .kernel import KernelUnavailable, describe
 
-    return f"kseg {__version__} (kernel: {kernel()})"
+    try:
+        kernel = describe()
+    except KernelUnavailable as exc:  # KSEG_KERNEL asks for what is not there
+        kernel = f"kernel: unavailable ({exc})"
+    return f"kseg {__version__}; {kernel}"

@@ -96,6 +96,32 @@ fn py_walk<'py>(
     Ok((PyBytes::new(py, &raw), stop, reason))
 }
 
+/// plain_run(rows, base_offset, prev_last, want_epoch or None, epoch_next, stop_at_producer)
+/// -> (n, last_offset, max_timestamp)
+///
+/// How many leading walk rows need no look from kseg.verify.segment.scan_segment's per-batch
+/// checks (see walk::plain_run); the last of them's last_offset (prev_last when n is 0) and
+/// their largest max_timestamp (-1 when n is 0).
+#[pyfunction(name = "plain_run")]
+fn py_plain_run(
+    rows: &Bound<'_, PyAny>,
+    base_offset: i64,
+    prev_last: i64,
+    want_epoch: Option<i64>,
+    epoch_next: i64,
+    stop_at_producer: bool,
+) -> PyResult<(usize, i64, i64)> {
+    let b = Bytes::get(rows)?;
+    let p = walk::PlainRun {
+        base_offset,
+        prev_last,
+        want_epoch,
+        epoch_next,
+        stop_at_producer,
+    };
+    Ok(walk::plain_run(b.slice(), &p))
+}
+
 /// index_add(rows, state) -> (consumed, state, offset_index_bytes, time_index_bytes)
 ///
 /// Kafka's index-append rule (kseg.format.index_rule.IndexBuilder.add) over walk rows.
@@ -572,6 +598,7 @@ impl Records {
 fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_walk, m)?)?;
     m.add_function(wrap_pyfunction!(py_index_add, m)?)?;
+    m.add_function(wrap_pyfunction!(py_plain_run, m)?)?;
     m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;

@@ -183,3 +183,57 @@ impl IndexState {
         true
     }
 }
+
+/// What a run of rows must satisfy to need no look from the Python core: the parameters of
+/// kseg.verify.segment.scan_segment's fast path at the run's start.
+pub struct PlainRun {
+    pub base_offset: i64,
+    pub prev_last: i64,
+    pub want_epoch: Option<i64>,
+    pub epoch_next: i64,
+    pub stop_at_producer: bool,
+}
+
+pub const ATTR_CONTROL: i64 = 0x20;
+const INT32_MAX: i128 = 0x7FFF_FFFF;
+
+/// The number of leading walk rows (`raw`: native int64, ROW per row) that are plain: a v2
+/// batch whose CRC matched, offsets increasing from `prev_last`, within 2^31-1 of the base
+/// offset, not a control batch, a records_count that fits its offsets, inside the current
+/// leader-epoch range with the expected epoch, and (when transactions are tracked) without a
+/// producer id. This decides nothing: a row that is not plain goes to the core, which applies
+/// its rules (and may find it plain after all). Also returns the last row's last_offset and
+/// the run's largest max_timestamp (or -1).
+pub fn plain_run(raw: &[u8], p: &PlainRun) -> (usize, i64, i64) {
+    let mut prev_last = p.prev_last;
+    let mut max_ts: i64 = -1;
+    let mut n = 0usize;
+    for row in raw.chunks_exact(ROW * 8) {
+        let v = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&row[i * 8..i * 8 + 8]);
+            i64::from_ne_bytes(a)
+        };
+        let (magic, first, last, ts, count, attrs, pid, ok, ple) =
+            (v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9), v(10));
+        if ok != 1
+            || magic != 2
+            || first >= p.epoch_next
+            || first <= prev_last
+            || (last as i128) - (p.base_offset as i128) > INT32_MAX
+            || attrs & ATTR_CONTROL != 0
+            || count < 0
+            || (count as i128) > (last as i128) - (first as i128) + 1
+            || p.want_epoch.is_some_and(|e| e != ple)
+            || (p.stop_at_producer && pid >= 0)
+        {
+            break;
+        }
+        prev_last = last;
+        if ts > max_ts {
+            max_ts = ts;
+        }
+        n += 1;
+    }
+    (n, prev_last, max_ts)
+}

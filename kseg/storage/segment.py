@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from .. import kernel
 from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.log import Entry, iter_entries
@@ -145,6 +146,17 @@ class Segment:
     def batches(self, *, validate: bool = True, start: int = 0) -> Iterator[Entry]:
         """Every top-level entry from ``start``: see :func:`read_batches`."""
         return read_batches(self.log, validate=validate, start=start)
+
+    def walk_headers(self, buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
+        """The header walk (kseg.format.log.walk_headers: same tuples, same errors) over
+        ``buf``, this segment's ``mapped()`` bytes: on the compiled kernel when it is active
+        (kseg.kernel), else the pure-Python core."""
+        return kernel.walk_headers(buf, start, end)
+
+    def walk_blocks(self, buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+        """The same walk as blocks of packed rows (kseg.kernel.ROW): no Python object per batch
+        on the kernel's path (the core's path packs its tuples: use ``walk_headers`` there)."""
+        return kernel.walk_blocks(buf, start, end)
 
     # --- indexes -----------------------------------------------------------------------------
     def index(self, kind: str) -> IndexFile:

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import kernel
 from ..format import batch as v2
 from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
-from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches, walk_headers
+from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
 from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.magic import format_of
 from ..format.offset_index import OffsetIndex
@@ -19,6 +20,7 @@ from ..format.time_index import TimeIndex
 from ..format.timestamps import in_date_range, with_iso
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
+from ..kernel import ROW
 from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import findings as K
 from .findings import Finding, Patch, from_error
@@ -33,6 +35,7 @@ from .index_check import (
 )
 
 INT32_MAX = 0x7FFFFFFF
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _NEVER = 1 << 62
 
 
@@ -121,57 +124,95 @@ def scan_segment(
     epochs = epochs or EpochRanges([])
     want_epoch, epoch_next = None, -(1 << 63)
     with seg.mapped(sequential=True) as buf:
+
+        def look(t: tuple) -> None:
+            """Every per-batch check for one walk row (the common case inline)."""
+            nonlocal prev_last, valid, valid_last, want_epoch, epoch_next
+            pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = t
+            if first >= epoch_next:  # the next leader-epoch range (rare)
+                want_epoch, epoch_next = epochs.expected(first)
+            # fast path: a good, ordinary batch needs no further look
+            if (
+                deep
+                or (ple != want_epoch and want_epoch is not None and magic >= V2_MAGIC)
+                or not ok
+                or magic > V2_MAGIC
+                or first <= prev_last
+                or last - base > INT32_MAX
+                or (
+                    magic == V2_MAGIC
+                    and (attrs & v2.ATTR_CONTROL or not 0 <= count <= last - first + 1)
+                )
+            ):
+                h = EntryHeader(*t)
+                problem = None
+                if magic != V2_MAGIC:
+                    h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
+                    t = h
+                    pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
+                if problem is None:
+                    problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
+                if problem is None and want_epoch is not None and ple != want_epoch:
+                    _epoch_check(h, epochs, name, scan, valid)
+                if problem is not None:
+                    if valid:
+                        if problem.kind == INVALID_CONTROL:
+                            scan.kafka_fatal = problem
+                        _stop(scan, problem)
+                        valid = False
+                    else:
+                        scan.findings.append(problem)
+                    prev_last = max(prev_last, last)
+                    return
+            prev_last = last
+            if not valid:
+                return
+            # a valid entry in the prefix recovery keeps
+            scan.batches += 1
+            if scan.first_offset is None:
+                scan.first_offset = first
+            if max_ts > scan.max_timestamp:
+                scan.max_timestamp = max_ts
+            add(last, max_ts, size)
+            valid_last = last
+            if txn is not None and magic >= V2_MAGIC and pid >= 0:
+                _track_txn(txn, EntryHeader(*t), buf, scan)
+
+        plain_run = None if deep or not _I64_MIN <= base <= _I64_MAX else kernel.plain_runner()
         try:
-            for t in walk_headers(buf):
-                pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = t
-                if first >= epoch_next:  # the next leader-epoch range (rare)
-                    want_epoch, epoch_next = epochs.expected(first)
-                # fast path: a good, ordinary batch needs no further look
-                if (
-                    deep
-                    or (ple != want_epoch and want_epoch is not None and magic >= V2_MAGIC)
-                    or not ok
-                    or magic > V2_MAGIC
-                    or first <= prev_last
-                    or last - base > INT32_MAX
-                    or (
-                        magic == V2_MAGIC
-                        and (attrs & v2.ATTR_CONTROL or not 0 <= count <= last - first + 1)
-                    )
-                ):
-                    h = EntryHeader(*t)
-                    problem = None
-                    if magic != V2_MAGIC:
-                        h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
-                        t = h
-                        pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
-                    if problem is None:
-                        problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
-                    if problem is None and want_epoch is not None and ple != want_epoch:
-                        _epoch_check(h, epochs, name, scan, valid)
-                    if problem is not None:
-                        if valid:
-                            if problem.kind == INVALID_CONTROL:
-                                scan.kafka_fatal = problem
-                            _stop(scan, problem)
-                            valid = False
-                        else:
-                            scan.findings.append(problem)
-                        prev_last = max(prev_last, last)
-                        continue
-                prev_last = last
-                if not valid:
-                    continue
-                # a valid entry in the prefix recovery keeps
-                scan.batches += 1
-                if scan.first_offset is None:
-                    scan.first_offset = first
-                if max_ts > scan.max_timestamp:
-                    scan.max_timestamp = max_ts
-                add(last, max_ts, size)
-                valid_last = last
-                if txn is not None and magic >= V2_MAGIC and pid >= 0:
-                    _track_txn(txn, EntryHeader(*t), buf, scan)
+            if plain_run is None:  # the core's walk (or --deep: every batch gets a look)
+                for t in seg.walk_headers(buf):
+                    look(t)
+            else:
+                # the kernel's walk, in blocks of packed rows: runs of plain batches are taken
+                # whole (counted, indexed) without a Python object each; every other row gets
+                # the look above
+                row_size = ROW.size
+                track = txn is not None
+                for block in seg.walk_blocks(buf):
+                    view = memoryview(block)
+                    i, n = 0, len(view)
+                    while i < n:
+                        k, last, max_ts = plain_run(
+                            view[i:], base, prev_last, want_epoch, min(epoch_next, _I64_MAX), track
+                        )
+                        if k:
+                            j = i + k * row_size
+                            if valid:
+                                if scan.first_offset is None:
+                                    scan.first_offset = ROW.unpack_from(view, i)[3]
+                                scan.batches += k
+                                if max_ts > scan.max_timestamp:
+                                    scan.max_timestamp = max_ts
+                                kernel.index_add(builder, view[i:j])
+                                valid_last = last
+                            prev_last = last
+                            i = j
+                            if i >= n:
+                                break
+                        r = ROW.unpack_from(view, i)
+                        look(r[:9] + (r[9] == 1,) + r[10:])
+                        i += row_size
         except CorruptionError as exc:
             f = from_error(exc.in_file(name), name)
             if valid:
@@ -327,7 +368,9 @@ def _check_pass(
     prefix_max = -1
     flipped = {p.position - MAGIC_POS for p in scan.patches}  # v2 batches with magic 0/1
     with seg.mapped(sequential=True) as buf:
-        for pos, _size, magic, _first, last, max_ts, *_ in walk_headers(buf, 0, scan.valid_bytes):
+        for pos, _size, magic, _first, last, max_ts, *_ in seg.walk_headers(
+            buf, 0, scan.valid_bytes
+        ):
             if magic < V2_MAGIC and pos in flipped:
                 b = v2.RecordBatch(buf, pos)
                 last, max_ts = b.last_offset, b.max_timestamp

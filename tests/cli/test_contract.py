@@ -647,7 +647,13 @@ def test_readme_conventions_show_the_table():
 def test_version(flag):
     proc = run_kseg(flag)
     assert proc.returncode == 0 and proc.stderr == b""
-    assert proc.stdout.decode() == f"kseg {kseg.__version__} (kernel: python)\n"
+    from kseg import kernel
+
+    assert proc.stdout.decode() == f"kseg {kseg.__version__}; {kernel.describe()}\n"
+    forced = run_kseg(flag, env={**os.environ, "KSEG_KERNEL": "python"})
+    assert (
+        forced.stdout.decode() == f"kseg {kseg.__version__}; kernel: python (KSEG_KERNEL=python)\n"
+    )
 
 
 def test_shell_completion():

@@ -38,6 +38,11 @@ def test_index_views_and_segment_names_only_in_storage_and_format():
     assert in_storage == ["storage/segment.py"]
 
 
+# kseg/kernel.py (the compiled kernel's splice) sits beside format: it imports only format, and
+# Segment's walk uses it
+LEVEL_OF_FORMAT = ("format", "kernel")
+
+
 def test_storage_imports_only_format_and_storage():
     upward = []
     for rel, text in _sources():
@@ -46,10 +51,26 @@ def test_storage_imports_only_format_and_storage():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and node.level:
                 target = (node.module or "").split(".")[0]
-                if node.level == 2 and target not in ("format", ""):
+                if node.level == 2 and target not in (*LEVEL_OF_FORMAT, ""):
                     upward.append((rel, node.module))
                 if node.level == 2 and target == "" and node.names:
-                    upward += [(rel, a.name) for a in node.names if a.name != "format"]
+                    upward += [(rel, a.name) for a in node.names if a.name not in LEVEL_OF_FORMAT]
             elif isinstance(node, ast.Import):
                 upward += [(rel, a.name) for a in node.names if a.name.startswith("kseg.")]
     assert upward == []
+
+
+def test_kernel_splice_imports_only_format():
+    """kseg/kernel.py may be imported by storage: it must not import upwards itself."""
+    tree = ast.parse((PACKAGE / "kernel.py").read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            target = (node.module or "").split(".")[0]
+            if target == "":
+                found += [a.name for a in node.names if a.name != "_kernel"]
+            elif target != "format":
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("kseg")]
+    assert found == []
