@@ -204,6 +204,8 @@ class RemoteMap(ShadowMap):
         return self
 
     def _read_into(self, view: memoryview, pos: int) -> int:
+        if self.file is None:
+            raise ValueError(f"{self.path} is closed")
         try:
             self.file.seek(pos)
             return self.file.readinto(view)
