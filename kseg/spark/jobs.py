@@ -311,13 +311,14 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
 
 
 class _End:
-    """The three things verify_root_checkpoints reads of a partition report."""
+    """What verify_root_checkpoints reads of a partition report."""
 
     def __init__(self, pdir, end: int | None, below_log_start: bool = False) -> None:
         from ..storage.tree import Target
 
         self.target = Target(pdir, [])
         self.log_end_offset = end
+        self.kafka_log_end = end  # the summary row's offset is report.kafka_log_end
         self.below_log_start = below_log_start
 
 
