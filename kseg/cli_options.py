@@ -88,13 +88,6 @@ SparkPathsArg = Annotated[
         show_default=False,
     ),
 ]
-SparkLocalPathsArg = Annotated[
-    list[str],
-    typer.Argument(
-        help="log.dirs roots, trees of them, or partition dirs (local or mounted paths).",
-        show_default=False,
-    ),
-]
 TopicOpt = Annotated[
     str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
 ]

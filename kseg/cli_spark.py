@@ -22,7 +22,6 @@ from .cli_options import (
     PerHourOpt,
     QuietOpt,
     SparkDeepOpt,
-    SparkLocalPathsArg,
     SparkPathsArg,
     TopicOpt,
     ToTimeOpt,
@@ -124,7 +123,7 @@ def spark_export(
 
 @command(spark_app, "verify")
 def spark_verify(
-    inputs: SparkLocalPathsArg,
+    inputs: SparkPathsArg,
     out: FindingsOutOpt = None,
     deep: SparkDeepOpt = False,
     index_interval_bytes: IntervalOpt = 4096,

@@ -67,13 +67,10 @@ def require_input(paths: list[str], topic: str | None = None, *, segments: bool 
     """Raise :class:`NoInput` (one line naming the inputs) when no partition dir (with
     ``segments``: no segment) is found under ``paths``. Runs on the driver before any Spark job:
     a listing, stopping at the first segment found."""
-    from . import fs, planning
+    from . import planning
 
     parts = planning.find_partitions([str(p) for p in paths], planning.Prune(topic=topic))
-    if parts and (
-        not segments
-        or any(planning.is_live_log(e.name) for pdir, *_ in parts for e in fs.list_dir(pdir))
-    ):
+    if parts and (not segments or any(planning.has_segment(pdir) for pdir, *_ in parts)):
         return
     what = "segment (.log file)" if parts else "partition directory (<topic>-<n>)"
     sel = f" of a topic matching {topic!r}" if topic else ""
@@ -277,9 +274,10 @@ def export(
 
 def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
     """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
-    from ..storage.tree import layout
+    from ..storage.uri import as_path
     from ..verify.findings import ERROR, INFO, WARNING
     from ..verify.partition import verify_root_checkpoints
+    from .planning import log_dirs
 
     require_input(paths, options.get("topic"), segments=False)
     df = read(spark, paths, mode="findings", **options)
@@ -288,14 +286,13 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
     rows = [r.asDict() for r in df.collect()]
     summaries = [r for r in rows if r["severity"] == "summary"]
     found = [r for r in rows if r["severity"] != "summary"]
-    # log.dirs checkpoint files against the log ends the executors found
-    roots = [Path(r) for p in paths if "://" not in p for r in layout(p.rstrip("/") or "/").roots]
-    for root in roots:
-        below = {r["file"] for r in found if r["kind"] == "below_log_start"}
+    # log.dirs checkpoint files against the log ends the executors found (paths or URIs)
+    below = {r["file"] for r in found if r["kind"] == "below_log_start"}
+    for root in log_dirs(paths):
         ends = [
-            _End(Path(s["file"]), s["offset"], s["file"] in below)
+            _End(as_path(s["file"]), s["offset"], s["file"] in below)
             for s in summaries
-            if Path(s["file"]).parent == root
+            if as_path(s["file"]).parent == root
         ]
         for f, tags in verify_root_checkpoints(root, ends):
             found.append({**tags, **f.to_event()})
@@ -314,9 +311,9 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
 
 
 class _End:
-    """The three things verify_root_checkpoints reads of a partition report."""
+    """What verify_root_checkpoints reads of a partition report."""
 
-    def __init__(self, pdir: Path, end: int | None, below_log_start: bool = False) -> None:
+    def __init__(self, pdir, end: int | None, below_log_start: bool = False) -> None:
         from ..storage.tree import Target
 
         self.target = Target(pdir, [])

@@ -4,6 +4,9 @@ One input partition per segment at least; a segment larger than ``max_bytes`` is
 boundaries taken from its offset index (each boundary is checked to really start a batch before it
 is used), so one 1 GiB segment keeps every core busy. Filters prune segments by file name (offset)
 and by the time index's last entry (the segment's max timestamp) before any data is read.
+
+Local paths and URIs alike: the tree walk is kseg.storage.tree's, the segments and their indexes
+kseg.storage's Partition and Segment (which read a URI through pyarrow.fs).
 """
 
 from __future__ import annotations
@@ -11,12 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..format.log import check_entry_header
-from ..format.offset_index import ENTRY as OFFSET_ENTRY
-from ..format.time_index import ENTRY as TIME_ENTRY
-from ..format.time_index import TimeIndex
-from ..storage import files as F
 from ..storage import tree
-from . import fs
+from ..storage.partition import Partition
+from ..storage.segment import Segment
+from ..storage.uri import as_path
 
 DEFAULT_MAX_BYTES = 128 << 20
 
@@ -48,19 +49,14 @@ class Prune:
     to_time: int | None = None
 
 
-def _lister(path: str) -> list[tree.Child]:
-    return [tree.Child(e.name, e.path, e.is_dir) for e in fs.list_dir(path)]
-
-
 def find_partitions(paths: list[str], prune: Prune) -> list[tuple[str, str, int, str]]:
     """(partition dir, topic, partition, log dir) for every input: a log.dirs root, a directory
-    of roots (e.g. one per broker), or partition dirs, told apart by content exactly as the local
-    commands do (kseg.storage.tree). Deleted/future/stray partition dirs are left out. Raises
-    tree.InputError for an input with nothing Kafka in it."""
+    of roots (e.g. one per broker), or partition dirs, local paths or URIs, told apart by content
+    exactly as the local commands do (kseg.storage.tree). Deleted/future/stray partition dirs are
+    left out. Raises tree.InputError for an input with nothing Kafka in it."""
     out = []
     for path in paths:
-        path = path.rstrip("/") or "/"
-        lay = tree.layout(path, _lister, is_dir=fs.is_dir(path) if fs.is_uri(path) else None)
+        lay = tree.layout(_normalized(path))
         if lay.kind == tree.FILE:
             raise tree.InputError(
                 tree.NOT_KAFKA_FILE, path, "Spark jobs take directories: a root or partition dirs"
@@ -76,15 +72,26 @@ def find_partitions(paths: list[str], prune: Prune) -> list[tuple[str, str, int,
     return sorted(out, key=lambda t: (t[1], t[2], t[3], t[0]))
 
 
+def _normalized(path: str) -> str:
+    """A local path or URI without trailing slashes (a URI as kseg.storage.uri writes it)."""
+    if "://" not in path:
+        return path.rstrip("/") or "/"
+    try:
+        return str(as_path(path))
+    except ValueError as exc:
+        raise tree.InputError("usage", path, str(exc).removeprefix(f"{path}: ")) from None
+
+
 def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Task]:
+    """The tasks over every selected partition's segments (kseg.storage.partition.Partition:
+    its listing, its indexes), pruned by offsets and max timestamps before any log is read."""
     tasks: list[Task] = []
     for pdir, topic, part, log_dir in find_partitions(paths, prune):
-        entries = fs.list_dir(pdir)
-        names = {e.name: e for e in entries}
-        logs = sorted((F.file_kind(e.name).base_offset, e) for e in entries if is_live_log(e.name))
-        for i, (base, entry) in enumerate(logs):
-            next_base = logs[i + 1][0] if i + 1 < len(logs) else None
-            if prune.to_offset is not None and base > prune.to_offset:
+        partition = Partition(pdir)
+        segments = partition.segments
+        for i, seg in enumerate(segments):
+            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            if prune.to_offset is not None and seg.base_offset > prune.to_offset:
                 continue
             if (
                 prune.from_offset is not None
@@ -92,14 +99,15 @@ def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> 
                 and next_base <= prune.from_offset
             ):
                 continue
-            if prune.from_time is not None and i + 1 < len(logs):  # the active segment: always read
-                tname = F.segment_file_name(base, ".timeindex")
-                max_ts = _max_timestamp(names.get(tname), base)
+            if prune.from_time is not None:  # never the active segment (None: read it)
+                max_ts = partition.indexed_max_timestamp(seg)
                 if max_ts is not None and max_ts < prune.from_time:
                     continue
-            iname = F.segment_file_name(base, ".index")
-            for start, end in split(entry.path, entry.size, names.get(iname), base, max_bytes):
-                tasks.append(Task(entry.path, topic, part, base, start, end, log_dir=log_dir))
+            for start, end in split(seg, max_bytes):
+                tasks.append(
+                    Task(str(seg.log), topic, part, seg.base_offset, start, end, log_dir=log_dir)
+                )
+            seg.release()  # planning 1000s of segments keeps no index in memory
     return tasks
 
 
@@ -111,64 +119,64 @@ def partition_tasks(paths: list[str], prune: Prune) -> list[Task]:
     ]
 
 
-def is_live_log(name: str) -> bool:
-    k = F.file_kind(name)
-    return k.kind == F.LOG and not k.temp_suffix
+def log_dirs(paths: list[str]) -> list:
+    """The log.dirs roots given or found among ``paths`` (Paths or UriPaths), for the
+    root-level checks."""
+    return [as_path(r) for p in paths for r in tree.layout(_normalized(p)).roots]
 
 
-def _max_timestamp(tindex: fs.Entry | None, base: int) -> int | None:
-    """The time index's last entry (Kafka's own source for a segment's max timestamp)."""
-    if tindex is None or tindex.size == 0 or tindex.size % TIME_ENTRY.size:
-        return None
-    if tindex.size <= 64 * 1024:
-        idx = TimeIndex(fs.read_bytes(tindex.path), base)
-        return idx.last_entry().timestamp if len(idx) else None
-    last = fs.read_bytes(tindex.path, tindex.size - TIME_ENTRY.size, TIME_ENTRY.size)
-    if last == bytes(TIME_ENTRY.size):
-        return None  # preallocated: unknown without a scan, so do not prune
-    return TIME_ENTRY.unpack(last)[0]
+def has_segment(pdir: str) -> bool:
+    """Does the partition dir hold a live segment?"""
+    return bool(Partition(pdir).segments)
 
 
-def split(
-    path: str, size: int, index: fs.Entry | None, base: int, max_bytes: int
-) -> list[tuple[int, int]]:
-    """Byte ranges of at most ~max_bytes, cut at batch boundaries from the offset index."""
-    if size <= max_bytes or index is None or index.size < OFFSET_ENTRY.size:
+# a batch longer than this is never checked as a cut (its CRC would be read on the driver)
+_MAX_BOUNDARY_CHECK = 16 << 20
+
+
+def split(seg: Segment, max_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges of at most ~max_bytes, cut at batch boundaries from the segment's offset
+    index (a usable one: missing or insane, the segment is one range)."""
+    size = seg.size()
+    if size <= max_bytes:
         return [(0, size)] if size else []
-    data = fs.read_bytes(index.path)
-    positions = [
-        p
-        for _, p in OFFSET_ENTRY.iter_unpack(
-            data[: len(data) // OFFSET_ENTRY.size * OFFSET_ENTRY.size]
-        )
-        if 0 < p < size
-    ]
+    idx = seg.offset_index()
+    if idx is None or not len(idx):
+        return [(0, size)]
     cuts, last = [], 0
-    for pos in positions:
-        if pos - last >= max_bytes and _is_boundary(path, pos, size):
-            cuts.append(pos)
-            last = pos
+    with seg.mapped() as buf:
+        for n in range(len(idx)):
+            pos = idx.entry(n).position
+            if 0 < pos < size and pos - last >= max_bytes and _is_boundary(buf, pos, size):
+                cuts.append(pos)
+                last = pos
     bounds = [0] + cuts + [size]
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _is_boundary(path: str, pos: int, size: int) -> bool:
-    """Does a plausible entry start at ``pos``? (A wrong index must not split inside a batch.)"""
+def _is_boundary(buf, pos: int, size: int) -> bool:
+    """Does a plausible entry start at ``pos``? (A wrong index must not split inside a batch.)
+    Reads only the bytes it checks (``read_range``: a URI's file is not pulled in whole)."""
     from ..format.batch import CRC_COVERAGE_START, CRC_POS, HEADER, MAGIC
     from ..format.crc import crc32c
     from ..format.entry import LOG_OVERHEAD, MAGIC_POS, SIZE_POS
 
-    head = fs.read_bytes(path, pos, HEADER.size)
-    if len(head) < HEADER.size:
+    if pos + HEADER.size > size:
         return False
     try:
+        head = buf.read_range(pos, pos + HEADER.size)
         check_entry_header(head, 0, size - pos)  # reads only the first 17 bytes
-    except Exception:  # noqa: BLE001 - any doubt: do not cut here
+    except Exception:  # noqa: BLE001 - any doubt (a short read included): do not cut here
         return False
     if head[MAGIC_POS] != MAGIC:
         return True  # legacy: the size checks above are what we can afford
     length = int.from_bytes(head[SIZE_POS:LOG_OVERHEAD], "big")
-    body = fs.read_bytes(path, pos, length + LOG_OVERHEAD)
-    return len(body) == length + LOG_OVERHEAD and crc32c(
-        body[CRC_COVERAGE_START:]
-    ) == int.from_bytes(head[CRC_POS:CRC_COVERAGE_START], "big")
+    if length + LOG_OVERHEAD > _MAX_BOUNDARY_CHECK:
+        return False
+    try:
+        body = buf.read_range(pos, pos + length + LOG_OVERHEAD)
+    except OSError:
+        return False
+    return crc32c(body[CRC_COVERAGE_START:]) == int.from_bytes(
+        head[CRC_POS:CRC_COVERAGE_START], "big"
+    )

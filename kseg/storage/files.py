@@ -61,7 +61,10 @@ class FileKind:
 
 
 def file_kind(path: str | Path) -> FileKind:
-    name = os.path.basename(os.fspath(path))  # Path(path).name, without building a Path
+    if isinstance(path, str):
+        name = os.path.basename(path)  # Path(path).name, without building a Path
+    else:  # a Path or a UriPath (kseg.storage.uri) has its name; a Segment is its .log
+        name = getattr(path, "name", None) or os.path.basename(os.fspath(path))
     m = _SEGMENT_RE.match(name)
     if m:
         return FileKind(SEGMENT_SUFFIXES[m.group(2)], int(m.group(1)), m.group(3))

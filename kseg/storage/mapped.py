@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .uri import UriPath
+
 _PAGE = mmap.PAGESIZE
 FILL_STEP = 8 << 20  # read ahead of the walk in pieces of this size
 KEEP_BEHIND = 16 << 20  # release what the walk has passed beyond this much
@@ -79,8 +81,12 @@ def open_regular(path: str | Path) -> int:
     return fd
 
 
-def read_file(path: str | Path) -> bytes:
-    """The whole content of a regular file (indexes, checkpoints: small files)."""
+def read_file(path) -> bytes:
+    """The whole content of a regular file (indexes, checkpoints: small files); a URI's is
+    refused above kseg.storage.uri.MAX_WHOLE_READ."""
+    remote = _remote(path)
+    if remote is not None:
+        return remote.read_bytes()
     fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -127,14 +133,10 @@ class ShadowMap(mmap.mmap):
         with memoryview(self) as mv:
             pos = self.hi
             while pos < target:
-                n = os.preadv(self.fd, [mv[pos:target]], pos)
+                n = self._read_into(mv[pos:target], pos)
                 if n <= 0:
-                    try:
-                        now = os.fstat(self.fd).st_size
-                    except OSError:
-                        now = pos
                     self.hi = pos
-                    raise FileShrankError(self.path, pos, self.size, now)
+                    raise FileShrankError(self.path, pos, self.size, self._size_now(pos))
                 pos += n
         # A truncate racing a read can zero the tail of the page it cuts before the read copies
         # it: the bytes just read are only trusted if the file still holds them afterwards.
@@ -155,16 +157,11 @@ class ShadowMap(mmap.mmap):
     def read_range(self, start: int, end: int) -> bytes:
         """[start, end) read again from the file, as bytes of their own (for a batch kept after
         the walk has passed and released it): the walk's window is left as it is."""
-        if self.fd < 0:
-            raise ValueError(f"{self.path} is closed")
         out = bytearray()
         while len(out) < end - start:
-            piece = os.pread(self.fd, end - start - len(out), start + len(out))
+            piece = self._read(end - start - len(out), start + len(out))
             if not piece:
-                try:
-                    now = os.fstat(self.fd).st_size
-                except OSError:
-                    now = start + len(out)
+                now = self._size_now(start + len(out))
                 raise FileShrankError(self.path, start + len(out), self.size, now)
             out += piece
         try:  # as in ensure: a truncate racing the read may have zeroed what it copied
@@ -174,6 +171,21 @@ class ShadowMap(mmap.mmap):
         if now < end:
             raise FileShrankError(self.path, max(start, now), self.size, now)
         return bytes(out)
+
+    # --- the file behind it (a local fd here; RemoteMap reads through pyarrow) --------------
+    def _read_into(self, view: memoryview, pos: int) -> int:
+        return os.preadv(self.fd, [view], pos)
+
+    def _read(self, n: int, pos: int) -> bytes:
+        if self.fd < 0:
+            raise ValueError(f"{self.path} is closed")
+        return os.pread(self.fd, n, pos)
+
+    def _size_now(self, pos: int) -> int:
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError:
+            return pos
 
     def __del__(self) -> None:
         # a map handed out without a with-block (read_batches) closes its file when it goes
@@ -196,28 +208,101 @@ class ShadowMap(mmap.mmap):
         super().close()
 
 
-@contextmanager
-def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
-    """The bytes of the regular file ``path`` for the duration of the block, as a
-    :class:`ShadowMap` (b"" for an empty file). Nothing is opened for writing.
+class RemoteMap(ShadowMap):
+    """A :class:`ShadowMap` filled from a file named by a URI (kseg.storage.uri): the same
+    on-demand window, read by ranged reads through pyarrow (one request per FILL_STEP on object
+    storage), never the whole file into memory."""
 
-    ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
-    aggressively."""
+    def __new__(cls, file, size: int, uri):
+        self = super().__new__(cls, -1, size, str(uri))
+        self.file, self.uri = file, uri
+        return self
+
+    def _read_into(self, view: memoryview, pos: int) -> int:
+        if self.file is None:
+            raise ValueError(f"{self.path} is closed")
+        try:
+            self.file.seek(pos)
+            return self.file.readinto(view)
+        except OSError as exc:
+            raise self.uri._error(exc) from None
+
+    def _read(self, n: int, pos: int) -> bytes:
+        if self.file is None:
+            raise ValueError(f"{self.path} is closed")
+        try:
+            return bytes(self.file.read_at(n, pos))
+        except OSError as exc:
+            raise self.uri._error(exc) from None
+
+    def _size_now(self, pos: int) -> int:
+        now = self.uri.size_now()
+        return pos if now is None else now
+
+    def __del__(self) -> None:
+        if getattr(self, "file", None) is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass
+            self.file = None
+
+    def close(self) -> None:
+        self.__del__()
+        super().close()
+
+
+def _remote(path) -> UriPath | None:
+    """The URI behind ``path`` (a URI string, a UriPath, or a Segment of one); None for a local
+    path (checked first: the common case pays one isinstance)."""
+    if isinstance(path, Path):
+        return None
+    if isinstance(path, str):
+        return UriPath(path) if "://" in path else None
+    if isinstance(path, UriPath):
+        return path
+    local = os.fspath(path)  # a Segment stands for its .log
+    return UriPath(local) if isinstance(local, str) and "://" in local else None
+
+
+def _open(path, sequential: bool) -> bytes | ShadowMap:
+    """The file's reader: b"" when empty, a ShadowMap for a local file, a RemoteMap for a URI."""
+    remote = _remote(path)
+    if remote is not None:
+        f, size = remote.open_input()
+        if size == 0:
+            f.close()
+            return b""
+        try:
+            return RemoteMap(f, size, remote)
+        except BaseException:
+            f.close()
+            raise
     fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size == 0:
             os.close(fd)
-            fd = -1
-            yield b""
-            return
+            return b""
         if sequential and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        mm = ShadowMap(fd, size, str(path))
+        return ShadowMap(fd, size, str(path))
     except BaseException:
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
         raise
+
+
+@contextmanager
+def mapped(path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
+    """The bytes of the regular file ``path`` (a local path or a URI) for the duration of the
+    block, as a :class:`ShadowMap` (b"" for an empty file). Nothing is opened for writing.
+
+    ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
+    aggressively."""
+    mm = _open(path, sequential)
+    if isinstance(mm, bytes):  # empty
+        yield mm
+        return
     try:
         yield mm
     finally:
@@ -227,24 +312,19 @@ def mapped(path: str | Path, *, sequential: bool = False) -> Iterator[bytes | Sh
             pass  # a caller still holds a view; the map closes when it is released
 
 
-def open_mapped(path: str | Path) -> bytes | ShadowMap:
+def open_mapped(path) -> bytes | ShadowMap:
     """Like :func:`mapped`, without a block: the map (and its file) close when the last
     reference goes, e.g. the last batch view a caller keeps (kseg.read_batches)."""
-    fd = open_regular(path)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            os.close(fd)
-            return b""
-        return ShadowMap(fd, size, str(path))
-    except BaseException:
-        os.close(fd)
-        raise
+    return _open(path, False)
 
 
-def map_file(path: str | Path) -> bytes | mmap.mmap:
+def map_file(path) -> bytes | mmap.mmap:
     """A read-only map of a small file read at random (an index: a lookup touches a few pages),
-    closed when the last reference goes. Regular files only."""
+    closed when the last reference goes. Regular files only. A URI's file is read whole (size
+    checked first): a few binary searches would cost as many requests."""
+    remote = _remote(path)
+    if remote is not None:
+        return remote.read_bytes()
     fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size

@@ -23,6 +23,7 @@ from . import files as F
 from .mapped import read_file
 from .segment import OFFSET_INDEX, TIME_INDEX, Segment
 from .tree import live_log_names
+from .uri import UriPath, as_path
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -32,7 +33,8 @@ class Partition:
     """A partition directory seen through its file names and index files. ``whole_indexes``:
     see :class:`Segment`."""
 
-    def __init__(self, pdir: Path, *, whole_indexes: bool = False) -> None:
+    def __init__(self, pdir: str | Path | UriPath, *, whole_indexes: bool = False) -> None:
+        pdir = as_path(pdir)  # a local path or a URI (kseg.storage.uri)
         self.dir = pdir
         name = F.parse_partition_dir(pdir.name)
         # a directory not named <topic>-<partition> (a loose segment file's): null, as in dump
@@ -186,6 +188,17 @@ class Partition:
                 best = max(best, h[5])  # max_timestamp
         self._max_timestamps[seg.base_offset] = best
         return best
+
+    def indexed_max_timestamp(self, seg: Segment) -> int | None:
+        """The max timestamp of an inactive segment from its time index's last entry (Kafka's
+        own source), when the index is usable, not preallocated and not empty; None when only a
+        walk of the log could tell. Reads no log (Spark's planner prunes with it)."""
+        if seg is self.segments[-1]:
+            return None
+        tidx = self.time_index(seg)
+        if tidx is None or tidx.padded_bytes or not len(tidx):
+            return None
+        return tidx.last_entry().timestamp
 
     # --- lookups -----------------------------------------------------------------------------
     def segment_for(self, offset: int) -> Segment | None:

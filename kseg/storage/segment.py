@@ -6,6 +6,10 @@ This is the one place where a segment's files are opened: the `.log` through the
 file map that can fault), each index at most once, lazily, and sanity-checked at most once
 (Kafka's ``sanityCheck``). Why an index cannot be used is said by one text
 (:meth:`IndexFile.warning`), whoever asks.
+
+A segment named by a URI (a :class:`~kseg.storage.uri.UriPath`, or a string with a scheme) is the
+same object: its `.log` is read in ranges on demand through pyarrow.fs
+(:class:`~kseg.storage.mapped.RemoteMap`), its indexes whole after a size check.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from . import files as F
 from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
+from .uri import UriPath, as_path
 
 OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
 EXTENSIONS = {kind: ext for ext, kind in F.SEGMENT_SUFFIXES.items()}  # "index" -> ".index"
@@ -84,8 +89,8 @@ class Segment:
     and must not fault if the file shrinks: verify) instead of mapping it for a few binary
     searches (lookups touch a few pages: seek, dump's start position)."""
 
-    def __init__(self, log: str | Path, *, whole_indexes: bool = False) -> None:
-        log = log if isinstance(log, Path) else Path(log)
+    def __init__(self, log: str | Path | UriPath, *, whole_indexes: bool = False) -> None:
+        log = log if isinstance(log, Path) else as_path(log)  # a local path or a URI
         kind = F.file_kind(log)
         if kind.kind not in _SEGMENT_KINDS or kind.base_offset is None:
             raise ValueError(f"{log}: not a segment file name (<20-digit offset>.log)")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import files as F
+from .uri import UriPath
 
 FILE, PARTITION, ROOT, ROOTS = "file", "partition", "root", "roots"
 # input errors, mapped to exit codes by kseg.exitcodes.EXIT_FOR
@@ -94,6 +95,18 @@ def local_lister(path: str) -> list[Child]:
     return sorted(out, key=lambda c: c.name)
 
 
+def uri_lister(path: str) -> list[Child]:
+    """A URI directory's entries, through pyarrow.fs (kseg.storage.uri)."""
+    return sorted(
+        (Child(c.name, str(c), c.is_dir()) for c in UriPath(path).iterdir()),
+        key=lambda c: c.name,
+    )
+
+
+def lister_for(path: str) -> Lister:
+    return uri_lister if "://" in path else local_lister
+
+
 def _has_root_files(children: list[Child]) -> bool:
     return any(not c.is_dir and c.name in ROOT_FILE_NAMES for c in children)
 
@@ -157,14 +170,21 @@ def _root_partitions(root: str, children: list[Child], ls: Lister) -> list | Non
     return None
 
 
-def layout(path: str, ls: Lister = local_lister, *, is_dir: bool | None = None) -> Layout:
-    """Classify one input path. Raises InputError when it holds nothing Kafka."""
+def layout(path: str, ls: Lister | None = None, *, is_dir: bool | None = None) -> Layout:
+    """Classify one input path (a local path or a URI). Raises InputError when it holds
+    nothing Kafka."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
+    if ls is None:
+        ls = lister_for(path)
     if is_dir is None:
         try:
-            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+            mode = UriPath(path).stat().st_mode if "://" in path else os.stat(path).st_mode
+            is_dir = stat.S_ISDIR(mode)
         except FileNotFoundError:
             raise InputError(NO_SUCH_PATH, path, "no such file or directory") from None
+        except ValueError as exc:  # a URI kseg cannot read (a query, a scheme pyarrow lacks)
+            why = str(exc).removeprefix(f"{path}: ")
+            raise InputError("usage", path, why) from None
         except OSError as exc:  # e.g. a parent directory that may not be entered
             raise InputError(UNREADABLE, path, exc.strerror or str(exc)) from None
     if not is_dir:
@@ -284,7 +304,7 @@ def live_log_names(pdir: Path) -> list[tuple[int, str]]:
     """(base offset, name) of the live `.log` files, in offset order: names only (a partition
     holds 1000s of files; a Path is built only for what is used)."""
     logs = []
-    for name in os.listdir(pdir):
+    for name in pdir.listdir() if isinstance(pdir, UriPath) else os.listdir(pdir):
         k = F.file_kind(name)
         if k.kind == F.LOG and not k.temp_suffix:
             logs.append((k.base_offset, name))

@@ -10,8 +10,6 @@ from pathlib import Path
 import kseg
 
 PACKAGE = Path(kseg.__file__).parent
-# Spark's planner reads time indexes of URIs (pyarrow.fs), which Segment does not read yet
-NOT_YET_THROUGH_SEGMENT = {"spark/planning.py"}
 
 
 def _sources():
@@ -24,9 +22,7 @@ def test_index_views_and_segment_names_only_in_storage_and_format():
     found = sorted(
         rel
         for rel, text in _sources()
-        if opening.search(text)
-        and not rel.startswith(("storage/", "format/"))
-        and rel not in NOT_YET_THROUGH_SEGMENT
+        if opening.search(text) and not rel.startswith(("storage/", "format/"))
     )
     assert found == []
     # within storage, the index opener is called by storage/segment.py only
