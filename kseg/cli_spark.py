@@ -11,6 +11,7 @@ from .cli_options import (
     ConfOpt,
     ExportFormatOpt,
     ExportFromTimeOpt,
+    ExportWriterOpt,
     FindingsOutOpt,
     FormatOpt,
     HeadersOpt,
@@ -82,6 +83,7 @@ def spark_export(
     fmt: ExportFormatOpt = "parquet",
     partition_by: PartitionByOpt = "topic,partition",
     headers: HeadersOpt = True,
+    writer: ExportWriterOpt = None,
     topic: TopicOpt = None,
     from_time: ExportFromTimeOpt = None,
     to_time: ToTimeOpt = None,
@@ -101,6 +103,8 @@ def spark_export(
 
     if fmt not in ("parquet", "json"):
         raise BadOption("parquet or json", "--format")
+    if writer not in (None, "arrow", "spark"):
+        raise BadOption("arrow or spark", "--writer")
     from_ms = parse_option_time(from_time, "--from-time")
     to_ms = parse_option_time(to_time, "--to-time")
     _checked(inputs, topic, records=True)
@@ -114,6 +118,7 @@ def spark_export(
             fmt=fmt,
             partition_by=cols,
             include_headers=headers,
+            writer=writer,
             topic=topic,
             fromTime=from_ms,
             toTime=to_ms,

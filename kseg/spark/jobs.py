@@ -258,10 +258,30 @@ def export(
     fmt: str = "parquet",
     partition_by=("topic", "partition"),
     include_headers: bool = True,
+    writer: str | None = None,
     **options,
 ) -> int:
-    """Write the records table (Spark Kafka source schema, headers included by default)."""
+    """Write the records table (Spark Kafka source schema, headers included by default).
+    ``writer``: "arrow" (pyarrow on the executors, kseg.spark.parquet_out), "spark" (Spark's
+    own writer) or None: arrow where it serves the export (Parquet, partitioned by topic and/or
+    partition, a sink pyarrow.fs writes), Spark's otherwise."""
+    from ..exitcodes import BadOption
+
     require_input(paths, options.get("topic"))
+    if writer not in (None, "arrow", "spark"):
+        raise BadOption(f"arrow or spark, not {writer!r}", "--writer")
+    if writer != "spark":
+        from . import parquet_out
+
+        codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
+        why = parquet_out.unserved(fmt, partition_by or (), out, codec)
+        if why is None:
+            return parquet_out.export(
+                spark, paths, out, partition_by=partition_by or (),
+                include_headers=include_headers, compression=codec, **options,
+            )  # fmt: skip
+        if writer == "arrow":
+            raise BadOption(why, "--writer")
     df = read(spark, paths, mode="records", includeHeaders=include_headers, **options)
     writer = df.write.mode("overwrite")
     if partition_by:
