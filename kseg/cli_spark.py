@@ -64,6 +64,17 @@ def _session(master: str, conf: list[str] | None, quiet: bool):
     return spark
 
 
+def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
+    """An --writer that cannot serve this export is a usage mistake found before Spark starts."""
+    from .spark.jobs import choose_writer, parse_conf
+
+    codec = parse_conf(conf).get("spark.sql.parquet.compression.codec", "snappy")
+    try:
+        choose_writer(writer, fmt, cols, str(out), codec)
+    except ImportError:  # no pyarrow: _session says what to install
+        pass
+
+
 def _bar(spark, quiet: bool, description: str):
     from . import progress
 
@@ -103,13 +114,12 @@ def spark_export(
 
     if fmt not in ("parquet", "json"):
         raise BadOption("parquet or json", "--format")
-    if writer not in (None, "arrow", "spark"):
-        raise BadOption("arrow or spark", "--writer")
+    cols = tuple(c for c in partition_by.split(",") if c)
     from_ms = parse_option_time(from_time, "--from-time")
     to_ms = parse_option_time(to_time, "--to-time")
     _checked(inputs, topic, records=True)
+    _check_writer(writer, fmt, cols, out, conf)
     spark = _session(master, conf, quiet)
-    cols = tuple(c for c in partition_by.split(",") if c)
     with _bar(spark, quiet, "spark export"):
         n = export(
             spark,
