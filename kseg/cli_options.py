@@ -268,6 +268,15 @@ PartitionByOpt = Annotated[
     str, typer.Option(help="Comma list of columns to partition the output by ('' for none).")
 ]
 HeadersOpt = Annotated[bool, typer.Option(help="Include the headers column.")]
+ExportWriterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--writer",
+        help="arrow (pyarrow on the executors) or spark (Spark's own writer); default: arrow "
+        "for Parquet partitioned by topic/partition on a path or URI pyarrow writes, else spark.",
+        show_default=False,
+    ),
+]
 ExportFromTimeOpt = Annotated[str | None, typer.Option(help="Records with timestamp >= this.")]
 SparkDeepOpt = Annotated[bool, typer.Option(help="Also decode every record.")]
 PerHourOpt = Annotated[

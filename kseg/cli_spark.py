@@ -11,6 +11,7 @@ from .cli_options import (
     ConfOpt,
     ExportFormatOpt,
     ExportFromTimeOpt,
+    ExportWriterOpt,
     FindingsOutOpt,
     FormatOpt,
     HeadersOpt,
@@ -62,6 +63,17 @@ def _session(master: str, conf: list[str] | None, quiet: bool):
     return spark
 
 
+def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
+    """An --writer that cannot serve this export is a usage mistake found before Spark starts."""
+    from .spark.jobs import choose_writer, parse_conf
+
+    codec = parse_conf(conf).get("spark.sql.parquet.compression.codec", "snappy")
+    try:
+        choose_writer(writer, fmt, cols, str(out), codec)
+    except ImportError:  # no pyarrow: _session says what to install
+        pass
+
+
 def _bar(spark, quiet: bool, description: str):
     from . import progress
 
@@ -81,6 +93,7 @@ def spark_export(
     fmt: ExportFormatOpt = "parquet",
     partition_by: PartitionByOpt = "topic,partition",
     headers: HeadersOpt = True,
+    writer: ExportWriterOpt = None,
     topic: TopicOpt = None,
     from_time: ExportFromTimeOpt = None,
     to_time: ToTimeOpt = None,
@@ -100,11 +113,12 @@ def spark_export(
 
     if fmt not in ("parquet", "json"):
         raise BadOption("parquet or json", "--format")
+    cols = tuple(c for c in partition_by.split(",") if c)
     from_ms = parse_option_time(from_time, "--from-time")
     to_ms = parse_option_time(to_time, "--to-time")
     _checked(inputs, topic, records=True)
+    _check_writer(writer, fmt, cols, out, conf)
     spark = _session(master, conf, quiet)
-    cols = tuple(c for c in partition_by.split(",") if c)
     with _bar(spark, quiet, "spark export"):
         n = export(
             spark,
@@ -113,6 +127,7 @@ def spark_export(
             fmt=fmt,
             partition_by=cols,
             include_headers=headers,
+            writer=writer,
             topic=topic,
             fromTime=from_ms,
             toTime=to_ms,

@@ -17,7 +17,7 @@ def spark():
     import kseg.spark
 
     session = kseg.spark.session(
-        "local[2]",
+        "local[2,2]",  # a failed task is retried once (the export commit tests need it)
         {
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",

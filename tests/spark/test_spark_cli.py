@@ -60,11 +60,13 @@ def test_spark_stats_every_format(small_root, fmt):
         assert "txn" in out and "records" in out and "compression_ratio" in out
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "json"])
-def test_spark_export_every_format(small_root, tmp_path, fmt):
+@pytest.mark.parametrize(
+    ("fmt", "writer"), [("parquet", ()), ("parquet", ("--writer", "spark")), ("json", ())]
+)
+def test_spark_export_every_format(small_root, tmp_path, fmt, writer):
     out = tmp_path / "out"
     proc = run_kseg(
-        "spark", "export", small_root, "--out", out, "--format", fmt, *SPARK, timeout=300
+        "spark", "export", small_root, "--out", out, "--format", fmt, *writer, *SPARK, timeout=300
     )
     err = _ok(proc)
     assert proc.returncode == 0, err
@@ -78,6 +80,23 @@ def test_spark_export_every_format(small_root, tmp_path, fmt):
             for line in f.read_bytes().splitlines():
                 keys |= set(orjson.loads(line))
         assert {"key", "value", "offset", "timestamp", "timestampType", "headers"} <= keys
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--writer", "arrow", "--format", "json"), "--format json is written by Spark's writer"),
+        (("--writer", "arrow", "--partition-by", "offset"), "topic and partition only"),
+        (("--writer", "pyarrow"), "arrow or spark"),
+    ],
+)
+def test_spark_export_writer_that_cannot_serve_is_usage(small_root, tmp_path, args, why):
+    """Found before Spark starts: exit 16, one line, nothing written."""
+    out = tmp_path / "out"
+    proc = run_kseg("spark", "export", small_root, "--out", out, *args, *SPARK, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 16 and why in err and "--writer" in err, err
+    assert err.count("\n") == 1 and not out.exists()
 
 
 @pytest.mark.parametrize(
