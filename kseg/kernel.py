@@ -256,6 +256,10 @@ def records_json(
 # --- kseg dump -f json: a file's record lines, one batch at a time ----------------------------
 
 JSON_PART = 4 << 20  # bytes of lines per kernel call: bounds memory whatever the batch's size
+# JsonRecords.run: a window of the file per call (a buffer read on demand: READ_WINDOW of it)
+RUN_WINDOW = _WINDOW
+READ_WINDOW = _READ_WINDOW
+RUN_END, RUN_FULL, RUN_OTHER, RUN_LIMIT = 0, 1, 2, 3  # why a run returned (kernel/src/json_run.rs)
 
 
 def json_records(
@@ -276,7 +280,16 @@ def json_records(
     --limit select, exactly as kseg.decode.dump._entry_events shows them, as
     ``(lines, next_start, next_done, emitted, lo, hi)``, at most about ``max_out`` bytes of
     lines per call (next_start >= 0: call again from there with validated=True); or None when
-    the records are not all valid: the core then takes the whole batch and reports it."""
+    the records are not all valid: the core then takes the whole batch and reports it.
+
+    Its ``run(buf, start, end, batch_file, batch_tail, max_records, max_out)`` takes a run of
+    plain batches whole — each batch's line (``batch_file``: the file name as JSON,
+    ``batch_tail``: the partition tags, ``,"key":value``...) and its record lines, with the same
+    selection and a batch-level skip or end as kseg.decode.dump._dump_log — as ``(lines, stop,
+    reason, emitted, lo, hi)``: reason RUN_END (reached ``end``), RUN_FULL (about ``max_out``
+    bytes: call again from ``stop``), RUN_OTHER (the core takes the entry at ``stop``: anything
+    but an uncompressed, non-control v2 batch with a matching CRC and valid records that fits a
+    part), RUN_LIMIT (``max_records`` shown)."""
     k = compiled()
     if k is None or mode not in k.MODES:
         return None

@@ -4,6 +4,7 @@
 //! stopped. Imported only through kseg/kernel.py.
 
 pub mod arrow;
+pub mod json_run;
 pub mod records;
 pub mod walk;
 
@@ -397,7 +398,56 @@ impl JsonRecords {
             )
         }))
     }
+
+    /// run(buf, start, end, batch_file, batch_tail, max_records, max_out)
+    /// -> (lines, stop, reason, emitted, lo, hi)
+    ///
+    /// The batch and record lines of the plain v2 batches from `start` (see json_run.rs): each
+    /// batch line's file is `batch_file` (JSON) followed by `batch_tail` (`,"key":value`...).
+    /// reason: 0 reached end, 1 the part is full (call again from stop), 2 the core takes the
+    /// entry at stop, 3 max_records shown. emitted: record lines; lo, hi: the smallest and
+    /// largest offset shown, or None.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        buf: &Bound<'py, PyAny>,
+        start: i64,
+        end: i64,
+        batch_file: &[u8],
+        batch_tail: &[u8],
+        max_records: Option<u64>,
+        max_out: usize,
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        usize,
+        u8,
+        u64,
+        Option<i128>,
+        Option<i128>,
+    )> {
+        let b = Bytes::get(buf)?;
+        let d = b.slice();
+        let (start, end) = (clamp(start, d.len()), clamp(end, d.len()));
+        let (file_json, mode, sel) = (&self.file_json[..], self.mode, &self.sel);
+        let text = json_run::BatchText {
+            head: batch_file,
+            tail: batch_tail,
+        };
+        let (out, r) = maybe_detach(py, b.read_only(), || {
+            // sized from the bytes present, and never much beyond max_out
+            let cap = (end.saturating_sub(start).saturating_mul(2) + 256)
+                .min(max_out.saturating_add(1 << 16));
+            let mut out = Vec::with_capacity(cap);
+            let r = json_run::run(
+                d, start, end, file_json, &text, mode, sel, max_records, max_out, &mut out,
+            );
+            (out, r)
+        });
+        Ok((PyBytes::new(py, &out), r.stop, r.reason, r.emitted, r.lo, r.hi))
+    }
 }
+
 
 /// CRC-32C (hardware where the CPU has it) of a buffer, for tests and benchmarks.
 #[pyfunction(name = "crc32c")]

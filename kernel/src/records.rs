@@ -81,7 +81,7 @@ fn varint_long(d: &[u8], pos: &mut usize, limit: usize) -> Option<i128> {
     }
 }
 
-fn add_sequence(base: i128, delta: i128) -> i128 {
+pub fn add_sequence(base: i128, delta: i128) -> i128 {
     if base > 0x7FFF_FFFF - delta {
         delta - (0x7FFF_FFFF - base) - 1
     } else {
@@ -231,7 +231,7 @@ fn field(out: &mut Vec<u8>, data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
 }
 
 #[inline]
-fn int(out: &mut Vec<u8>, v: i128) {
+pub fn int(out: &mut Vec<u8>, v: i128) {
     let mut b = itoa::Buffer::new();
     match i64::try_from(v) {
         Ok(small) => out.extend_from_slice(b.format(small).as_bytes()),

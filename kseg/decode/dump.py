@@ -231,6 +231,8 @@ def dump_progress(chunks: Iterator[list], bar) -> Iterator[list]:
                     bar.update(completed=done)
                 elif "position" in first and first["type"] == "batch" and bar.due():
                     bar.update(completed=done + first["position"])
+            elif type(chunk) is RunChunk and bar.due():
+                bar.update(completed=done + chunk.position)
         yield chunk
     bar.update(completed=done + size)
 
@@ -479,24 +481,119 @@ def _dump_log(
             name, opts.payload, decoder, opts.skip_record_metadata, tags
         )
     try:
+        if lines is not None:  # runs of plain batches in the kernel, the rest one by one here
+            yield from _kernel_runs(
+                buf, start, end, limit_end, name, opts, budget, make_event, span, lines, tags
+            )
+            return
         for entry in iter_entries(buf, start, end, source=name):
-            if entry.position + entry.size > limit_end:
-                return  # --max-bytes: only whole batches within the first N bytes
-            if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
+            shown = _shown(entry, opts, limit_end)
+            if shown is _END:
                 return
-            if opts.from_offset is not None and entry.last_offset < opts.from_offset:
-                continue
-            if (
-                opts.from_time is not None
-                and entry.max_timestamp < opts.from_time
-                and format_of(entry.magic).timestamps
-            ):
-                continue
+            if shown:
+                yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
+                if budget.spent:
+                    return
+    except CorruptionError as exc:
+        yield [error_event(exc, name)]
+
+
+_END = None  # _shown: nothing from here on is shown
+
+
+def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | None:
+    """Does _dump_log show this entry (True), skip it (False), or end the file here (_END)?"""
+    if entry.position + entry.size > limit_end:
+        return _END  # --max-bytes: only whole batches within the first N bytes
+    if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
+        return _END
+    if opts.from_offset is not None and entry.last_offset < opts.from_offset:
+        return False
+    return not (
+        opts.from_time is not None
+        and entry.max_timestamp < opts.from_time
+        and format_of(entry.magic).timestamps
+    )
+
+
+class RunChunk(list):
+    """A chunk of ready lines the kernel rendered from a run of batches starting at byte
+    ``position`` of the file (dump_progress moves its bar by it)."""
+
+    __slots__ = ("position",)
+
+
+def _kernel_runs(
+    buf,
+    start: int,
+    end: int,
+    limit_end: int,
+    name: str,
+    opts: DumpOptions,
+    budget: _Budget,
+    make_event,
+    span: _Span,
+    lines,
+    tags: dict,
+) -> Iterator[list]:
+    """_dump_log's loop with the kernel taking runs of plain batches (kseg._kernel.JsonRecords
+    ``run``: their batch and record lines, the same bytes, selection and --limit), a window of
+    the file per call, in parts of at most about kernel.JSON_PART bytes. Every entry the kernel
+    leaves (legacy, control, compressed, a bad CRC, any problem, a torn or zero-filled tail,
+    past --max-bytes or --to-offset) goes through the core's loop body, one entry, and the
+    kernel carries on after it. A CorruptionError propagates as from iter_entries."""
+    from ..format.log import _Behind
+
+    batch_file = orjson.dumps(name)
+    batch_tail = orjson.dumps(tags)[1:-1] if tags else b""
+    if batch_tail:
+        batch_tail = b"," + batch_tail
+    filtered = _selecting(opts)
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
+    behind = _Behind(buf, start)
+    run = lines.run
+    pos = start
+    while pos < end:
+        if pos >= behind.next:
+            behind.passed(pos)
+        window = min(limit_end, pos + kernel.RUN_WINDOW)
+        if ensure is not None:
+            try:
+                window = min(window, ensure(pos, min(window, pos + kernel.READ_WINDOW)))
+            except OSError:  # the file shrank: the core reads on and says where, as it would
+                window = pos
+        if window > pos:
+            left = budget.left
+            text, stop, reason, emitted, lo, hi = run(
+                buf, pos, window, batch_file, batch_tail,
+                None if left is None else min(left, _MAX_LEFT), kernel.JSON_PART,
+            )  # fmt: skip
+            if left is not None:
+                budget.left = left - emitted
+            if emitted and filtered:
+                span.add(lo, hi)
+            if text:
+                chunk = RunChunk((text,))
+                chunk.position = pos
+                yield chunk
+            pos = stop
+            if reason == kernel.RUN_LIMIT:
+                return
+            if reason != kernel.RUN_OTHER:
+                continue  # the part is full, or the window done: on from where it stopped
+        # the core's loop body for the one entry here (an empty window: one past --max-bytes,
+        # or a file that shrank while read)
+        entry = next(iter_entries(buf, pos, end, source=name), None)
+        if entry is None:
+            return
+        shown = _shown(entry, opts, limit_end)
+        if shown is _END:
+            return
+        if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
             if budget.spent:
                 return
-    except CorruptionError as exc:
-        yield [error_event(exc, name)]
+        pos += entry.size
 
 
 def _not_a_batch(buf, position: int, end: int, name: str) -> CorruptionError | None:

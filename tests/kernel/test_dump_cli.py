@@ -199,33 +199,57 @@ def dump_in_process(monkeypatch, capsysbinary, *args) -> tuple:
     return run_cli(monkeypatch, capsysbinary, "dump", "-f", "json", *args)
 
 
-def test_the_kernel_renders_the_data_batches(tree, monkeypatch, capsysbinary, choose):
-    calls = []
+class Counting:
+    """kseg.kernel.json_records' object, counting what its runs and per-batch renders took."""
+
+    def __init__(self, inner, calls: list, runs: list):
+        self.inner, self.calls, self.runs = inner, calls, runs
+
+    def render(self, *args):
+        got = self.inner.render(*args)
+        self.calls.append(got is not None)
+        return got
+
+    def run(self, *args):
+        got = self.inner.run(*args)
+        self.runs.append(got)
+        return got
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """(calls, runs): the per-batch render calls (True: rendered) and the run results."""
+    calls: list = []
+    runs: list = []
     real = kernel.json_records
-
-    class Counting:
-        def __init__(self, inner):
-            self.inner = inner
-
-        def render(self, *args):
-            got = self.inner.render(*args)
-            calls.append(got is not None)
-            return got
 
     def counting(*args):
         inner = real(*args)
-        return None if inner is None else Counting(inner)
+        return None if inner is None else Counting(inner, calls, runs)
 
     monkeypatch.setattr(kernel, "json_records", counting)
+    return calls, runs
+
+
+def batch_lines(runs: list) -> int:
+    return sum(r[0].count(b'{"type":"batch"') for r in runs)
+
+
+def test_the_kernel_renders_the_data_batches(tree, monkeypatch, capsysbinary, choose, counted):
+    calls, runs = counted
     choose("rust")
     code, out, _ = dump_in_process(monkeypatch, capsysbinary, tree, "--payload", "base64")
-    assert code == 0 and sum(calls) >= 60  # uncompressed and compressed v2 data batches
+    # uncompressed batches in runs, compressed ones after the core decompressed them
+    assert code == 0 and batch_lines(runs) >= 40 and sum(calls) >= 20
+    # every reason a run stops: the end, the core's entry (here: compressed, control, legacy)
+    assert {r[2] for r in runs} >= {kernel.RUN_END, kernel.RUN_OTHER}
     calls.clear()
+    runs.clear()
     for mode in ("none", "json"):
         dump_in_process(monkeypatch, capsysbinary, tree, "--payload", mode)
     choose("python")
     dump_in_process(monkeypatch, capsysbinary, tree, "--payload", "base64")
-    assert calls == []  # modes the kernel does not render, or the kernel off: the core only
+    assert calls == [] and runs == []  # modes the kernel does not render, or the kernel off
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,240 @@
+//! `kseg dump -f json` over a run of plain v2 batches: the batch line and the record lines of
+//! each, byte for byte what kseg.decode.dump prints for them, in one call per part of a file.
+//!
+//! A batch is taken only when the core would show it with no message and the kernel renders
+//! all of it: magic 2, a size that fits, a matching CRC-32C, uncompressed, not a control batch,
+//! every record valid (kseg.format.batch's rules, see records.rs), and not larger than a part.
+//! At anything else the run stops before that entry and says where; the Python core then takes
+//! it with its own rules and messages. Nothing here decides what is an error.
+
+use crate::records::{self, BatchInfo, Mode, Selection};
+use crate::walk;
+
+/// Why a run returned.
+pub const RUN_END: u8 = 0; // reached `end`
+pub const RUN_FULL: u8 = 1; // the part holds about `max_out` bytes: call again from `stop`
+pub const RUN_OTHER: u8 = 2; // the core takes the entry at `stop`
+pub const RUN_LIMIT: u8 = 3; // `max_records` shown: the dump of this file is over
+
+const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
+const ATTR_CONTROL: i16 = 0x20;
+const ATTR_DELETE_HORIZON: i16 = 0x40;
+
+/// The JSON text around a file's batch lines: `"file":` + `head`, and `tail` (the partition
+/// tags, each `,"key":value`) before the closing brace.
+pub struct BatchText<'a> {
+    pub head: &'a [u8],
+    pub tail: &'a [u8],
+}
+
+/// What one run did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Run {
+    pub stop: usize,
+    pub reason: u8,
+    pub emitted: u64,
+    pub lo: Option<i128>,
+    pub hi: Option<i128>,
+}
+
+/// The batch line of kseg.decode.dump.batch_event for a valid uncompressed v2 batch (with
+/// `crc_valid` true), then the partition tags, as orjson writes it.
+fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &BatchText<'_>) {
+    let attributes = walk::be_i16(d, pos + 21);
+    let base = walk::be_i64(d, pos);
+    let delta = walk::be_i32(d, pos + 23) as i128;
+    let base_timestamp = walk::be_i64(d, pos + 27);
+    let base_sequence = walk::be_i32(d, pos + 53);
+    let flag = |out: &mut Vec<u8>, bit: i16| {
+        out.extend_from_slice(if attributes & bit != 0 {
+            b"true"
+        } else {
+            b"false"
+        })
+    };
+    out.extend_from_slice(b"{\"type\":\"batch\",\"file\":");
+    out.extend_from_slice(text.head);
+    out.extend_from_slice(b",\"position\":");
+    records::int(out, pos as i128);
+    out.extend_from_slice(b",\"base_offset\":");
+    records::int(out, base as i128);
+    out.extend_from_slice(b",\"last_offset\":");
+    records::int(out, base as i128 + delta);
+    out.extend_from_slice(b",\"count\":");
+    records::int(out, walk::be_i32(d, pos + 57) as i128);
+    out.extend_from_slice(b",\"magic\":2,\"compression\":\"none\",\"crc\":");
+    records::int(out, walk::be_u32(d, pos + walk::CRC_POS) as i128);
+    out.extend_from_slice(b",\"crc_valid\":true,\"size\":");
+    records::int(out, size as i128);
+    out.extend_from_slice(if attributes & ATTR_TIMESTAMP_TYPE != 0 {
+        b",\"timestamp_type\":\"LogAppendTime\",\"base_timestamp\":"
+    } else {
+        b",\"timestamp_type\":\"CreateTime\",\"base_timestamp\":"
+    });
+    records::int(out, base_timestamp as i128);
+    out.extend_from_slice(b",\"max_timestamp\":");
+    records::int(out, walk::be_i64(d, pos + 35) as i128);
+    out.extend_from_slice(b",\"producer_id\":");
+    records::int(out, walk::be_i64(d, pos + 43) as i128);
+    out.extend_from_slice(b",\"producer_epoch\":");
+    records::int(out, walk::be_i16(d, pos + 51) as i128);
+    out.extend_from_slice(b",\"base_sequence\":");
+    records::int(out, base_sequence as i128);
+    out.extend_from_slice(b",\"last_sequence\":");
+    // kseg.format.batch.RecordBatch.last_sequence: only -1 means "no sequence"
+    let last_sequence = if base_sequence == -1 {
+        -1
+    } else {
+        records::add_sequence(base_sequence as i128, delta)
+    };
+    records::int(out, last_sequence);
+    out.extend_from_slice(b",\"partition_leader_epoch\":");
+    records::int(out, walk::be_i32(d, pos + 12) as i128);
+    out.extend_from_slice(b",\"is_transactional\":");
+    flag(out, ATTR_TRANSACTIONAL);
+    out.extend_from_slice(b",\"is_control\":false,\"delete_horizon_ms\":");
+    if attributes & ATTR_DELETE_HORIZON != 0 {
+        records::int(out, base_timestamp as i128);
+    } else {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(text.tail);
+    out.extend_from_slice(b"}\n");
+}
+
+/// The lines of the batches of `d[start..end]` as kseg.decode.dump._dump_log shows them with
+/// `sel` and at most `max_records` records (--limit): a batch past to_offset ends the run
+/// (RUN_OTHER: the core then ends the file), a batch that ends before from_offset or whose
+/// max_timestamp is before from_time is skipped, and with a selection a batch line goes out only
+/// with at least one of its records. Stops before a batch once `out` holds `max_out` bytes more
+/// than at the start; a batch whose own lines would not fit in a part is left to the core
+/// (which shows it in parts).
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    d: &[u8],
+    start: usize,
+    end: usize,
+    file_json: &[u8],
+    text: &BatchText<'_>,
+    mode: Mode,
+    sel: &Selection,
+    max_records: Option<u64>,
+    max_out: usize,
+    out: &mut Vec<u8>,
+) -> Run {
+    let end = end.min(d.len());
+    let filtered = sel.from_offset.is_some()
+        || sel.to_offset.is_some()
+        || sel.from_time.is_some()
+        || sel.to_time.is_some();
+    let origin = out.len();
+    let mut r = Run {
+        stop: start,
+        reason: RUN_END,
+        emitted: 0,
+        lo: None,
+        hi: None,
+    };
+    let mut pos = start;
+    let stop = |r: &mut Run, pos: usize, reason: u8| {
+        r.stop = pos;
+        r.reason = reason;
+    };
+    while pos < end {
+        if out.len() - origin >= max_out {
+            stop(&mut r, pos, RUN_FULL);
+            return r;
+        }
+        let size = match walk::v2_size(d, pos, end) {
+            Some(s) => s,
+            None => {
+                stop(&mut r, pos, RUN_OTHER);
+                return r;
+            }
+        };
+        let attributes = walk::be_i16(d, pos + 21);
+        if attributes & (ATTR_COMPRESSION | ATTR_CONTROL) != 0
+            || crc32c::crc32c(&d[pos + walk::CRC_COVERAGE_START..pos + size])
+                != walk::be_u32(d, pos + walk::CRC_POS)
+        {
+            stop(&mut r, pos, RUN_OTHER);
+            return r;
+        }
+        let base = walk::be_i64(d, pos);
+        let last = base as i128 + walk::be_i32(d, pos + 23) as i128;
+        let max_timestamp = walk::be_i64(d, pos + 35);
+        if sel.to_offset.is_some_and(|t| base > t) {
+            stop(&mut r, pos, RUN_OTHER);
+            return r;
+        }
+        if sel.from_offset.is_some_and(|f| last < f as i128)
+            || sel.from_time.is_some_and(|f| max_timestamp < f)
+        {
+            pos += size;
+            continue;
+        }
+        let info = BatchInfo {
+            count: walk::be_i32(d, pos + 57) as i64,
+            base_offset: base,
+            base_timestamp: walk::be_i64(d, pos + 27),
+            log_append_time: if attributes & ATTR_TIMESTAMP_TYPE != 0 {
+                Some(max_timestamp)
+            } else {
+                None
+            },
+            base_sequence: walk::be_i32(d, pos + 53) as i64,
+        };
+        let mark = out.len();
+        batch_line(out, d, pos, size, text);
+        let room = max_out.saturating_sub(mark - origin).max(1);
+        let left = max_records.map(|m| m - r.emitted);
+        let part = records::render_part(
+            d,
+            pos + walk::HEADER_SIZE,
+            pos + size,
+            &info,
+            0,
+            false,
+            file_json,
+            mode,
+            sel,
+            left,
+            room,
+            out,
+        );
+        let part = match part {
+            Some(p) if p.resume.is_none() => p,
+            Some(_) if mark > origin => {
+                // does not fit in what is left of this part: the next call starts with it
+                out.truncate(mark);
+                stop(&mut r, pos, RUN_FULL);
+                return r;
+            }
+            _ => {
+                // a problem in the records, or larger than a part: the core's per-batch path
+                out.truncate(mark);
+                stop(&mut r, pos, RUN_OTHER);
+                return r;
+            }
+        };
+        if filtered && part.emitted == 0 {
+            out.truncate(mark); // the selection chose none of its records: nothing of it shows
+        }
+        r.emitted += part.emitted;
+        if let Some(lo) = part.lo {
+            r.lo = Some(r.lo.map_or(lo, |v| v.min(lo)));
+        }
+        if let Some(hi) = part.hi {
+            r.hi = Some(r.hi.map_or(hi, |v| v.max(hi)));
+        }
+        pos += size;
+        if max_records.is_some_and(|m| r.emitted >= m) {
+            stop(&mut r, pos, RUN_LIMIT);
+            return r;
+        }
+    }
+    stop(&mut r, pos, RUN_END);
+    r
+}

@@ -1,0 +1,294 @@
+"""`kseg dump -f json` with the kernel taking runs of plain batches (JsonRecords.run): through
+the real entry point with KSEG_KERNEL=rust and =python, stdout, stderr and exit status
+identical on runs interrupted by every kind of entry the kernel leaves to the core, across
+window boundaries of a segment larger than a window, with every payload mode and selections
+landing inside runs and on their edges; and in process with tiny windows and parts, so that
+every way a run stops is taken many times."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import kseg
+from kseg import kernel
+from kseg.format.batch import build_batch
+from kseg.format.crc import crc32c
+from kseg.format.record import Record
+from tests.helpers import run_cli
+
+from .diff import kernel_built
+from .test_dump_cli import MODES, Counting, records, same
+
+pytestmark = pytest.mark.skipif(not kernel_built(), reason="the compiled kernel is not built")
+
+TS = 1_700_000_000_000
+
+
+def recs(
+    start: int, n: int, size: int = 40, headers: bool = True, offsets: bool = False
+) -> list[Record]:
+    rng = random.Random(start)
+    return [
+        Record(
+            b"k%d" % (start + i),
+            bytes(rng.randrange(256) for _ in range(size)) if i % 3 == 0 else b"v" * size,
+            TS + (start + i) * 10,
+            [("h", b"x"), ("\u00e9", None)] if headers else [],
+            start + i if offsets else None,
+        )
+        for i in range(n)
+    ]
+
+
+def fix_crc(path: Path, pos: int) -> None:
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+    data[pos + 17 : pos + 21] = crc32c(bytes(data[pos + 21 : pos + size])).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+
+
+def patch(path: Path, pos: int, value: bytes) -> None:
+    data = bytearray(path.read_bytes())
+    data[pos : pos + len(value)] = value
+    path.write_bytes(bytes(data))
+
+
+def interrupted_runs(root: Path) -> list[Path]:
+    """Partitions whose segments hold runs of plain batches broken by everything the kernel
+    leaves to the core: a control batch, legacy entries, compressed batches, a CRC mismatch and
+    an invalid record in the middle of a run, an empty batch, transactional, LogAppendTime and
+    delete-horizon batches, a torn tail, a zero-filled tail."""
+    made = []
+    pdir = root / "runs-0"
+    w = kseg.LogWriter(pdir, clock=lambda: TS, segment_bytes=1 << 30)
+    infos = []
+    i = 0
+
+    def plain(n_batches: int, **kw) -> None:
+        nonlocal i
+        for _ in range(n_batches):
+            infos.append(w.append(recs(i, 5), **kw))
+            i += 5
+
+    with w:
+        plain(12)
+        w.append(recs(i, 3), producer_id=7, producer_epoch=1, base_sequence=0, transactional=True)
+        i += 3
+        w.append_control(commit=True, producer_id=7, producer_epoch=1, coordinator_epoch=3)
+        i += 1
+        plain(6)
+        w.append(recs(i, 2, headers=False), magic=1)  # legacy entries in the middle of the log
+        i += 2
+        w.append(recs(i, 2, headers=False), magic=1, compression="gzip")
+        i += 2
+        plain(6)
+        w.append(recs(i, 4), compression="zstd")
+        i += 4
+        plain(5, log_append_time=TS + 5)
+        plain(4, producer_id=11, producer_epoch=0, base_sequence=2_147_483_640)
+        infos.append(w.append([], last_offset=i + 3))  # an empty batch (compaction)
+        i += 4
+        plain(10)
+    log = w.segments[0]
+    # a CRC mismatch at a batch in the middle of the first run
+    patch(log, infos[4].position + 70, b"\xff")
+    # a record that lies (its length varint: -1), with the CRC fixed, in the middle of a run
+    patch(log, infos[8].position + 61, b"\x01")
+    fix_crc(log, infos[8].position)
+    # a delete-horizon batch (build_batch: kseg's writer), then the torn tail of a batch
+    with log.open("ab") as f:
+        f.write(build_batch(recs(i, 3, offsets=True), i, delete_horizon_ms=TS + 99))
+        f.write(build_batch(recs(i + 3, 3, offsets=True), i + 3)[:-20])
+    made.append(pdir)
+
+    pdir = root / "zeros-0"
+    with kseg.LogWriter(pdir, clock=lambda: TS) as w:
+        for b in range(8):
+            w.append(recs(b * 5, 5))
+    with w.segments[0].open("ab") as f:
+        f.write(bytes(8192))
+    made.append(pdir)
+    return made
+
+
+@pytest.fixture(scope="module")
+def runs_dirs(tmp_path_factory) -> list[str]:
+    return [str(p) for p in interrupted_runs(tmp_path_factory.mktemp("runs"))]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_interrupted_runs_every_mode(runs_dirs, mode):
+    out = same(*runs_dirs, "--payload", mode)
+    assert records(out) > 200
+    for kind in ("crc_mismatch", "invalid_record", "torn_tail", "zero_filled_tail"):
+        assert f'"kind":"{kind}"'.encode() in out, kind
+    assert b'"type":"control"' in out and b'"magic":1' in out and b'"compression":"zstd"' in out
+
+
+SELECTIONS = (
+    ("--limit", "1"),
+    ("--limit", "5"),  # the end of the first batch
+    ("--limit", "23"),
+    ("--limit", "61"),  # the first record of the batch after the control batch
+    ("--from-offset", "20", "--to-offset", "24"),  # one batch exactly
+    ("--from-offset", "22", "--to-offset", "103"),
+    ("--from-offset", "58", "--limit", "40"),
+    ("--to-offset", "0"),
+    ("--from-offset", "1000000"),
+    ("--from-time", str(TS + 300), "--to-time", str(TS + 900)),
+    ("--from-time", str(TS + 5), "--to-time", str(TS + 5)),  # LogAppendTime batches only
+    ("--to-time", str(TS + 200), "--limit", "30"),
+    ("--max-bytes", "5000"),
+    ("--max-bytes", "1"),
+    ("--topic", "runs", "--from-offset", "40", "--to-offset", "200", "--limit", "77"),
+)
+
+
+@pytest.mark.parametrize("selection", SELECTIONS, ids=" ".join)
+def test_interrupted_runs_selections(runs_dirs, selection):
+    same(*runs_dirs, "--payload", "base64", *selection)
+
+
+# --- a segment larger than the kernel's window --------------------------------------------
+
+
+BIG_BATCHES = 720
+
+
+def big_log(root: Path) -> Path:
+    """One segment of ~10.5 MiB: plain batches of ~16 KiB (60 records of ~250 bytes, as
+    bench/run.py's), more than one window of a buffer read on demand (8 MiB)."""
+    pdir = root / "big-0"
+    with kseg.LogWriter(pdir, clock=lambda: TS) as w:
+        payload = bytes(range(230))
+        for b in range(BIG_BATCHES):
+            w.append(
+                [Record(b"key-%d" % (b * 60 + j), payload, TS + b * 60 + j, []) for j in range(60)]
+            )
+    assert w.segments[0].stat().st_size > 10 << 20
+    return pdir
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    return big_log(tmp_path_factory.mktemp("big"))
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ("--payload", "base64"),
+        ("--payload", "auto", "--from-offset", "31000", "--to-offset", "31100"),
+        ("--payload", "hex", "--limit", "30001"),
+        ("--payload", "redact", "--from-time", str(TS + 29990), "--limit", "200"),
+    ],
+    ids=" ".join,
+)
+def test_a_segment_larger_than_a_window(big, selection):
+    out = same(str(big), *selection)
+    assert records(out) > 100
+
+
+def test_a_crc_mismatch_at_a_window_boundary(big, tmp_path):
+    """Damage around 8 MiB (where a window ends): the core reports it, the run goes on."""
+    pdir = tmp_path / "big-0"
+    pdir.mkdir()
+    log = next(big.glob("*.log"))
+    data = bytearray(log.read_bytes())
+    for at in (8 << 20, (8 << 20) + 40_000):
+        data[at] ^= 0x55
+    (pdir / log.name).write_bytes(bytes(data))
+    out = same(str(pdir), "--payload", "base64")
+    assert records(out) == BIG_BATCHES * 60 and out.count(b'"kind":"crc_mismatch"') >= 1
+
+
+# --- in process: tiny windows and parts, every way a run stops ------------------------------
+
+
+@pytest.fixture
+def choose(monkeypatch):
+    def set_choice(value: str):
+        monkeypatch.setenv("KSEG_KERNEL", value)
+        kernel.reset()
+
+    yield set_choice
+    kernel.reset()
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        (),
+        ("--limit", "23"),
+        ("--from-offset", "22", "--to-offset", "103"),
+        ("--from-time", str(TS + 300), "--to-time", str(TS + 900)),
+        ("--max-bytes", "9000"),
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("window", [(1 << 30, 1 << 30), (700, 300), (5000, 4000)], ids=repr)
+@pytest.mark.parametrize("part", [1, 600, 3000, 4 << 20])
+def test_tiny_windows_and_parts(
+    runs_dirs, monkeypatch, capsysbinary, choose, selection, window, part
+):
+    args = ("dump", "-f", "json", *runs_dirs, "--payload", "auto", *selection)
+    choose("python")
+    want = run_cli(monkeypatch, capsysbinary, *args)
+    choose("rust")
+    monkeypatch.setattr(kernel, "RUN_WINDOW", window[0])
+    monkeypatch.setattr(kernel, "READ_WINDOW", window[1])
+    monkeypatch.setattr(kernel, "JSON_PART", part)
+    calls: list = []
+    runs: list = []
+    real = kernel.json_records
+    monkeypatch.setattr(kernel, "json_records", lambda *a: Counting(real(*a), calls, runs))
+    got = run_cli(monkeypatch, capsysbinary, *args)
+    assert got == want
+    if part >= 3000:  # a batch's lines fit in a part: runs took batches
+        assert any(r[3] for r in runs)
+    else:  # batches larger than a part: the core's per-batch path (in parts) took them
+        assert any(calls)
+        if part == 1:
+            assert not any(r[3] for r in runs)
+
+
+def test_every_reason_a_run_stops(runs_dirs, tmp_path, monkeypatch, capsysbinary, choose):
+    choose("rust")
+    monkeypatch.setattr(kernel, "JSON_PART", 3000)
+    calls: list = []
+    runs: list = []
+    real = kernel.json_records
+    monkeypatch.setattr(kernel, "json_records", lambda *a: Counting(real(*a), calls, runs))
+    clean = tmp_path / "clean-0"
+    with kseg.LogWriter(clean, clock=lambda: TS) as w:
+        for b in range(4):
+            w.append(recs(b * 5, 5))
+    for args, status in (
+        ((*runs_dirs,), 4),  # the part full, the core's entries
+        ((*runs_dirs, "--limit", "13"), 0),  # the limit inside a run
+        ((clean,), 0),  # the end of the file
+    ):
+        code, _, _ = run_cli(monkeypatch, capsysbinary, "dump", "-f", "json", *args)
+        assert code == status, args
+    reasons = {r[2] for r in runs}
+    assert reasons == {kernel.RUN_END, kernel.RUN_FULL, kernel.RUN_OTHER, kernel.RUN_LIMIT}
+
+
+def test_real_log_dirs_with_tags(real_root):
+    roots = sorted({str(p.parent) for p in real_root.rglob("meta.properties")})
+    assert len(roots) >= 2
+    # several log.dirs roots: every event carries topic, partition and log_dir (on batch lines
+    # after the batch's fields, on record lines after the file)
+    out = same(*roots, "--payload", "base64", "--decoder", "none")
+    assert records(out) > 1000 and out.count(b'"type":"batch"') > 10
+    batch = next(line for line in out.splitlines() if line.startswith(b'{"type":"batch"'))
+    assert b'"delete_horizon_ms":' in batch and batch.endswith(b"}") and b'"log_dir":' in batch
+
+
+def test_shared_data_dirs_each_mode(real_root):
+    dirs = sorted({str(p.parent) for p in real_root.rglob("*.log")})
+    for mode in ("auto", "hex", "redact"):
+        same(*dirs, "--payload", mode, "--decoder", "none", "--from-offset", "3", "--limit", "999")
