@@ -109,8 +109,8 @@ fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &Batch
 /// (RUN_OTHER: the core then ends the file), a batch that ends before from_offset or whose
 /// max_timestamp is before from_time is skipped, and with a selection a batch line goes out only
 /// with at least one of its records. Stops before a batch once `out` holds `max_out` bytes more
-/// than at the start; a batch whose own lines would not fit in a part is left to the core
-/// (which shows it in parts).
+/// than at the start; a batch whose record lines reach `max_out` bytes is left to the core
+/// (which shows it in parts). So `out` grows by less than 2 * `max_out` plus one batch line.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     d: &[u8],
@@ -188,7 +188,6 @@ pub fn run(
         };
         let mark = out.len();
         batch_line(out, d, pos, size, text);
-        let room = max_out.saturating_sub(mark - origin).max(1);
         let left = max_records.map(|m| m - r.emitted);
         let part = records::render_part(
             d,
@@ -201,19 +200,14 @@ pub fn run(
             mode,
             sel,
             left,
-            room,
+            max_out,
             out,
         );
         let part = match part {
             Some(p) if p.resume.is_none() => p,
-            Some(_) if mark > origin => {
-                // does not fit in what is left of this part: the next call starts with it
-                out.truncate(mark);
-                stop(&mut r, pos, RUN_FULL);
-                return r;
-            }
             _ => {
-                // a problem in the records, or larger than a part: the core's per-batch path
+                // a problem in the records, or more lines than a part: the core's per-batch
+                // path (which shows a large batch in parts)
                 out.truncate(mark);
                 stop(&mut r, pos, RUN_OTHER);
                 return r;

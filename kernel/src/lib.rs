@@ -435,9 +435,9 @@ impl JsonRecords {
             tail: batch_tail,
         };
         let (out, r) = maybe_detach(py, b.read_only(), || {
-            // sized from the bytes present, and never much beyond max_out
+            // sized from the bytes present, and never much beyond what a run may hold
             let cap = (end.saturating_sub(start).saturating_mul(2) + 256)
-                .min(max_out.saturating_add(1 << 16));
+                .min(max_out.saturating_mul(2).saturating_add(1 << 16));
             let mut out = Vec::with_capacity(cap);
             let r = json_run::run(
                 d, start, end, file_json, &text, mode, sel, max_records, max_out, &mut out,

@@ -538,7 +538,8 @@ def _kernel_runs(
 ) -> Iterator[list]:
     """_dump_log's loop with the kernel taking runs of plain batches (kseg._kernel.JsonRecords
     ``run``: their batch and record lines, the same bytes, selection and --limit), a window of
-    the file per call, in parts of at most about kernel.JSON_PART bytes. Every entry the kernel
+    the file per call, in parts of at most about kernel.JSON_PART bytes (a run's part stops
+    after half of it; a batch with more than half of it in record lines: the core's path). Every entry the kernel
     leaves (legacy, control, compressed, a bad CRC, any problem, a torn or zero-filled tail,
     past --max-bytes or --to-offset) goes through the core's loop body, one entry, and the
     kernel carries on after it. A CorruptionError propagates as from iter_entries."""
@@ -566,7 +567,7 @@ def _kernel_runs(
             left = budget.left
             text, stop, reason, emitted, lo, hi = run(
                 buf, pos, window, batch_file, batch_tail,
-                None if left is None else min(left, _MAX_LEFT), kernel.JSON_PART,
+                None if left is None else min(left, _MAX_LEFT), max(1, kernel.JSON_PART // 2),
             )  # fmt: skip
             if left is not None:
                 budget.left = left - emitted

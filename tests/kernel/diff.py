@@ -221,3 +221,51 @@ def check_arrow(task, options=ARROW_OPTIONS) -> int:
         assert all(0 < s <= ROWS_PER_BATCH for s in sizes), sizes
         decoded += kernel_arrow_rows(task, **opts)
     return decoded
+
+
+# --- kseg dump -f json over a whole file (runs of batches in the kernel) ----------------------
+
+DUMP_OPTIONS = (
+    {},
+    {"limit": 7},
+    {"from_offset": 3, "to_offset": 40, "max_bytes": 3000},
+    {"from_time": 1_700_000_000_100, "to_time": 1_800_000_000_000, "limit": 50},
+)
+
+
+def dump_run(path, choice: str, mode: str, **options) -> bytes:
+    """kseg.decode.dump's JSON Lines for one file with KSEG_KERNEL=choice, as the CLI writes
+    them (error events included)."""
+    import io
+    import os
+
+    from kseg import kernel
+    from kseg.decode.dump import DumpOptions, dump_chunks
+    from kseg.render.json import write_json_chunks
+
+    before = os.environ.get("KSEG_KERNEL")
+    os.environ["KSEG_KERNEL"] = choice
+    kernel.reset()
+    out = io.BytesIO()
+    try:
+        opts = DumpOptions(payload=mode, json_lines=True, **options)
+        for _ in write_json_chunks(dump_chunks([path], opts), out):
+            pass
+    finally:
+        if before is None:
+            del os.environ["KSEG_KERNEL"]
+        else:
+            os.environ["KSEG_KERNEL"] = before
+        kernel.reset()
+    return out.getvalue()
+
+
+def check_dump(path, mode: str, options=DUMP_OPTIONS) -> int:
+    """Both paths print the same bytes for the file; returns the record lines printed."""
+    n = 0
+    for opts in options:
+        expected = dump_run(path, "python", mode, **opts)
+        got = dump_run(path, "rust", mode, **opts)
+        assert got == expected, (path, mode, opts)
+        n += expected.count(b'{"type":"record"')
+    return n

@@ -4,9 +4,9 @@
 
 Each input is a segment: the first byte chooses whether the CRCs are recomputed after the
 mutation (so lies reach the record loop) and the payload mode; the rest is the log. Both paths
-must agree (walk rows, stop positions, errors, JSON bytes; and, with pyarrow installed, the
-Spark decoder's Arrow table and warnings for the option set bits 4-5 choose); a difference or a
-crash is a finding.
+must agree (walk rows, stop positions, errors, JSON bytes; the whole file's `kseg dump -f json`
+output for the selection bits 6-7 choose; and, with pyarrow installed, the Spark decoder's Arrow
+table and warnings for the option set bits 4-5 choose); a difference or a crash is a finding.
 Runs for a bounded time; new inputs go to a temporary directory, the committed corpus
 (tests/kernel/corpus/, written by --seed-corpus from kseg's own writer) stays as it is.
 """
@@ -35,8 +35,22 @@ def one_input(data: bytes) -> None:
     buf = bytes(buf)
     assert spliced_walk(buf) == core_walk(buf)
     check_raw_walk(buf, k)
-    check_json(buf, "fuzz.log", k, modes=(KERNEL_MODES[(flags >> 1) % len(KERNEL_MODES)],))
+    mode = KERNEL_MODES[(flags >> 1) % len(KERNEL_MODES)]
+    check_json(buf, "fuzz.log", k, modes=(mode,))
     check_arrow_input(buf, flags)
+    check_dump_input(buf, flags, mode)
+
+
+def check_dump_input(buf: bytes, flags: int, mode: str) -> None:
+    """`kseg dump -f json` of the whole segment through both paths (the kernel's runs of
+    batches, the core for what they leave), with the selection bits 6-7 choose."""
+    from .diff import DUMP_OPTIONS, check_dump
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "fuzz-0" / "00000000000000000000.log"
+        log.parent.mkdir()
+        log.write_bytes(buf)
+        check_dump(log, mode, options=(DUMP_OPTIONS[(flags >> 6) % len(DUMP_OPTIONS)],))
 
 
 def check_arrow_input(buf: bytes, flags: int) -> None:

@@ -20,7 +20,8 @@ from kseg.format.record import Record
 from tests.helpers import run_cli
 
 from .diff import kernel_built
-from .test_dump_cli import MODES, Counting, records, same
+from .test_differential import segments
+from .test_dump_cli import MODES, Counting, mutated, records, same
 
 pytestmark = pytest.mark.skipif(not kernel_built(), reason="the compiled kernel is not built")
 
@@ -208,6 +209,20 @@ def test_a_crc_mismatch_at_a_window_boundary(big, tmp_path):
 # --- in process: tiny windows and parts, every way a run stops ------------------------------
 
 
+def count_kernel(monkeypatch) -> tuple[list, list]:
+    """(calls, runs): what the kernel's per-batch renders and runs return from here on."""
+    calls: list = []
+    runs: list = []
+    real = kernel.json_records
+
+    def counting(*args):
+        inner = real(*args)
+        return None if inner is None else Counting(inner, calls, runs)
+
+    monkeypatch.setattr(kernel, "json_records", counting)
+    return calls, runs
+
+
 @pytest.fixture
 def choose(monkeypatch):
     def set_choice(value: str):
@@ -230,7 +245,7 @@ def choose(monkeypatch):
     ids=repr,
 )
 @pytest.mark.parametrize("window", [(1 << 30, 1 << 30), (700, 300), (5000, 4000)], ids=repr)
-@pytest.mark.parametrize("part", [1, 600, 3000, 4 << 20])
+@pytest.mark.parametrize("part", [1, 600, 8000, 4 << 20])
 def test_tiny_windows_and_parts(
     runs_dirs, monkeypatch, capsysbinary, choose, selection, window, part
 ):
@@ -241,13 +256,10 @@ def test_tiny_windows_and_parts(
     monkeypatch.setattr(kernel, "RUN_WINDOW", window[0])
     monkeypatch.setattr(kernel, "READ_WINDOW", window[1])
     monkeypatch.setattr(kernel, "JSON_PART", part)
-    calls: list = []
-    runs: list = []
-    real = kernel.json_records
-    monkeypatch.setattr(kernel, "json_records", lambda *a: Counting(real(*a), calls, runs))
+    calls, runs = count_kernel(monkeypatch)
     got = run_cli(monkeypatch, capsysbinary, *args)
     assert got == want
-    if part >= 3000:  # a batch's lines fit in a part: runs took batches
+    if part >= 8000:  # a batch's lines fit in half a part: runs took batches
         assert any(r[3] for r in runs)
     else:  # batches larger than a part: the core's per-batch path (in parts) took them
         assert any(calls)
@@ -257,11 +269,8 @@ def test_tiny_windows_and_parts(
 
 def test_every_reason_a_run_stops(runs_dirs, tmp_path, monkeypatch, capsysbinary, choose):
     choose("rust")
-    monkeypatch.setattr(kernel, "JSON_PART", 3000)
-    calls: list = []
-    runs: list = []
-    real = kernel.json_records
-    monkeypatch.setattr(kernel, "json_records", lambda *a: Counting(real(*a), calls, runs))
+    monkeypatch.setattr(kernel, "JSON_PART", 8000)
+    calls, runs = count_kernel(monkeypatch)
     clean = tmp_path / "clean-0"
     with kseg.LogWriter(clean, clock=lambda: TS) as w:
         for b in range(4):
@@ -292,3 +301,36 @@ def test_shared_data_dirs_each_mode(real_root):
     dirs = sorted({str(p.parent) for p in real_root.rglob("*.log")})
     for mode in ("auto", "hex", "redact"):
         same(*dirs, "--payload", mode, "--decoder", "none", "--from-offset", "3", "--limit", "999")
+
+
+# --- in process: fixture segments and fuzzed ones, every mode and selection -----------------
+
+
+def test_fixture_segments_whole_files(tree, k, monkeypatch):
+    from .diff import KERNEL_MODES, check_dump
+
+    calls, runs = count_kernel(monkeypatch)
+    logs = [p for p in segments(tree) if p.suffix == ".log"]
+    shown = sum(check_dump(log, mode) for log in logs for mode in KERNEL_MODES)
+    assert shown > 1000 and sum(r[3] for r in runs) > 1000  # the runs took most records
+
+
+def test_fuzzed_segments_whole_files(tree, k, tmp_path):
+    """Mutated segments (CRCs recomputed after most mutations, so the damage reaches the
+    records and the kernel's runs must stop exactly where the core would object)."""
+    from .diff import DUMP_OPTIONS, KERNEL_MODES, check_dump
+
+    rng = random.Random(2311)
+    logs = [p.read_bytes() for p in segments(tree) if p.suffix == ".log" and p.stat().st_size]
+    (tmp_path / "fuzz-0").mkdir()
+    log = tmp_path / "fuzz-0" / f"{0:020d}.log"
+    shown = 0
+    for i in range(150):
+        data = bytearray(mutated(rng.choice(logs), rng))
+        if i % 5 == 0:  # a torn or zero-filled tail as well
+            cut = rng.randrange(len(data))
+            data = data[:cut] + (bytes(rng.randrange(1, 9000)) if i % 2 else b"")
+        log.write_bytes(bytes(data))
+        mode = KERNEL_MODES[i % len(KERNEL_MODES)]
+        shown += check_dump(log, mode, options=(DUMP_OPTIONS[i % len(DUMP_OPTIONS)],))
+    assert shown > 1000
