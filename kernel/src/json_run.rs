@@ -21,6 +21,14 @@ const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
 const ATTR_DELETE_HORIZON: i16 = 0x40;
+/// kseg.format.compression.CODEC_NAMES, as JSON strings (other ids: the core's line)
+const CODEC_NAMES: [&[u8]; 5] = [
+    b"\"none\"",
+    b"\"gzip\"",
+    b"\"snappy\"",
+    b"\"lz4\"",
+    b"\"zstd\"",
+];
 
 /// The JSON text around a file's batch lines: `"file":` + `head`, and `tail` (the partition
 /// tags, each `,"key":value`) before the closing brace.
@@ -39,8 +47,8 @@ pub struct Run {
     pub hi: Option<i128>,
 }
 
-/// The batch line of kseg.decode.dump.batch_event for a valid uncompressed v2 batch (with
-/// `crc_valid` true), then the partition tags, as orjson writes it.
+/// The batch line of kseg.decode.dump.batch_event for a valid v2 batch (`crc_valid` true, a
+/// known codec), then the partition tags, as orjson writes it.
 fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &BatchText<'_>) {
     let attributes = walk::be_i16(d, pos + 21);
     let base = walk::be_i64(d, pos);
@@ -64,7 +72,9 @@ fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &Batch
     records::int(out, base as i128 + delta);
     out.extend_from_slice(b",\"count\":");
     records::int(out, walk::be_i32(d, pos + 57) as i128);
-    out.extend_from_slice(b",\"magic\":2,\"compression\":\"none\",\"crc\":");
+    out.extend_from_slice(b",\"magic\":2,\"compression\":");
+    out.extend_from_slice(CODEC_NAMES[(attributes & ATTR_COMPRESSION) as usize]);
+    out.extend_from_slice(b",\"crc\":");
     records::int(out, walk::be_u32(d, pos + walk::CRC_POS) as i128);
     out.extend_from_slice(b",\"crc_valid\":true,\"size\":");
     records::int(out, size as i128);
@@ -94,7 +104,9 @@ fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &Batch
     records::int(out, walk::be_i32(d, pos + 12) as i128);
     out.extend_from_slice(b",\"is_transactional\":");
     flag(out, ATTR_TRANSACTIONAL);
-    out.extend_from_slice(b",\"is_control\":false,\"delete_horizon_ms\":");
+    out.extend_from_slice(b",\"is_control\":");
+    flag(out, ATTR_CONTROL);
+    out.extend_from_slice(b",\"delete_horizon_ms\":");
     if attributes & ATTR_DELETE_HORIZON != 0 {
         records::int(out, base_timestamp as i128);
     } else {
@@ -111,6 +123,10 @@ fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &Batch
 /// with at least one of its records. Stops before a batch once `out` holds `max_out` bytes more
 /// than at the start; a batch whose record lines reach `max_out` bytes is left to the core
 /// (which shows it in parts). So `out` grows by less than 2 * `max_out` plus one batch line.
+///
+/// `batches_only` (--batches-only): batch lines only, of compressed and control batches too
+/// (their records are not read, as the core does not read them), `max_records` counting
+/// batches and `lo`/`hi` spanning the shown batches' offsets.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     d: &[u8],
@@ -122,6 +138,7 @@ pub fn run(
     sel: &Selection,
     max_records: Option<u64>,
     max_out: usize,
+    batches_only: bool,
     out: &mut Vec<u8>,
 ) -> Run {
     let end = end.min(d.len());
@@ -155,7 +172,12 @@ pub fn run(
             }
         };
         let attributes = walk::be_i16(d, pos + 21);
-        if attributes & (ATTR_COMPRESSION | ATTR_CONTROL) != 0
+        let taken = if batches_only {
+            ((attributes & ATTR_COMPRESSION) as usize) < CODEC_NAMES.len()
+        } else {
+            attributes & (ATTR_COMPRESSION | ATTR_CONTROL) == 0
+        };
+        if !taken
             || crc32c::crc32c(&d[pos + walk::CRC_COVERAGE_START..pos + size])
                 != walk::be_u32(d, pos + walk::CRC_POS)
         {
@@ -173,6 +195,18 @@ pub fn run(
             || sel.from_time.is_some_and(|f| max_timestamp < f)
         {
             pos += size;
+            continue;
+        }
+        if batches_only {
+            batch_line(out, d, pos, size, text);
+            r.emitted += 1;
+            r.lo = Some(r.lo.map_or(base as i128, |v| v.min(base as i128)));
+            r.hi = Some(r.hi.map_or(last, |v| v.max(last)));
+            pos += size;
+            if max_records.is_some_and(|m| r.emitted >= m) {
+                stop(&mut r, pos, RUN_LIMIT);
+                return r;
+            }
             continue;
         }
         let info = BatchInfo {

@@ -399,14 +399,14 @@ impl JsonRecords {
         }))
     }
 
-    /// run(buf, start, end, batch_file, batch_tail, max_records, max_out)
+    /// run(buf, start, end, batch_file, batch_tail, max_records, max_out, batches_only)
     /// -> (lines, stop, reason, emitted, lo, hi)
     ///
     /// The batch and record lines of the plain v2 batches from `start` (see json_run.rs): each
     /// batch line's file is `batch_file` (JSON) followed by `batch_tail` (`,"key":value`...).
     /// reason: 0 reached end, 1 the part is full (call again from stop), 2 the core takes the
-    /// entry at stop, 3 max_records shown. emitted: record lines; lo, hi: the smallest and
-    /// largest offset shown, or None.
+    /// entry at stop, 3 max_records shown. emitted: record lines (batch lines with
+    /// batches_only); lo, hi: the smallest and largest offset shown, or None.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn run<'py>(
         &self,
@@ -418,6 +418,7 @@ impl JsonRecords {
         batch_tail: &[u8],
         max_records: Option<u64>,
         max_out: usize,
+        batches_only: bool,
     ) -> PyResult<(
         Bound<'py, PyBytes>,
         usize,
@@ -440,14 +441,30 @@ impl JsonRecords {
                 .min(max_out.saturating_mul(2).saturating_add(1 << 16));
             let mut out = Vec::with_capacity(cap);
             let r = json_run::run(
-                d, start, end, file_json, &text, mode, sel, max_records, max_out, &mut out,
+                d,
+                start,
+                end,
+                file_json,
+                &text,
+                mode,
+                sel,
+                max_records,
+                max_out,
+                batches_only,
+                &mut out,
             );
             (out, r)
         });
-        Ok((PyBytes::new(py, &out), r.stop, r.reason, r.emitted, r.lo, r.hi))
+        Ok((
+            PyBytes::new(py, &out),
+            r.stop,
+            r.reason,
+            r.emitted,
+            r.lo,
+            r.hi,
+        ))
     }
 }
-
 
 /// CRC-32C (hardware where the CPU has it) of a buffer, for tests and benchmarks.
 #[pyfunction(name = "crc32c")]

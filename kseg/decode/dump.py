@@ -480,11 +480,20 @@ def _dump_log(
         make_event = record_event_maker(
             name, opts.payload, decoder, opts.skip_record_metadata, tags
         )
-    try:
-        if lines is not None:  # runs of plain batches in the kernel, the rest one by one here
-            yield from _kernel_runs(
-                buf, start, end, limit_end, name, opts, budget, make_event, span, lines, tags
+    runs = lines
+    if opts.batches_only:
+        lines = None  # no record lines; the batch lines of a run: the kernel's, with any mode
+        runs = None
+        if opts.json_lines:
+            runs = kernel.json_records(
+                b"", "base64", opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
             )
+    try:
+        if runs is not None:  # runs of plain batches in the kernel, the rest one by one here
+            yield from _kernel_runs(
+                buf, start, end, limit_end, name, opts, budget, make_event, span, lines, runs,
+                tags,
+            )  # fmt: skip
             return
         for entry in iter_entries(buf, start, end, source=name):
             shown = _shown(entry, opts, limit_end)
@@ -534,6 +543,7 @@ def _kernel_runs(
     make_event,
     span: _Span,
     lines,
+    runs,
     tags: dict,
 ) -> Iterator[list]:
     """_dump_log's loop with the kernel taking runs of plain batches (kseg._kernel.JsonRecords
@@ -542,17 +552,20 @@ def _kernel_runs(
     after half of it; a batch with more than half of it in record lines: the core's path). Every entry the kernel
     leaves (legacy, control, compressed, a bad CRC, any problem, a torn or zero-filled tail,
     past --max-bytes or --to-offset) goes through the core's loop body, one entry, and the
-    kernel carries on after it. A CorruptionError propagates as from iter_entries."""
+    kernel carries on after it. A CorruptionError propagates as from iter_entries.
+    ``runs``: the kseg._kernel.JsonRecords whose ``run`` takes the runs (``lines`` itself, or
+    with --batches-only one for the batch lines alone, ``lines`` None)."""
     from ..format.log import _Behind
 
     batch_file = orjson.dumps(name)
     batch_tail = orjson.dumps(tags)[1:-1] if tags else b""
     if batch_tail:
         batch_tail = b"," + batch_tail
-    filtered = _selecting(opts)
+    batches_only = opts.batches_only
+    filtered = batches_only or _selecting(opts)  # --batches-only: span has every batch shown
     ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
     behind = _Behind(buf, start)
-    run = lines.run
+    run = runs.run
     pos = start
     while pos < end:
         if pos >= behind.next:
@@ -568,6 +581,7 @@ def _kernel_runs(
             text, stop, reason, emitted, lo, hi = run(
                 buf, pos, window, batch_file, batch_tail,
                 None if left is None else min(left, _MAX_LEFT), max(1, kernel.JSON_PART // 2),
+                batches_only,
             )  # fmt: skip
             if left is not None:
                 budget.left = left - emitted

@@ -261,11 +261,13 @@ def dump_run(path, choice: str, mode: str, **options) -> bytes:
 
 
 def check_dump(path, mode: str, options=DUMP_OPTIONS) -> int:
-    """Both paths print the same bytes for the file; returns the record lines printed."""
+    """Both paths print the same bytes for the file, with and without --batches-only; returns
+    the record lines printed."""
     n = 0
     for opts in options:
-        expected = dump_run(path, "python", mode, **opts)
-        got = dump_run(path, "rust", mode, **opts)
-        assert got == expected, (path, mode, opts)
-        n += expected.count(b'{"type":"record"')
+        for batches_only in (False, True):
+            expected = dump_run(path, "python", mode, batches_only=batches_only, **opts)
+            got = dump_run(path, "rust", mode, batches_only=batches_only, **opts)
+            assert got == expected, (path, mode, opts, batches_only)
+            n += expected.count(b'{"type":"record"')
     return n

@@ -153,6 +153,24 @@ def test_interrupted_runs_selections(runs_dirs, selection):
     same(*runs_dirs, "--payload", "base64", *selection)
 
 
+@pytest.mark.parametrize("selection", [(), *SELECTIONS[::2]], ids=" ".join)
+def test_batches_only(runs_dirs, selection):
+    out = same(*runs_dirs, "--batches-only", *selection)
+    assert records(out) == 0
+    if not selection:
+        for kind in ("crc_mismatch", "torn_tail", "zero_filled_tail"):
+            assert f'"kind":"{kind}"'.encode() in out, kind
+        # compressed and control batches are batch lines like any other here
+        assert b'"compression":"zstd"' in out and b'"is_control":true' in out
+
+
+def test_batches_only_fixture_tree_and_real_data(tree, real_root):
+    same(str(tree), "--batches-only")
+    same(str(tree), "--batches-only", "--from-time", "1700000000050", "--limit", "40")
+    roots = sorted({str(p.parent) for p in real_root.rglob("meta.properties")})
+    assert b'"log_dir":' in same(*roots, "--batches-only")
+
+
 # --- a segment larger than the kernel's window --------------------------------------------
 
 
@@ -250,8 +268,10 @@ def test_tiny_windows_and_parts(
     runs_dirs, monkeypatch, capsysbinary, choose, selection, window, part
 ):
     args = ("dump", "-f", "json", *runs_dirs, "--payload", "auto", *selection)
+    batches_args = ("dump", "-f", "json", *runs_dirs, "--batches-only", *selection)
     choose("python")
     want = run_cli(monkeypatch, capsysbinary, *args)
+    want_batches = run_cli(monkeypatch, capsysbinary, *batches_args)
     choose("rust")
     monkeypatch.setattr(kernel, "RUN_WINDOW", window[0])
     monkeypatch.setattr(kernel, "READ_WINDOW", window[1])
@@ -265,6 +285,9 @@ def test_tiny_windows_and_parts(
         assert any(calls)
         if part == 1:
             assert not any(r[3] for r in runs)
+    runs.clear()
+    assert run_cli(monkeypatch, capsysbinary, *batches_args) == want_batches
+    assert any(r[3] for r in runs)  # batch lines need no more than a part
 
 
 def test_every_reason_a_run_stops(runs_dirs, tmp_path, monkeypatch, capsysbinary, choose):
