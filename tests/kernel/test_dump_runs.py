@@ -357,3 +357,29 @@ def test_fuzzed_segments_whole_files(tree, k, tmp_path):
         mode = KERNEL_MODES[i % len(KERNEL_MODES)]
         shown += check_dump(log, mode, options=(DUMP_OPTIONS[i % len(DUMP_OPTIONS)],))
     assert shown > 1000
+
+
+def test_the_progress_bar_moves_within_a_run(big, choose):
+    """dump_progress moves the bar by each part's position, not only at the file's end."""
+    from kseg.decode.dump import DumpOptions, dump_chunks, dump_progress
+
+    class Bar:
+        enabled = True
+
+        def __init__(self):
+            self.seen: list[int] = []
+
+        def due(self) -> bool:
+            return True
+
+        def update(self, completed: int) -> None:
+            self.seen.append(completed)
+
+    choose("rust")
+    bar = Bar()
+    opts = DumpOptions(payload="base64", json_lines=True)
+    for _ in dump_progress(dump_chunks([big], opts), bar):
+        pass
+    size = next(big.glob("*.log")).stat().st_size
+    inside = [c for c in bar.seen if 0 < c < size]
+    assert len(inside) > 10 and inside == sorted(inside)
