@@ -198,6 +198,10 @@ pub fn run(
             continue;
         }
         if batches_only {
+            if max_records.is_some_and(|m| r.emitted >= m) {
+                stop(&mut r, pos, RUN_LIMIT); // --limit 0: not even one batch
+                return r;
+            }
             batch_line(out, d, pos, size, text);
             r.emitted += 1;
             r.lo = Some(r.lo.map_or(base as i128, |v| v.min(base as i128)));

@@ -130,6 +130,7 @@ def test_interrupted_runs_every_mode(runs_dirs, mode):
 
 
 SELECTIONS = (
+    ("--limit", "0"),
     ("--limit", "1"),
     ("--limit", "5"),  # the end of the first batch
     ("--limit", "23"),
