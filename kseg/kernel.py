@@ -282,14 +282,15 @@ def json_records(
     lines per call (next_start >= 0: call again from there with validated=True); or None when
     the records are not all valid: the core then takes the whole batch and reports it.
 
-    Its ``run(buf, start, end, batch_file, batch_tail, max_records, max_out)`` takes a run of
-    plain batches whole — each batch's line (``batch_file``: the file name as JSON,
+    Its ``run(buf, start, end, batch_file, batch_tail, max_records, max_out, batches_only)``
+    takes a run of plain batches whole — each batch's line (``batch_file``: the file name as JSON,
     ``batch_tail``: the partition tags, ``,"key":value``...) and its record lines, with the same
     selection and a batch-level skip or end as kseg.decode.dump._dump_log — as ``(lines, stop,
     reason, emitted, lo, hi)``: reason RUN_END (reached ``end``), RUN_FULL (about ``max_out``
     bytes: call again from ``stop``), RUN_OTHER (the core takes the entry at ``stop``: anything
     but an uncompressed, non-control v2 batch with a matching CRC and valid records that fits a
-    part), RUN_LIMIT (``max_records`` shown)."""
+    part), RUN_LIMIT (``max_records`` shown). ``batches_only``: batch lines only (--batches-only;
+    compressed and control batches too), ``max_records`` and ``emitted`` counting batches."""
     k = compiled()
     if k is None or mode not in k.MODES:
         return None

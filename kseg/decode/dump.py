@@ -549,11 +549,11 @@ def _kernel_runs(
     """_dump_log's loop with the kernel taking runs of plain batches (kseg._kernel.JsonRecords
     ``run``: their batch and record lines, the same bytes, selection and --limit), a window of
     the file per call, in parts of at most about kernel.JSON_PART bytes (a run's part stops
-    after half of it; a batch with more than half of it in record lines: the core's path). Every entry the kernel
-    leaves (legacy, control, compressed, a bad CRC, any problem, a torn or zero-filled tail,
-    past --max-bytes or --to-offset) goes through the core's loop body, one entry, and the
-    kernel carries on after it. A CorruptionError propagates as from iter_entries.
-    ``runs``: the kseg._kernel.JsonRecords whose ``run`` takes the runs (``lines`` itself, or
+    after half of it; a batch with more than half of it in record lines: the core's path).
+    Every entry the kernel leaves (legacy, control, compressed, a bad CRC, any problem, a torn
+    or zero-filled tail, past --max-bytes or --to-offset) goes through the core's loop body,
+    one entry, and the kernel carries on after it. A CorruptionError propagates as from
+    iter_entries. ``runs``: the JsonRecords whose ``run`` takes the runs (``lines`` itself, or
     with --batches-only one for the batch lines alone, ``lines`` None)."""
     from ..format.log import _Behind
 
