@@ -8,6 +8,9 @@ end a command) is kseg.entry.
 
 from __future__ import annotations
 
+import copy
+import os
+import sys
 from pathlib import Path
 
 import typer
@@ -62,6 +65,14 @@ def _selection(paths: list[Path], topic: str | None, partition: int | None):
     from .storage.tree import resolve
 
     return resolve(paths, topic, partition, logs_only=True)
+
+
+def _log_bytes(targets) -> int:
+    """The progress bar's total (only when a bar is drawn: kseg.verify.index_run is not
+    imported otherwise)."""
+    from .verify.index_run import log_bytes
+
+    return log_bytes(targets)
 
 
 def _finish(*args, **kw):
@@ -222,7 +233,6 @@ def verify(
     quiet: o.QuietOpt = False,
 ) -> None:
     from .render import problems_only as without_ok
-    from .verify.index_run import log_bytes
     from .verify.run import VerifyOptions, VerifyRun
 
     if dry_run and not repair:
@@ -241,8 +251,15 @@ def verify(
     sel = _selection(paths, topic, partition)  # a wrong path fails up front
     run = VerifyRun(opts)
     events = without_ok(run.events(sel)) if problems_only else run.events(sel)
-    total = lambda: log_bytes(run.targets(sel))  # noqa: E731
-    _finish("verify", run, events, fmt.value, bar_total=total, quiet=quiet, merge_interrupt=True)
+    _finish(
+        "verify",
+        run,
+        events,
+        fmt.value,
+        bar_total=lambda: _log_bytes(run.targets(sel)),
+        quiet=quiet,
+        merge_interrupt=True,
+    )
 
 
 @o.command(app)
@@ -337,19 +354,54 @@ def demo(
 
 
 def _spark_commands() -> None:
-    from .cli_spark import spark_app
+    """Register `kseg spark` (kseg.cli_spark: its options and help), once."""
+    if not any(g.name == "spark" for g in app.registered_groups):
+        from .cli_spark import spark_app
 
-    app.add_typer(spark_app, name="spark")
+        app.add_typer(spark_app, name="spark")
 
 
-_spark_commands()
+def _name(info) -> str:
+    return info.name or typer.main.get_command_name(info.callback.__name__)
+
+
+def _only(typer_app: typer.Typer, args: list[str]) -> typer.Typer:
+    """``typer_app`` with only the command or group that ``args`` start with: click then builds
+    that command's parameters and no other's (each costs milliseconds of start-up). No name
+    first (``--help``, ``--version``, nothing) or an unknown one: the whole app, so that help
+    lists every command and a typo gets click's own message."""
+    if not args:
+        return typer_app
+    if args[0] in ("--version", "-V") and typer_app is app:  # eager: answered before any command
+        return _with(typer_app, [], [])
+    for info in typer_app.registered_commands:
+        if _name(info) == args[0]:
+            return _with(typer_app, [info], [])
+    for info in typer_app.registered_groups:
+        if info.name == args[0]:
+            sub = copy.copy(info)
+            sub.typer_instance = _only(info.typer_instance, args[1:])
+            return _with(typer_app, [], [sub])
+    return typer_app
+
+
+def _with(typer_app: typer.Typer, commands: list, groups: list) -> typer.Typer:
+    reduced = copy.copy(typer_app)
+    reduced.registered_commands = commands
+    reduced.registered_groups = groups
+    return reduced
 
 
 def main() -> None:
     """The process around the app (kseg.entry): every outcome through exit_status."""
     from .entry import run_app
 
-    run_app(app)
+    args = sys.argv[1:]
+    light = {_name(i) for i in app.registered_commands} | {"index", "--version", "-V"}
+    if os.environ.get("_KSEG_COMPLETE") or not args or args[0] not in light:
+        # shell completion, `kseg spark ...`, help listing every command, a typo
+        _spark_commands()
+    run_app(app if os.environ.get("_KSEG_COMPLETE") else _only(app, args))
 
 
 if __name__ == "__main__":

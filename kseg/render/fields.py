@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 
 from ..format.timestamps import with_iso
+from .streams import one_line  # noqa: F401 - text-like renderers take it from here
 
 # fields holding epoch ms: text and tables show ISO-8601 UTC beside them (JSON keeps the number)
 TIME_FIELDS = frozenset(
@@ -35,13 +36,6 @@ def safe_path(path: str) -> str:
     """A path as it is, or JSON-quoted when it holds a newline or another control character
     (one line of output stays one line)."""
     return path if path.isprintable() else orjson.dumps(path).decode()
-
-
-def one_line(text: str) -> str:
-    """Control characters (a newline in a file name...) as escapes: a message stays one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def field_text(key: str, v: object) -> str:

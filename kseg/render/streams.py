@@ -6,8 +6,6 @@ import os
 import sys
 from typing import BinaryIO
 
-from .fields import one_line
-
 _OUT: BinaryIO | None = None
 
 
@@ -36,6 +34,13 @@ def reset() -> None:
     """Forget the buffer (a new run in the same process: tests)."""
     global _OUT
     _OUT = None
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name...) as escapes: a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def say(message: str) -> None:
