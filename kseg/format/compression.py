@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import zlib
 
-import cramjam
-
-from . import lz4frame, xerial
 from .errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, UNKNOWN_CODEC, DecompressionError
 from .scratch import scratch
 
@@ -45,11 +42,17 @@ def compress(cid: int, data, *, magic: int = 2, xerial_snappy: bool = True) -> b
         c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: gzip wrapper, mtime 0
         return c.compress(data) + c.flush()
     if cid == SNAPPY:
+        from . import xerial
+
         return xerial.compress(data, xerial=xerial_snappy)
     if cid == LZ4:
+        from . import lz4frame
+
         # Kafka < 0.10 wrote magic 0 LZ4 with the KAFKA-3160 header checksum; mirror it.
         return lz4frame.compress(data, broken_header_checksum=(magic == 0))
     if cid == ZSTD:
+        import cramjam
+
         return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
     if cid == NONE:
         return bytes(data)
@@ -64,8 +67,12 @@ def decompress(cid: int, data, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     if cid == GZIP:
         return _gzip(data, limit)
     if cid == SNAPPY:
+        from . import xerial
+
         return xerial.decompress(data, limit)
     if cid == LZ4:
+        from . import lz4frame
+
         return lz4frame.decompress(data, limit)
     if cid == ZSTD:
         return _zstd(data, limit)
@@ -114,6 +121,8 @@ def _zstd(data, limit: int) -> bytes:
     # The output size is unknown (Kafka streams zstd, so frames carry no content size): try a
     # reused buffer, then grow geometrically up to the limit; cramjam refuses to write past its
     # end. Buffers above scratch.KEEP_BYTES are fresh and dropped after the batch.
+    import cramjam
+
     size = min(limit, max(256 << 10, 8 * len(data)))
     while True:
         buf = scratch(size)

@@ -7,9 +7,7 @@ file, and a temp file is removed when the write fails or is interrupted.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +26,7 @@ def fsync_dir(directory: str | Path) -> None:
 def temp_name(path: str | Path) -> Path:
     """A hidden name beside ``path``, unique to this process and call."""
     path = Path(path)
-    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
 
 
 def is_temp_name(name: str) -> bool:
@@ -102,6 +100,8 @@ def atomic_copy(
     With ``sha256`` the copied bytes are hashed on the way and must match, else CopyMismatch and
     ``dest`` is left as it was. A copy cut short (no space, killed) leaves no ``dest`` behind.
     """
+    import hashlib  # only a repair or restore hashes (start-up: a plain verify does not)
+
     h = hashlib.sha256()
 
     def fill(fo) -> None:
@@ -122,6 +122,8 @@ def atomic_copy(
 
 
 def sha256_range(path: str | Path, start: int, end: int) -> str:
+    import hashlib  # only a repair or restore hashes (start-up: a plain verify does not)
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         f.seek(start)

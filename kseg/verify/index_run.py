@@ -7,12 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..exitcodes import BadOption, Exit
-from ..storage.atomic import fix_hint, remove_stale_temps
-from ..storage.lock import LogDirLocks
 from ..storage.tree import Selection, Target
 from .index_check import WRONG
-from .locking import inside_message, is_inside, lock_log_dirs
-from .rebuild import UNCHANGED, rebuild_target
+
+# RebuildRun's modules (rebuild, locks, atomic writes) are imported by RebuildRun: `index check`
+# does not need them (start-up time).
 
 INDEX_STATUSES = ("identical", "equivalent", "missing", "wrong")  # in order of gravity
 
@@ -56,6 +55,9 @@ class RebuildRun:
         backup: Path | None = None,
         force: bool = False,
     ) -> None:
+        from ..storage.lock import LogDirLocks
+        from .locking import inside_message, is_inside
+
         self.code = Exit.OK
         self.targets = sel.required_targets("rebuild indexes in")
         self.several = sel.several_log_dirs
@@ -80,6 +82,10 @@ class RebuildRun:
             yield from self._events()
 
     def _events(self) -> Iterator[dict]:
+        from ..storage.atomic import fix_hint, remove_stale_temps
+        from .locking import lock_log_dirs
+        from .rebuild import UNCHANGED, rebuild_target
+
         refused: set[Path] = set()
         if not self.dry_run:  # every log dir's lock before anything is written
             refused, said = lock_log_dirs(

@@ -5,27 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..exitcodes import Exit
-from ..storage.lock import LogDirLocks
-from ..storage.space import NoSpace
 from ..storage.tree import Selection, Target, resolve
 from . import findings as K
 from .kafka_outcome import kafka_recovery
-from .locking import inside_message, is_inside, lock_log_dirs
-from .manifest import RESTORING, ManifestError
 from .partition import PartitionReport, verify_root_checkpoints, verify_target
-from .repair import (
-    Quarantine,
-    RepairError,
-    RepairFailed,
-    apply_plan,
-    default_quarantine_root,
-    index_problem,
-    plan_repair,
-    resume,
-    unfinished_work,
-)
+
+if TYPE_CHECKING:
+    from ..storage.lock import LogDirLocks
+    from .repair import Quarantine
+
+# The repair's modules (kseg.verify.repair, .manifest, .locking, storage.lock, storage.space)
+# are imported by --repair only: a plain verify starts faster without them.
 
 _COUNTED = (K.ERROR, K.WARNING)
 
@@ -50,7 +43,7 @@ class VerifyRun:
         self.counts = {K.ERROR: 0, K.WARNING: 0, K.INFO: 0}
         self.partitions = self.segments = self.repaired = 0
         self.writing = opts.repair and not opts.dry_run
-        self._locks = LogDirLocks(force=opts.force)
+        self._locks: LogDirLocks | None = None  # taken by a repair only
         self._quarantines: dict[Path, Quarantine] = {}
         self._unfinished: dict[Path, list] = {}  # quarantine root -> its unfinished manifests
         self._expanded: tuple[Selection, list[Target]] | None = None
@@ -65,6 +58,8 @@ class VerifyRun:
         return {"type": "failure", "message": message}
 
     def _quarantine(self, t: Target) -> Quarantine:
+        from .repair import Quarantine, default_quarantine_root
+
         root = self.opts.quarantine or default_quarantine_root(t.log_dir)
         key = root.absolute()
         if key not in self._quarantines:
@@ -73,6 +68,8 @@ class VerifyRun:
 
     def _quarantine_roots(self, t: Target) -> list[Path]:
         """Where an unfinished repair of ``t`` may be: the default place and --quarantine."""
+        from .repair import default_quarantine_root
+
         roots = [default_quarantine_root(t.log_dir)]
         if self.opts.quarantine is not None:
             roots.insert(0, self.opts.quarantine)
@@ -80,6 +77,10 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
+        from ..storage.lock import LogDirLocks
+        from .locking import lock_log_dirs
+
+        self._locks = LogDirLocks(force=self.opts.force)
         self._refused, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
         for ev in said:
             if ev["type"] == "failure":
@@ -91,6 +92,8 @@ class VerifyRun:
         too, so that it predicts the real run."""
         q = self.opts.quarantine
         if q is not None:
+            from .locking import inside_message, is_inside
+
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
                 if is_inside(q, log_dir):
                     self._refused.add(log_dir)
@@ -119,7 +122,8 @@ class VerifyRun:
         try:
             yield from self._events(sel)
         finally:
-            self._locks.release()
+            if self._locks is not None:
+                self._locks.release()
 
     def _events(self, sel: Selection) -> Iterator[dict]:
         several = sel.several_log_dirs
@@ -172,6 +176,9 @@ class VerifyRun:
         self.partitions += 1
         writing = self.writing
         if writing:
+            from .manifest import RESTORING
+            from .repair import RepairFailed, resume, unfinished_work
+
             found = unfinished_work(self._quarantine_roots(t), t.partition_dir, self._unfinished)
             restoring = [q for q, status in found if status == RESTORING]
             if restoring:
@@ -212,6 +219,8 @@ class VerifyRun:
         outcome = kafka_recovery(report)
         if outcome is not None:
             yield outcome
+        if opts.repair:
+            from .repair import plan_repair
         plan = (
             plan_repair(
                 report,
@@ -226,6 +235,10 @@ class VerifyRun:
             for a in plan.actions:
                 yield a.to_event(opts.dry_run or not writing)
             if writing:
+                from ..storage.space import NoSpace
+                from .manifest import ManifestError
+                from .repair import RepairError, RepairFailed, apply_plan
+
                 failure = None
                 try:
                     qdir = apply_plan(plan, self._quarantine(t))
@@ -265,6 +278,8 @@ class VerifyRun:
 
     def _segment_events(self, before: PartitionReport, after: PartitionReport) -> Iterator[dict]:
         post = {s.log: s for s in after.scans}
+        if after is not before:  # repaired: what the repair fixed (kseg.verify.repair)
+            from .repair import index_problem
         for s in before.scans:
             self.segments += 1
             now = post.get(s.log)
