@@ -1,5 +1,8 @@
 """Start-up: a command imports only what it needs. Checked on the real entry point with
-``python -X importtime`` (which names every module the process imported), not timed."""
+``python -X importtime`` (which names every module the process imported), not timed: the
+times are bench/run.py's (``--only startup``). Each list of modules a command must not import
+comes with a command that does import them, so a check that could no longer fail (a renamed
+module, a parse that sees nothing) fails instead."""
 
 from __future__ import annotations
 
@@ -11,8 +14,21 @@ import pytest
 from kseg.format.record import Record
 from kseg.storage.writer import LogWriter
 
-# never needed by verify or index check: rendering libraries, Arrow/Spark, data frames
+# never needed outside `kseg spark`: rendering libraries, Arrow/Spark, data frames, other readers
 HEAVY = ("rich", "tabulate", "pyarrow", "pyspark", "numpy", "pandas", "kafka", "aiokafka")
+SPARK = ("kseg.cli_spark", "kseg.spark", "kseg.spark_submit")
+# what only a repair (or an index rebuild) writes with: locks, quarantine manifests, space checks
+REPAIR = (
+    "kseg.verify.repair",
+    "kseg.verify.manifest",
+    "kseg.verify.locking",
+    "kseg.verify.restore",
+    "kseg.storage.lock",
+    "kseg.storage.space",
+)
+RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.render.csv")
+# the internal topics' record schemas (dump --decoder, or a __consumer_offsets-like topic)
+SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
 
 
 def imported(*args) -> set[str]:
@@ -26,7 +42,13 @@ def imported(*args) -> set[str]:
         if line.startswith("import time:") and "|" in line:
             names.add(line.rsplit("|", 1)[1].strip())
     assert "kseg.cli" in names, proc.stderr[-2000:]  # the parse saw the imports
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # the command ran (1: repaired)
     return names
+
+
+def under(names: set[str], prefixes) -> list[str]:
+    """The modules of ``names`` that are one of ``prefixes`` or inside one of them."""
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes))
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +66,77 @@ def test_commands_import_no_heavy_modules(one_batch, args):
     names = imported(*args, one_batch)
     heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
     assert heavy == []
+
+
+# (arguments before the partition, modules it must not import, modules it must import)
+COMMANDS = {
+    "verify": (
+        ("verify",),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify.index_run", "kseg.decode", "kseg.lookup")
+        + tuple(r for r in RENDER if r != "kseg.render.text"),
+        ("kseg.verify.run", "kseg.render.text"),
+    ),
+    "verify-json": (
+        ("verify", "-f", "json"),
+        (*REPAIR, *SPARK, "kseg.render.text", "kseg.render.table"),
+        ("kseg.verify.run", "kseg.render.json"),
+    ),
+    "verify-repair": (  # the control: a repair does import them
+        ("verify", "--repair", "--dry-run"),
+        SPARK,
+        ("kseg.verify.repair", "kseg.verify.manifest", "kseg.storage.space"),
+    ),
+    "dump-json": (
+        ("dump", "-f", "json"),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.render.text", "kseg.render.table"),
+        ("kseg.decode.dump_run", "kseg.render.json"),
+    ),
+    "dump-batches": (
+        ("dump", "--batches-only"),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.render.json", "kseg.render.table"),
+        ("kseg.decode.dump_run", "kseg.render.text"),
+    ),
+    "seek": (
+        ("seek", "--time", "latest"),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.decode", "kseg.render.json"),
+        ("kseg.lookup.seek_run", "kseg.render.text"),
+    ),
+    "index-check": (
+        ("index", "check"),
+        (*REPAIR, *SPARK, "kseg.verify.rebuild", "kseg.storage.atomic", "kseg.decode"),
+        ("kseg.verify.index_run", "kseg.verify.index_check"),
+    ),
+    "index-rebuild": (  # the control for index check's
+        ("index", "rebuild", "--dry-run"),
+        SPARK,
+        ("kseg.verify.rebuild", "kseg.storage.lock"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_imports_only_what_it_needs(one_batch, name):
+    args, absent, present = COMMANDS[name]
+    names = imported(*args, one_batch)
+    assert under(names, absent) == []
+    assert under(names, HEAVY) == []
+    assert [p for p in present if p not in names] == []
+
+
+def test_version_and_help_import_no_command():
+    """--version names the kernel and nothing else; --help lists every command (`spark` too:
+    its help is kseg.cli_spark's) without reading anything or importing Spark or rich."""
+    version = imported("--version")
+    assert "kseg.kernel" in version
+    commands = ("kseg.storage", "kseg.verify", "kseg.decode", "kseg.lookup", "kseg.format.batch")
+    assert under(version, (*commands, *SPARK, *HEAVY, "kseg.render.fields")) == []
+    help_ = imported("--help")
+    assert "kseg.cli_spark" in help_
+    assert under(help_, (*commands, "kseg.spark", *HEAVY)) == []
+
+
+def test_spark_help_imports_no_spark(one_batch):
+    """`kseg spark export --help` is kseg.cli_spark's options: no JVM, no Arrow."""
+    names = imported("spark", "export", "--help")
+    assert "kseg.cli_spark" in names
+    assert under(names, ("pyspark", "pyarrow", "kseg.spark", "kseg.verify", "kseg.storage")) == []
