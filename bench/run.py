@@ -1,6 +1,7 @@
 """kseg benchmarks: whole processes, side by side with anchors, ratios not only seconds.
 
     python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,...] [--kernel rust,python]
+    python bench/run.py --only startup [--startup-repeat 21]
 
 --kernel runs the verify, rebuild, dump (--batches-only) and small rows once per kernel
 (KSEG_KERNEL=rust|python; default: whichever is active); "vs anchor" is seconds / anchor
@@ -11,7 +12,14 @@ Generates its inputs once under bench/data/ with kseg's LogWriter (deterministic
   small/    one segment of 1-4 record batches (--mib MiB)
   codec-*/  one segment per codec (--codec-mib MiB of records each)
   many/     a partition of 1,000 segments (64 KiB each) with indexes
+  startup-0/  a partition of one batch of one record (the start-up rows; only this for
+              --only startup)
 Timings are medians of --repeat runs on a warm page cache, start-up included.
+
+The start-up rows (--only startup) time whole processes of the `kseg` console script on the
+one-batch partition: medians of --startup-repeat runs, next to a bare `python -c pass`, after
+compiling kseg's bytecode once (an editable install under PYTHONDONTWRITEBYTECODE would
+otherwise compile every module on every start, which is not what an installed kseg does).
 """
 
 from __future__ import annotations
@@ -113,6 +121,54 @@ def generate(mib: int, codec_mib: int) -> None:
             w.append(_records(60, b * 60))
     stamp.write_text("ok")
     print(f"generated inputs in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+
+def startup_rows(row, repeat: int) -> None:
+    """Whole-process start-up of single commands on a one-batch partition (target: verify
+    <= 80 ms). CPU seconds (user + sys) of the child beside the wall time: less sensitive to a
+    busy machine than the wall clock."""
+    import resource
+
+    import kseg
+
+    pdir = DATA / "startup-0"
+    if not (pdir / "00000000000000000000.log").exists():
+        with _writer(pdir) as w:
+            w.append([kseg.Record(key=b"k", value=b"v", timestamp=TS0)])
+    subprocess.run([PY, "-m", "compileall", "-q", str(HERE.parent / "kseg")], check=True)
+    script = Path(PY).with_name("kseg")
+    kseg_bin = [str(script)] if script.exists() else [PY, "-m", "kseg"]
+    cases = [
+        ("anchor: python -c pass", [PY, "-c", "pass"]),
+        ("kseg --version", [*kseg_bin, "--version"]),
+        ("kseg --help", [*kseg_bin, "--help"]),
+        ("kseg verify (one batch)", [*kseg_bin, "verify", str(pdir)]),
+        ("kseg seek --time latest (one batch)", [*kseg_bin, "seek", "--time", "latest", str(pdir)]),
+        ("kseg dump -f json (one batch)", [*kseg_bin, "dump", "-f", "json", str(pdir)]),
+        ("kseg index check (one batch)", [*kseg_bin, "index", "check", str(pdir)]),
+    ]
+    walls: dict[str, list[float]] = {name: [] for name, _ in cases}
+    cpus: dict[str, list[float]] = {name: [] for name, _ in cases}
+    for _ in range(repeat):  # interleaved: a burst of load hits every row alike
+        for name, cmd in cases:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            walls[name].append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            if proc.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr!r}")
+    anchor = statistics.median(walls[cases[0][0]])
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    for name, _ in cases:
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        note = f"{wall * 1000:.0f} ms wall (min {min(walls[name]) * 1000:.0f}), {cpu * 1000:.0f} ms CPU"
+        if name.startswith("kseg verify"):
+            note += "; target <= 80 ms"
+        if name.startswith("anchor"):
+            note += f"; {repeat} runs each, load average {load}"
+        row(name, wall, ratio_to=None if name.startswith("anchor") else anchor, note=note)
 
 
 def timed(
@@ -245,6 +301,7 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--codec-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--startup-repeat", type=int, default=21)
     ap.add_argument("--only", default="")
     ap.add_argument(
         "--kernel", default="", help="rust,python: the kernel rows once per kernel (KSEG_KERNEL)"
@@ -253,15 +310,11 @@ def main() -> None:
     active = subprocess.run(kseg_cmd("--version"), capture_output=True, text=True).stdout.strip()
     print(f"active: {active}", flush=True)
     kernels = [k.strip() for k in args.kernel.split(",") if k.strip()] or [None]
-    generate(args.mib, args.codec_mib)
     only = set(filter(None, args.only.split(",")))
 
     def want(name: str) -> bool:
         return not only or name in only
 
-    big = DATA / "big-0" / "00000000000000000000.log"
-    small = DATA / "small-0" / "00000000000000000000.log"
-    size_mb = big.stat().st_size / 1e6
     rows = []
 
     def row(name, secs, mb=None, records=None, ratio_to=None, note=""):
@@ -271,6 +324,16 @@ def main() -> None:
         rows.append((name, f"{secs:.3f}", rate, rec, ratio, note))
         print(f"{name:55s} {secs:7.3f} s {rate:>12s} {rec:>14s} {ratio:>7s} {note}", flush=True)
 
+    if want("startup"):
+        DATA.mkdir(exist_ok=True)
+        startup_rows(row, args.startup_repeat)
+    if only and only <= {"startup"}:
+        _table(rows)
+        return
+    generate(args.mib, args.codec_mib)
+    big = DATA / "big-0" / "00000000000000000000.log"
+    small = DATA / "small-0" / "00000000000000000000.log"
+    size_mb = big.stat().st_size / 1e6
     subprocess.run(["cat", str(big), str(small)], stdout=subprocess.DEVNULL)  # warm the cache
     t_cat, _ = timed(["cat", str(big)], args.repeat)
     row(f"cat ({size_mb:.0f} MB, 16 KiB batches)", t_cat, size_mb)
@@ -374,7 +437,10 @@ def main() -> None:
         row("  vs a full header scan of that partition (dump --batches-only)", t_scan, total / 1e6)
     if want("spark"):
         _spark_rows(big, size_mb, row)
+    _table(rows)
 
+
+def _table(rows: list) -> None:
     print()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}"
