@@ -17,7 +17,6 @@ import orjson
 from .. import kernel
 from ..format import checkpoint as cp
 from ..format import compression as codecs
-from ..format import producer_snapshot as ps
 from ..format import txn_index as tx
 from ..format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 from ..format.compression import DEFAULT_MAX_DECOMPRESSED, NONE
@@ -1174,6 +1173,8 @@ def _dump_small(
                     "last_stable_offset": e.last_stable_offset,
                 }
         elif kind == F.SNAPSHOT:
+            from ..format import producer_snapshot as ps  # only for a .snapshot (start-up)
+
             snap = ps.read_snapshot(data)
             for e in snap.entries:
                 if lo <= e.last_offset <= hi and _in_times(e.timestamp, opts):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ..format import checkpoint as cp
 from ..format import offset_index as oi
-from ..format import producer_snapshot as ps
 from ..format import time_index as ti
 from ..format import txn_index as tx
 from ..format.errors import CorruptionError
@@ -21,7 +20,6 @@ from ..storage.tree import Target
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import MISSING, WRONG
-from .rebuild import seed_from_snapshot
 from .segment import EpochRanges, SegmentScan, scan_segment
 
 
@@ -146,6 +144,8 @@ def verify_target(
     epochs = _epoch_ranges(part)
     txn = None
     if replay_txns and logs == all_logs and logs:
+        from .rebuild import seed_from_snapshot  # a repair's scan only (start-up time)
+
         txn = TxnTracker()  # as rebuild_target replays it
         seed_from_snapshot(txn, logs[0])
         report.txns_replayed = True
@@ -391,6 +391,8 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             continue
         try:
             if k.kind == F.SNAPSHOT:
+                from ..format import producer_snapshot as ps  # a partition without: not imported
+
                 ps.read_snapshot(data)
                 if end is not None and k.base_offset > end:
                     report.findings.append(

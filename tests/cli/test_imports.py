@@ -29,6 +29,8 @@ REPAIR = (
 RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.render.csv")
 # the internal topics' record schemas (dump --decoder, or a __consumer_offsets-like topic)
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
+# a file kind the one-batch partition does not have (a .snapshot): its reader is not imported
+SNAPSHOT = "kseg.format.producer_snapshot"
 
 
 def imported(*args) -> set[str]:
@@ -76,6 +78,11 @@ COMMANDS = {
         + tuple(r for r in RENDER if r != "kseg.render.text"),
         ("kseg.verify.run", "kseg.render.text"),
     ),
+    "verify-plain": (  # no snapshot and no repair: the rebuild's and snapshot reader's modules
+        ("verify",),
+        ("kseg.verify.rebuild", SNAPSHOT, "kseg.storage.atomic"),
+        ("kseg.verify.partition",),
+    ),
     "verify-json": (
         ("verify", "-f", "json"),
         (*REPAIR, *SPARK, "kseg.render.text", "kseg.render.table"),
@@ -84,16 +91,32 @@ COMMANDS = {
     "verify-repair": (  # the control: a repair does import them
         ("verify", "--repair", "--dry-run"),
         SPARK,
-        ("kseg.verify.repair", "kseg.verify.manifest", "kseg.storage.space"),
+        ("kseg.verify.repair", "kseg.verify.manifest", "kseg.storage.space", "kseg.verify.rebuild"),
     ),
     "dump-json": (
         ("dump", "-f", "json"),
-        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.render.text", "kseg.render.table"),
+        (
+            *REPAIR,
+            *SPARK,
+            *SCHEMAS,
+            SNAPSHOT,
+            "kseg.verify",
+            "kseg.render.text",
+            "kseg.render.table",
+        ),
         ("kseg.decode.dump_run", "kseg.render.json"),
     ),
     "dump-batches": (
         ("dump", "--batches-only"),
-        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.render.json", "kseg.render.table"),
+        (
+            *REPAIR,
+            *SPARK,
+            *SCHEMAS,
+            SNAPSHOT,
+            "kseg.verify",
+            "kseg.render.json",
+            "kseg.render.table",
+        ),
         ("kseg.decode.dump_run", "kseg.render.text"),
     ),
     "seek": (
@@ -140,3 +163,16 @@ def test_spark_help_imports_no_spark(one_batch):
     names = imported("spark", "export", "--help")
     assert "kseg.cli_spark" in names
     assert under(names, ("pyspark", "pyarrow", "kseg.spark", "kseg.verify", "kseg.storage")) == []
+
+
+def test_every_module_named_here_exists():
+    """A renamed module would make its absence trivially true: every kseg name above is real."""
+    import importlib.util
+
+    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, SNAPSHOT}
+    for _args, absent, present in COMMANDS.values():
+        named.update(absent, present)
+    missing = sorted(
+        n for n in named if n.startswith("kseg") and importlib.util.find_spec(n) is None
+    )
+    assert missing == []
