@@ -8,9 +8,6 @@ end a command) is kseg.entry.
 
 from __future__ import annotations
 
-import copy
-import os
-import sys
 from pathlib import Path
 
 import typer
@@ -361,47 +358,13 @@ def _spark_commands() -> None:
         app.add_typer(spark_app, name="spark")
 
 
-def _name(info) -> str:
-    return info.name or typer.main.get_command_name(info.callback.__name__)
-
-
-def _only(typer_app: typer.Typer, args: list[str]) -> typer.Typer:
-    """``typer_app`` with only the command or group that ``args`` start with: click then builds
-    that command's parameters and no other's (each costs milliseconds of start-up). No name
-    first (``--help``, ``--version``, nothing) or an unknown one: the whole app, so that help
-    lists every command and a typo gets click's own message."""
-    if not args:
-        return typer_app
-    if args[0] in ("--version", "-V") and typer_app is app:  # eager: answered before any command
-        return _with(typer_app, [], [])
-    for info in typer_app.registered_commands:
-        if _name(info) == args[0]:
-            return _with(typer_app, [info], [])
-    for info in typer_app.registered_groups:
-        if info.name == args[0]:
-            sub = copy.copy(info)
-            sub.typer_instance = _only(info.typer_instance, args[1:])
-            return _with(typer_app, [], [sub])
-    return typer_app
-
-
-def _with(typer_app: typer.Typer, commands: list, groups: list) -> typer.Typer:
-    reduced = copy.copy(typer_app)
-    reduced.registered_commands = commands
-    reduced.registered_groups = groups
-    return reduced
-
-
 def main() -> None:
     """The process around the app (kseg.entry): every outcome through exit_status."""
-    from .entry import run_app
+    from .entry import only_the_command, run_app
 
-    args = sys.argv[1:]
-    light = {_name(i) for i in app.registered_commands} | {"index", "--version", "-V"}
-    if os.environ.get("_KSEG_COMPLETE") or not args or args[0] not in light:
-        # shell completion, `kseg spark ...`, help listing every command, a typo
+    if only_the_command(app) is app:  # help listing every command, completion, `spark`, a typo
         _spark_commands()
-    run_app(app if os.environ.get("_KSEG_COMPLETE") else _only(app, args))
+    run_app(app)
 
 
 if __name__ == "__main__":

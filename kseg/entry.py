@@ -65,7 +65,7 @@ def _call_app(app) -> int:
             # the command is invoked directly, not through Click's main(): that one turns a
             # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
             # KeyboardInterrupt into a silent exit 130
-            command = typer.main.get_command(app)
+            command = typer.main.get_command(only_the_command(app))
             # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
             command._main_shell_completion({}, "kseg", None)
             with command.make_context("kseg", sys.argv[1:]) as ctx:
@@ -80,6 +80,46 @@ def _call_app(app) -> int:
             raise interrupt.Interrupted() from exc
         raise
     return rv if isinstance(rv, int) else 0
+
+
+def only_the_command(app):
+    """The typer ``app`` with only the command that sys.argv runs: click then builds that
+    command's parameters and no other's (each costs start-up time). ``--version`` builds none.
+    Anything else (no command name first: ``--help``, nothing; an unknown name; shell
+    completion): ``app`` itself, so that help lists every command and a typo gets click's
+    message."""
+    if os.environ.get("_KSEG_COMPLETE"):
+        return app
+    args = sys.argv[1:]
+    if args[:1] in (["--version"], ["-V"]):  # eager: answered before any command is looked at
+        return _with(app, [], [])
+    return _only(app, args)
+
+
+def _only(app, args: list[str]):
+    import copy
+
+    import typer
+
+    name = args[0] if args else None
+    for info in app.registered_commands:
+        if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+            return _with(app, [info], [])
+    for info in app.registered_groups:
+        if info.name == name:
+            sub = copy.copy(info)
+            sub.typer_instance = _only(info.typer_instance, args[1:])
+            return _with(app, [], [sub])
+    return app
+
+
+def _with(app, commands: list, groups: list):
+    import copy
+
+    reduced = copy.copy(app)
+    reduced.registered_commands = commands
+    reduced.registered_groups = groups
+    return reduced
 
 
 def _run(app) -> int:
