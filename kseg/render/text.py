@@ -98,6 +98,21 @@ def text_line(ev: dict) -> str:
             f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
         )
         return line
+    if t == "entry":  # a Kafka 0.7 message (offsets are byte offsets)
+        count = f" count: {ev['count']}" if "count" in ev else ""
+        return (
+            f"offset: {ev['offset']} position: {ev['position']} nextOffset: {ev['next_offset']} "
+            f"size: {ev['size']} magic: {ev['magic']} compresscodec: {ev['compression']}{count} "
+            f"crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
+        )
+    if t == "message":  # what a 0.7 consumer receives from the entry at ``offset``
+        line = (
+            f"| offset: {ev['offset']} consumerOffset: {ev['consumer_offset']} "
+            f"magic: {ev['magic']} payloadSize: {ev['payload_size']}"
+        )
+        if "payload" in ev:
+            line += " payload: " + _payload(ev["payload"], ev["payload_encoding"])
+        return line
     if t == "control" and "decoded" in ev:  # KRaft control records, named as Kafka names them
         d = ev["decoded"]
         if "error" in d:
