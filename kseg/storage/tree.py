@@ -481,11 +481,16 @@ def targets(
     yield from resolve(paths, topic, partition, logs_only=True).targets()
 
 
+def partition_logs(pdir: Path) -> list[Path]:
+    """The partition's live logs: its `.log` files, or, in a Kafka 0.7 partition (which holds
+    no `.log`), its `.kafka` segments."""
+    return segment_logs(pdir) or kafka07_segments(pdir)
+
+
 def _logs_or_none(pdir: Path) -> list[Path]:
-    """The partition's logs (`.log`, or the `.kafka` segments of a 0.7 partition, which holds
-    no `.log`); none if the directory cannot be listed (whoever checks the partition reports
-    that, and the walk goes on to the next one)."""
+    """The partition's logs (partition_logs); none if the directory cannot be listed (whoever
+    checks the partition reports that, and the walk goes on to the next one)."""
     try:
-        return segment_logs(pdir) or kafka07_segments(pdir)
+        return partition_logs(pdir)
     except OSError:
         return []
