@@ -207,3 +207,11 @@ def test_killed_repair_resumes(log07, tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert b"resumed an interrupted repair" in r.stdout
     assert run_kseg("verify", pdir).returncode == 0
+
+
+@pytest.mark.parametrize("cmd", [("index", "check"), ("index", "rebuild", "--dry-run")])
+def test_index_commands_say_07_has_no_indexes(log07, cmd):
+    r = run_kseg(*cmd, log07 / "events-0")
+    assert r.returncode == 16, r.stdout + r.stderr  # nothing to check is never a clean run
+    assert b"a Kafka 0.7 partition (.kafka segments) has no index files" in r.stderr
+    assert b"Traceback" not in r.stderr and b"internal error" not in r.stderr
