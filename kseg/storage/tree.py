@@ -436,7 +436,7 @@ def resolve(
                 raise InputError(
                     NOT_KAFKA_FILE,
                     path,
-                    f"{article} {k.kind} file: this command takes a segment .log (or 0.7 .kafka) file, a partition "
+                    f"{article} {k.kind} file: this command takes a segment .log file (or a 0.7 .kafka), a partition "
                     "directory, a log.dirs root or a directory of roots (`kseg dump` decodes any file)",
                 )
             parent = F.parse_partition_dir(path.parent.name) if path.parent.name else None
