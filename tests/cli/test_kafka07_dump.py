@@ -169,3 +169,20 @@ def test_dump_empty_kafka_file(tmp_path):
         {"type": "file", "file": str(pdir / "00000000000000000000.kafka"), "kind": "kafka07",
          "size": 0, "topic": "t", "partition": 0}
     ]  # fmt: skip
+
+
+def test_demo_includes_a_07_log_dir(tmp_path):
+    demo = tmp_path / "demo"
+    r = run_kseg("demo", demo)
+    assert r.returncode == 0, r.stderr
+    log07 = demo / "kafka07-logs"
+    assert (log07 / ".kafka_cleanshutdown").read_bytes() == b""
+    assert len(list((log07 / "events-0").glob("*.kafka"))) > 2
+    r = run_kseg("verify", "--deep", log07)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_kseg("dump", "--format", "json", "--batches-only", log07 / "events-0")
+    entries = [e for e in _json(r.stdout) if e["type"] == "entry"]
+    assert {e["compression"] for e in entries} == {"none", "gzip", "snappy"}
+    assert {e["magic"] for e in entries} == {0, 1}
+    # the demo root itself still verifies as before (the 0.7 log dir is a root of its own)
+    assert run_kseg("verify", demo).returncode == 0
