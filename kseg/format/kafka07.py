@@ -263,8 +263,9 @@ def entries(
     validate: bool = True,
 ) -> Iterator[Message07]:
     """The top-level entries of ``buf[start:end)`` in order, each checked as 0.7's recovery
-    checks it (structure, and the CRC when ``validate``); the first invalid one raises a
-    :class:`CorruptionError` naming its byte offset (``base`` + position)."""
+    checks it (structure, and the CRC and codec when ``validate``); the first invalid one raises
+    a :class:`CorruptionError` naming ``source``, its ``position`` in ``buf`` and its ``offset``
+    (``base`` + position: the byte offset in the partition's stream)."""
     end = len(buf) if end is None else end
     pos = start
     while pos < end:
