@@ -122,8 +122,17 @@ def plan(
     return tasks
 
 
+def _kafka07_list(pdir) -> list:
+    return tree.kafka07_segments(as_path(pdir) if "://" in str(pdir) else Path(pdir))
+
+
+def has_kafka07_segment(pdir: str) -> bool:
+    """Does the dir hold a non-empty Kafka 0.7 `.kafka` segment (what records mode reads)?"""
+    return any(p.stat().st_size for p in _kafka07_list(pdir))
+
+
 def _kafka07_tasks(pdir, topic: str, part: int, log_dir: str, prune: Prune) -> list[Task]:
-    segs = tree.kafka07_segments(as_path(pdir) if "://" in str(pdir) else Path(pdir))
+    segs = _kafka07_list(pdir)
     out = []
     for i, p in enumerate(segs):
         base = files.file_kind(p).base_offset
