@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..format import kafka07 as k7
-from ..format.errors import CorruptionError
+from ..format.errors import CRC_MISMATCH, CorruptionError
 from ..storage import files as F
 from ..storage.mapped import mapped
 from . import payload as P
@@ -69,10 +69,19 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
         "payload_size": e.payload_size,
     }
     problem = None
-    try:
-        e.validate()
-    except CorruptionError as exc:
-        problem = exc
+    if computed != e.crc:  # the CRC once per entry: validate() would compute it again
+        problem = e.error(
+            "message CRC-32 mismatch (payload)",
+            CRC_MISMATCH,
+            "crc",
+            stored=e.crc,
+            computed=computed,
+        )
+    elif e.codec not in k7.CODECS:
+        try:
+            e.validate()  # names the unknown codec as the walks do
+        except CorruptionError as exc:
+            problem = exc
     if opts.batches_only or problem is not None:
         if opts.batches_only and not budget.take():
             return [], None
