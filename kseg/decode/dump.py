@@ -30,6 +30,7 @@ from ..storage import tree
 from ..storage.mapped import mapped, read_file
 from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import payload as P
+from .dump07 import dump_segment07
 
 UNREADABLE = "unreadable"
 BAD_MAGIC = "bad_magic"
@@ -385,6 +386,9 @@ def _file_events(
     if kind.kind == F.LOG:
         with segment.mapped(sequential=True) as buf:
             yield from _dump_log(buf, name, segment, opts, budget, path, tags, span or _Span())
+        return
+    if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
+        yield from dump_segment07(path, name, opts, budget)
         return
     if kind.kind in (F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT):  # framed like a .log
         with mapped(path, sequential=True) as buf:

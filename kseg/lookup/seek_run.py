@@ -9,6 +9,7 @@ from ..events import Event
 from ..exitcodes import BadOption, Exit
 from ..storage.tree import Selection
 from .seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
+from .seek07 import seek_offset07, seek_time07
 from .timeexpr import parse_option_time, parse_time
 
 
@@ -59,11 +60,18 @@ class SeekRun:
         for t in self.targets:
             pdir = t.partition_dir
             try:
-                res = (
-                    seek_time(pdir, self.target, data_only=self.data_only)
-                    if self.target is not None
-                    else seek_offset(pdir, self.offset)
-                )
+                if t.kafka07:  # byte offsets; time by segment mtimes (0.7's rule)
+                    res = (
+                        seek_time07(pdir, self.target)
+                        if self.target is not None
+                        else seek_offset07(pdir, self.offset)
+                    )
+                else:
+                    res = (
+                        seek_time(pdir, self.target, data_only=self.data_only)
+                        if self.target is not None
+                        else seek_offset(pdir, self.offset)
+                    )
             except ValueError as exc:
                 raise BadOption(str(exc), "--time") from None
             except OSError as exc:
@@ -80,7 +88,10 @@ class SeekRun:
                 yield {"type": "failure", "message": f"{pdir}: {res.error}"}
             ev = Event(res.to_event(), about=pdir)
             if self.fill_latest and ev["offset"] is None and res.error is None:
-                ev["offset"] = seek_time(pdir, LATEST).offset
+                latest = seek_time07 if t.kafka07 else seek_time
+                ev["offset"] = latest(pdir, LATEST).offset
+            if t.kafka07 and self.target is not None and self.target >= 0:
+                ev["time_basis"] = "segment_mtime"  # 0.7: no timestamps, file mtimes only
             if self.several:
                 ev["log_dir"] = str(t.log_dir)
             yield ev

@@ -141,6 +141,23 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
             str(ev["size"]),
             " ".join(parts),
         )
+    if t == "entry":  # Kafka 0.7: offsets are byte offsets
+        parts = [f"v{ev['magic']}", ev["compression"], "crc ok" if ev["crc_valid"] else "CRC BAD"]
+        if "count" in ev:
+            parts.insert(0, f"count {ev['count']}")
+        return (
+            "entry",
+            str(ev["offset"]),
+            str(ev["position"]),
+            None,
+            str(ev["size"]),
+            " ".join(parts),
+        )
+    if t == "message":
+        detail = f"consumer_offset {ev['consumer_offset']}"
+        if "payload" in ev:
+            detail += " payload=" + _short(ev["payload"], ev["payload_encoding"])
+        return "message", str(ev["offset"]), "", None, str(ev["payload_size"]), detail
     if t == "control":
         detail = f"{ev['control_type']} coordinator_epoch {_n(ev['coordinator_epoch'])}"
         return "control", str(ev["offset"]), "", ev["timestamp"], "", detail

@@ -98,6 +98,21 @@ def text_line(ev: dict) -> str:
             f"magic: {ev['magic']} compresscodec: {ev['compression']} crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
         )
         return line
+    if t == "entry":  # a Kafka 0.7 message (offsets are byte offsets)
+        count = f" count: {ev['count']}" if "count" in ev else ""
+        return (
+            f"offset: {ev['offset']} position: {ev['position']} nextOffset: {ev['next_offset']} "
+            f"size: {ev['size']} magic: {ev['magic']} compresscodec: {ev['compression']}{count} "
+            f"crc: {ev['crc']} isvalid: {_bool(ev['crc_valid'])}"
+        )
+    if t == "message":  # what a 0.7 consumer receives from the entry at ``offset``
+        line = (
+            f"| offset: {ev['offset']} consumerOffset: {ev['consumer_offset']} "
+            f"magic: {ev['magic']} payloadSize: {ev['payload_size']}"
+        )
+        if "payload" in ev:
+            line += " payload: " + _payload(ev["payload"], ev["payload_encoding"])
+        return line
     if t == "control" and "decoded" in ev:  # KRaft control records, named as Kafka names them
         d = ev["decoded"]
         if "error" in d:
@@ -279,11 +294,23 @@ def seek_line(ev: dict) -> str:
                 else f"not present (compacted); next offset {ev['offset']} "
             )
             return f"{name}: offset {ev['target_offset']} {gap}in {ev['segment']} at byte {ev['position']} (batch {ev['batch_base_offset']}..{ev['batch_last_offset']})"
+        if ev["status"] == "inside_entry":  # Kafka 0.7: byte offsets
+            return (
+                f"{name}: offset {ev['target_offset']} is not an entry boundary: it lies inside "
+                f"the entry at offset {ev['offset']} (next entry at {ev['batch_last_offset'] + 1}) "
+                f"in {ev['segment']} at byte {ev['position']}"
+            )
         if ev["status"] == "corrupt":
             return f"{name}: could not answer: {ev['error']}"
         return f"{name}: offset {ev['target_offset']} is {ev['status'].replace('_', ' ')} (log start {ev['log_start_offset']}, log end {ev['log_end_offset']})"
     if ev["error"]:
         return f"{name}: could not answer: {ev['error']}"
+    if ev.get("time_basis") == "segment_mtime":  # Kafka 0.7: its rule, by file mtimes
+        target = with_iso(ev["target"])
+        if ev["offset"] is None:
+            return f"{name}: no offset: no segment file modified at or before {target} (0.7 rule: segment mtimes)"
+        where = f"start of {ev['segment']}" if ev["segment"] else "log end"
+        return f"{name}: offset {ev['offset']} ({where}; 0.7 rule: newest segment modified at or before {target}, by file mtime)"
     if ev["offset"] is None:
         target = with_iso(ev["target"]) if ev["target"] >= 0 else ev["target"]
         return f"{name}: no offset: no record at or after {target}"

@@ -225,6 +225,77 @@ def record_batches(
         yield _to_batch(cols, schema)
 
 
+def kafka07_record_batches(
+    task: Task,
+    *,
+    include_headers: bool = False,
+    segment_columns: bool = False,
+    from_offset: int | None = None,
+    to_offset: int | None = None,
+    from_time: int | None = None,
+    to_time: int | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Rows of a Kafka 0.7 `.kafka` segment (a "kafka07" task: the whole file): one per message
+    a consumer receives; ``offset`` = the byte offset of the entry holding it (a compressed
+    wrapper's inner messages share it), ``key`` and ``timestamp`` null (0.7 has neither),
+    ``timestampType`` -1. A bad entry ends the task with a warning (``kseg verify`` says more).
+    A time window (fromTime/toTime) selects nothing: no 0.7 message has a timestamp."""
+    from ..format import kafka07 as k7
+
+    if from_time is not None or to_time is not None:
+        return
+
+    schema = records_schema(include_headers, segment_columns)
+    cols: dict[str, list] = {name: [] for name in schema.names}
+    n = 0
+    from ..storage.mapped import mapped
+
+    shift = 0  # the on-demand reader keeps absolute positions (as fs.open_range's)
+    with mapped(task.path, sequential=True) as buf:
+        try:
+            for e in k7.entries(
+                buf, task.start - shift, task.end - shift, base=task.base_offset + shift,
+                source=task.path,
+            ):  # fmt: skip
+                if to_offset is not None and e.offset > to_offset:
+                    break
+                if from_offset is not None and e.offset < from_offset:
+                    continue
+                if e.is_compressed:
+                    payloads = [m.payload for m in k7.inner_messages(e)]
+                else:
+                    with e.payload() as view:
+                        payloads = [bytes(view)]
+                for value in payloads:
+                    cols["key"].append(None)
+                    cols["value"].append(value)
+                    cols["topic"].append(task.topic)
+                    cols["partition"].append(task.partition)
+                    cols["offset"].append(e.offset)
+                    cols["timestamp"].append(None)
+                    cols["timestampType"].append(TIMESTAMP_TYPE_IDS["NoTimestampType"])
+                    if include_headers:
+                        cols["headers"].append(None)
+                    if segment_columns:
+                        cols["segment"].append(task.path)
+                        cols["position"].append(e.position + shift)
+                        cols["magic"].append(e.magic)
+                        cols["compression"].append(e.compression)
+                        cols["leader_epoch"].append(-1)
+                        cols["producer_id"].append(-1)
+                        cols["is_transactional"].append(False)
+                        cols["is_control"].append(False)
+                    n += 1
+                    if n >= ROWS_PER_BATCH:
+                        yield _to_batch(cols, schema)
+                        cols = {name: [] for name in schema.names}
+                        n = 0
+        except CorruptionError as exc:
+            _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+    if n:
+        yield _to_batch(cols, schema)
+
+
 def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa.RecordBatch]:
     from ..decode.dump import batch_event
 

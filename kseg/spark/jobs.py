@@ -46,7 +46,7 @@ def check_inputs(
             else "no live partition directory to read (only root files, or only -delete/-future/-stray dirs)"
         )
         raise InputError(NO_MATCH, " ".join(paths), why)
-    require_input(paths, topic, segments=segments)
+    require_input(paths, topic, segments=segments, kafka07=records)
     return notices
 
 
@@ -63,14 +63,23 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
     return pairs
 
 
-def require_input(paths: list[str], topic: str | None = None, *, segments: bool = True) -> None:
+def require_input(
+    paths: list[str], topic: str | None = None, *, segments: bool = True, kafka07: bool = False
+) -> None:
     """Raise :class:`NoInput` (one line naming the inputs) when no partition dir (with
-    ``segments``: no segment) is found under ``paths``. Runs on the driver before any Spark job:
-    a listing, stopping at the first segment found."""
+    ``segments``: no segment; with ``kafka07``, for the records table, a Kafka 0.7 `.kafka`
+    segment counts) is found under ``paths``. Runs on the driver before any Spark job: a
+    listing, stopping at the first segment found."""
     from . import planning
 
     parts = planning.find_partitions([str(p) for p in paths], planning.Prune(topic=topic))
-    if parts and (not segments or any(planning.has_segment(pdir) for pdir, *_ in parts)):
+    if parts and (
+        not segments
+        or any(
+            planning.has_segment(pdir) or (kafka07 and planning.has_kafka07_segment(pdir))
+            for pdir, *_ in parts
+        )
+    ):
         return
     what = "segment (.log file)" if parts else "partition directory (<topic>-<n>)"
     sel = f" of a topic matching {topic!r}" if topic else ""
@@ -262,7 +271,7 @@ def export(
     ``writer``: "arrow" (pyarrow on the executors, kseg.spark.parquet_out), "spark" (Spark's
     own writer) or None: arrow where it serves the export (Parquet, partitioned by topic and/or
     partition, a sink pyarrow.fs writes), Spark's otherwise."""
-    require_input(paths, options.get("topic"))
+    require_input(paths, options.get("topic"), kafka07=True)
     codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
     if choose_writer(writer, fmt, partition_by or (), out, codec) == "arrow":
         from . import parquet_out

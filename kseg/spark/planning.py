@@ -12,9 +12,10 @@ kseg.storage's Partition and Segment (which read a URI through pyarrow.fs).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..format.log import check_entry_header
-from ..storage import tree
+from ..storage import files, tree
 from ..storage.partition import Partition
 from ..storage.segment import Segment
 from ..storage.uri import as_path
@@ -82,13 +83,23 @@ def _normalized(path: str) -> str:
         raise tree.InputError("usage", path, str(exc).removeprefix(f"{path}: ")) from None
 
 
-def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Task]:
+KAFKA07 = "kafka07"  # a task over a whole Kafka 0.7 `.kafka` segment (records mode)
+
+
+def plan(
+    paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES, *, kafka07: bool = False
+) -> list[Task]:
     """The tasks over every selected partition's segments (kseg.storage.partition.Partition:
-    its listing, its indexes), pruned by offsets and max timestamps before any log is read."""
+    its listing, its indexes), pruned by offsets and max timestamps before any log is read.
+    ``kafka07``: a Kafka 0.7 partition (only `.kafka` segments) gives one task per segment
+    (no index to split at; offsets are byte offsets, so --fromOffset/--toOffset prune too)."""
     tasks: list[Task] = []
     for pdir, topic, part, log_dir in find_partitions(paths, prune):
         partition = Partition(pdir)
         segments = partition.segments
+        if kafka07 and not segments:
+            tasks += _kafka07_tasks(pdir, topic, part, log_dir, prune)
+            continue
         for i, seg in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if prune.to_offset is not None and seg.base_offset > prune.to_offset:
@@ -109,6 +120,31 @@ def plan(paths: list[str], prune: Prune, max_bytes: int = DEFAULT_MAX_BYTES) -> 
                 )
             seg.release()  # planning 1000s of segments keeps no index in memory
     return tasks
+
+
+def _kafka07_list(pdir) -> list:
+    return tree.kafka07_segments(as_path(pdir) if "://" in str(pdir) else Path(pdir))
+
+
+def has_kafka07_segment(pdir: str) -> bool:
+    """Does the dir hold a non-empty Kafka 0.7 `.kafka` segment (what records mode reads)?"""
+    return any(p.stat().st_size for p in _kafka07_list(pdir))
+
+
+def _kafka07_tasks(pdir, topic: str, part: int, log_dir: str, prune: Prune) -> list[Task]:
+    segs = _kafka07_list(pdir)
+    out = []
+    for i, p in enumerate(segs):
+        base = files.file_kind(p).base_offset
+        nxt = files.file_kind(segs[i + 1]).base_offset if i + 1 < len(segs) else None
+        if prune.to_offset is not None and base > prune.to_offset:
+            continue
+        if prune.from_offset is not None and nxt is not None and nxt <= prune.from_offset:
+            continue
+        size = p.stat().st_size
+        if size:
+            out.append(Task(str(p), topic, part, base, 0, size, KAFKA07, log_dir))
+    return out
 
 
 def partition_tasks(paths: list[str], prune: Prune) -> list[Task]:

@@ -146,15 +146,24 @@ class KsegReader(DataSourceReader):
             tasks = planning.partition_tasks(self.paths, prune)
         elif self.mode == "segments":
             tasks = planning.plan(self.paths, prune, max_bytes=1 << 62)  # one task per segment
-        else:
-            tasks = planning.plan(self.paths, prune, self.max_bytes)
+        else:  # records mode also reads Kafka 0.7 partitions
+            tasks = planning.plan(self.paths, prune, self.max_bytes, kafka07=self.mode == "records")
         return [InputPartition(t.to_dict()) for t in tasks]
 
     def read(self, partition) -> Iterator:
         if partition is None or partition.value is None:
             return  # Spark plans one empty partition when partitions() found nothing
         task = Task(**partition.value)
-        if self.mode == "records":
+        if self.mode == "records" and task.kind == planning.KAFKA07:
+            from .arrow import kafka07_record_batches
+
+            yield from kafka07_record_batches(
+                task,
+                include_headers=self.include_headers,
+                segment_columns=self.segment_columns,
+                **self.row_filter,
+            )
+        elif self.mode == "records":
             from .arrow import record_batches
 
             yield from record_batches(

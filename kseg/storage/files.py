@@ -17,6 +17,7 @@ OFFSET_CHECKPOINT = "offset_checkpoint"
 META_PROPERTIES = "meta_properties"
 CLEAN_SHUTDOWN = "clean_shutdown"
 LOCK = "lock"
+KAFKA07 = "kafka07"  # a Kafka 0.7 segment, `<20-digit byte offset>.kafka`
 UNKNOWN = "unknown"
 
 SEGMENT_SUFFIXES = {
@@ -46,6 +47,8 @@ _NAMED = {
 _SEGMENT_RE = re.compile(
     r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)((?:\.deleted|\.cleaned|\.swap)?)$"
 )
+# Kafka 0.7: the number is the BYTE offset of the segment's first entry (FORMATS.md s10)
+_KAFKA07_RE = re.compile(r"^(\d{20})\.kafka$")
 # a snapshot being written is `<offset>-<epoch><random digits>.checkpoint.part` (Files.createTempFile)
 _KRAFT_RE = re.compile(r"^(\d{20})-(\d{10})\d*\.checkpoint((?:\.deleted|\.part)?)$")
 _PARTITION_DIR_RE = re.compile(
@@ -71,6 +74,9 @@ def file_kind(path: str | Path) -> FileKind:
     m = _KRAFT_RE.match(name)
     if m:
         return FileKind(KRAFT_CHECKPOINT, int(m.group(1)), m.group(3))
+    m = _KAFKA07_RE.match(name)
+    if m:
+        return FileKind(KAFKA07, int(m.group(1)))
     return FileKind(_NAMED.get(name, UNKNOWN))
 
 

@@ -50,6 +50,7 @@ _PARTITION_FILE_KINDS = frozenset(
         F.LEADER_EPOCH_CHECKPOINT,
         F.PARTITION_METADATA,
         F.QUORUM_STATE,  # KRaft's __cluster_metadata-0
+        F.KAFKA07,  # a Kafka 0.7 partition: only `<byte offset>.kafka` segments
     )
 )
 # order of segment files sharing a base offset: the log first, then its indexes
@@ -312,6 +313,15 @@ def live_log_names(pdir: Path) -> list[tuple[int, str]]:
     return logs
 
 
+def kafka07_segments(pdir: Path) -> list[Path]:
+    """The `.kafka` segments of a Kafka 0.7 partition dir, in byte-offset order."""
+    names = pdir.listdir() if isinstance(pdir, UriPath) else os.listdir(pdir)
+    found = sorted(
+        (k.base_offset, name) for name in names if (k := F.file_kind(name)).kind == F.KAFKA07
+    )
+    return [pdir / name for _, name in found]
+
+
 def root_files(root: Path) -> list[Path]:
     return sorted(
         p for p in root.iterdir() if p.is_file() and F.file_kind(p).kind not in (F.UNKNOWN, F.LOCK)
@@ -332,6 +342,11 @@ class Target:
     @property
     def name(self) -> F.PartitionName | None:
         return F.parse_partition_dir(self.partition_dir.name)
+
+    @property
+    def kafka07(self) -> bool:
+        """A Kafka 0.7 partition (or `.kafka` file): its logs are `.kafka` segments."""
+        return bool(self.logs) and F.file_kind(self.logs[0]).kind == F.KAFKA07
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,12 +431,12 @@ def resolve(
                     "not a Kafka file (by its name); expected a Kafka data file, a partition "
                     "directory, a log.dirs root or a directory of roots",
                 )
-            if logs_only and k.kind != F.LOG:
+            if logs_only and k.kind not in (F.LOG, F.KAFKA07):
                 article = "an" if k.kind[:1] in "aeiou" else "a"
                 raise InputError(
                     NOT_KAFKA_FILE,
                     path,
-                    f"{article} {k.kind} file: this command takes a segment .log file, a partition "
+                    f"{article} {k.kind} file: this command takes a segment .log file (or a 0.7 .kafka), a partition "
                     "directory, a log.dirs root or a directory of roots (`kseg dump` decodes any file)",
                 )
             parent = F.parse_partition_dir(path.parent.name) if path.parent.name else None
@@ -466,10 +481,16 @@ def targets(
     yield from resolve(paths, topic, partition, logs_only=True).targets()
 
 
+def partition_logs(pdir: Path) -> list[Path]:
+    """The partition's live logs: its `.log` files, or, in a Kafka 0.7 partition (which holds
+    no `.log`), its `.kafka` segments."""
+    return segment_logs(pdir) or kafka07_segments(pdir)
+
+
 def _logs_or_none(pdir: Path) -> list[Path]:
-    """The partition's logs; none if the directory cannot be listed (whoever checks the
-    partition reports that, and the walk goes on to the next one)."""
+    """The partition's logs (partition_logs); none if the directory cannot be listed (whoever
+    checks the partition reports that, and the walk goes on to the next one)."""
     try:
-        return segment_logs(pdir)
+        return partition_logs(pdir)
     except OSError:
         return []

@@ -41,6 +41,24 @@ def _unreadable(exc: OSError, where: Path, suffix: str = "") -> dict:
     return {"type": "failure", "message": f"{exc.filename or where}: {exc.strerror or exc}{suffix}"}
 
 
+def _without_07(run, verb: str) -> Iterator[dict]:
+    """Take the Kafka 0.7 partitions out of ``run.targets``: they have no index files. Each is
+    named on stderr; when nothing else is left, that is a usage error (16), never a clean run."""
+    kept = []
+    for t in run.targets:
+        if t.kafka07:
+            yield {
+                "type": "notice",
+                "message": f"{t.partition_dir}: a Kafka 0.7 partition (.kafka segments) has no "
+                f"index files to {verb}; `kseg verify` checks it",
+            }
+        else:
+            kept.append(t)
+    if run.targets and not kept:
+        run.code |= Exit.USAGE
+    run.targets = kept
+
+
 class RebuildRun:
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would."""
 
@@ -95,6 +113,7 @@ class RebuildRun:
                 self.code |= Exit.OPERATIONAL
             yield from said
         segments = changed = 0
+        yield from _without_07(self, "rebuild")
         for t in self.targets:
             if t.log_dir.resolve() in refused:
                 continue
@@ -145,6 +164,7 @@ class CheckRun:
 
         order = {s: n for n, s in enumerate(INDEX_STATUSES)}
         counts = dict.fromkeys(INDEX_STATUSES, 0)
+        yield from _without_07(self, "check")
         for t in self.targets:
             if not t.logs:  # none, or the directory could not be listed: say which
                 try:

@@ -37,6 +37,7 @@ INCOMPLETE = (IN_PROGRESS, FAILED)
 ACTABLE_KINDS = frozenset(
     {
         F.LOG,
+        F.KAFKA07,  # a Kafka 0.7 segment: truncated or moved like a .log
         F.INDEX,
         F.TIME_INDEX,
         F.TXN_INDEX,

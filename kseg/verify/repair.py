@@ -45,7 +45,7 @@ from ..storage.atomic import (
 )
 from ..storage.mapped import read_file
 from ..storage.space import check_space, device
-from ..storage.tree import Target, segment_logs
+from ..storage.tree import Target, partition_logs
 from .findings import INFO, MISSING_INDEX
 from .findings import Patch as PatchNeeded
 from .manifest import (
@@ -802,7 +802,7 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
         fsync_dir(m.partition_dir)
     for a in m.actions:
         kind_of(a).record_after(a)
-    m.after_logs = {p.name: p.stat().st_size for p in segment_logs(m.partition_dir)}
+    m.after_logs = {p.name: p.stat().st_size for p in partition_logs(m.partition_dir)}
     m.status, m.error = COMPLETE, None
     save(qdir, m)
     _remove_marker(m.partition_dir, qdir)

@@ -27,7 +27,7 @@ from ..format.errors import KsegError
 from ..storage.atomic import remove_stale_temps
 from ..storage.lock import LogDirLocks, held_message
 from ..storage.space import check_space, device
-from ..storage.tree import segment_logs
+from ..storage.tree import partition_logs
 from .manifest import (
     INCOMPLETE,
     MANIFEST,
@@ -122,7 +122,7 @@ def check(qdir: Path, m: Manifest) -> PartitionRestore:
 def _check_segments(m: Manifest) -> None:
     """No segment appeared, vanished or changed size since the repair completed."""
     ours = {Path(a.file).name for a in m.actions if a.action in (TRUNCATE, MOVE)}
-    logs = segment_logs(m.partition_dir)
+    logs = partition_logs(m.partition_dir)
     gone = sorted(set(m.after_logs) - ours - {p.name for p in logs})
     if gone:
         raise MovedOn(

@@ -208,28 +208,40 @@ class VerifyRun:
                     "quarantine": str(qdir),
                 }
             t = _refresh(t)  # a resumed repair may have moved segments away
-        report = verify_target(
-            t,
-            deep=opts.deep,
-            index_interval_bytes=opts.index_interval_bytes,
-            replay_txns=writing,  # the repair then writes the indexes this scan rebuilt
-        )
-        for f in report.all_findings:
-            yield self._finding(f)
-        outcome = kafka_recovery(report)
-        if outcome is not None:
-            yield outcome
-        if opts.repair:
-            from .repair import plan_repair
-        plan = (
-            plan_repair(
-                report,
-                keep_later_segments=opts.keep_later_segments,
-                index_interval_bytes=opts.index_interval_bytes,
+        if t.kafka07:  # a Kafka 0.7 partition: its own rule, the same repair machinery
+            from .kafka07 import plan_repair07, verify_target07  # imports the repair's modules
+
+            report = verify_target07(t, deep=opts.deep)
+            for f in report.all_findings:
+                yield self._finding(f)
+            plan = (
+                plan_repair07(report, keep_later_segments=opts.keep_later_segments)
+                if opts.repair
+                else None
             )
-            if opts.repair
-            else None
-        )
+        else:
+            if opts.repair:
+                from .repair import plan_repair
+            report = verify_target(
+                t,
+                deep=opts.deep,
+                index_interval_bytes=opts.index_interval_bytes,
+                replay_txns=writing,  # the repair then writes the indexes this scan rebuilt
+            )
+            for f in report.all_findings:
+                yield self._finding(f)
+            outcome = kafka_recovery(report)
+            if outcome is not None:
+                yield outcome
+            plan = (
+                plan_repair(
+                    report,
+                    keep_later_segments=opts.keep_later_segments,
+                    index_interval_bytes=opts.index_interval_bytes,
+                )
+                if opts.repair
+                else None
+            )
         after = report
         if plan is not None and not plan.empty:
             for a in plan.actions:
@@ -261,10 +273,14 @@ class VerifyRun:
                         "quarantine": str(qdir),
                         "actions": len(plan.actions),
                     }
-                    after = verify_target(
-                        _refresh(t),
-                        deep=opts.deep,
-                        index_interval_bytes=opts.index_interval_bytes,
+                    after = (
+                        verify_target07(_refresh(t), deep=opts.deep)
+                        if t.kafka07
+                        else verify_target(
+                            _refresh(t),
+                            deep=opts.deep,
+                            index_interval_bytes=opts.index_interval_bytes,
+                        )
                     )
         if after is not report:
             remaining = [f for f in after.all_findings if f.severity in _COUNTED]

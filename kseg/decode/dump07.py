@@ -1,0 +1,132 @@
+"""Dump of a Kafka 0.7 `.kafka` segment: one ``entry`` event per top-level message and, unless
+--batches-only, one ``message`` event per message a 0.7 consumer receives.
+
+Offsets are byte offsets in the partition's stream (segment name + position). An entry event
+carries its ``offset`` (= its position there, what 0.7's DumpLogSegments printed), ``next_offset``
+(the next entry's offset), ``size`` (4 + the size field), ``magic``, ``compression``, ``crc``
+and ``crc_valid``. A message event carries the ``offset`` of the entry that holds it and the
+``consumer_offset`` a 0.7 consumer stores after it: the next entry's offset for an uncompressed
+entry; inside a compressed wrapper, the wrapper's own offset for every inner message but the
+last, and the wrapper's ``next_offset`` for the last (0.7's deep iterator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..format import kafka07 as k7
+from ..format.errors import CRC_MISMATCH, CorruptionError
+from ..storage import files as F
+from ..storage.mapped import mapped
+from . import payload as P
+
+ENTRY, MESSAGE = "entry", "message"
+
+
+def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
+    """Events of one `.kafka` file (see the module docstring). ``opts`` is dump's DumpOptions;
+    --from/--to-offset select by byte offset; 0.7 messages carry no timestamps, so a time
+    window selects nothing from them."""
+    if opts.from_time is not None or opts.to_time is not None:
+        return
+    base = F.file_kind(path).base_offset or 0
+    enc = None if opts.payload == "none" else P.encoder(opts.payload)
+    with mapped(path, sequential=True) as buf:
+        end = len(buf)
+        limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
+        try:
+            for e in k7.entries(buf, base=base, source=name, validate=False):
+                if e.position + e.entry_size > limit_end:
+                    return  # --max-bytes: whole entries within the first N bytes
+                if opts.to_offset is not None and e.offset > opts.to_offset:
+                    return
+                if opts.from_offset is not None and e.next_offset <= opts.from_offset:
+                    continue
+                chunk, problem = _entry_events(e, name, opts, budget, enc)
+                yield chunk
+                if problem is not None:
+                    raise problem  # the walk stops where 0.7's recovery would
+                if budget.spent:
+                    return
+        except CorruptionError as exc:
+            yield [_error(exc, name)]
+
+
+def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[dict], object]:
+    computed = e.compute_crc()
+    ev = {
+        "type": ENTRY,
+        "file": name,
+        "offset": e.offset,
+        "position": e.position,
+        "next_offset": e.next_offset,
+        "size": e.entry_size,
+        "magic": e.magic,
+        "compression": e.compression,
+        "crc": e.crc,
+        "crc_valid": computed == e.crc,
+        "payload_size": e.payload_size,
+    }
+    problem = None
+    if computed != e.crc:  # the CRC once per entry: validate() would compute it again
+        problem = e.error(
+            "message CRC-32 mismatch (payload)",
+            CRC_MISMATCH,
+            "crc",
+            stored=e.crc,
+            computed=computed,
+        )
+    elif e.codec not in k7.CODECS:
+        try:
+            e.validate()  # names the unknown codec as the walks do
+        except CorruptionError as exc:
+            problem = exc
+    if opts.batches_only or problem is not None:
+        if opts.batches_only and not budget.take():
+            return [], None
+        return [ev], problem
+    out = [ev]
+    try:
+        if e.is_compressed:
+            inner = k7.inner_messages(e, max_decompressed=opts.max_decompressed)
+            ev["count"] = len(inner)
+            found = [(m.payload, m.magic, m.crc, m.depth, m.consumer_offset) for m in inner]
+        else:
+            ev["count"] = 1
+            with e.payload() as p:
+                found = [(bytes(p), e.magic, e.crc, 0, e.next_offset)]
+    except CorruptionError as exc:
+        return out + [_error(exc, name)], None  # a bad wrapper content; the log walk goes on
+    for payload, magic, crc, depth, consumer in found:
+        if not budget.take():
+            break
+        msg = {
+            "type": MESSAGE,
+            "file": name,
+            "offset": e.offset,
+            "next_offset": e.next_offset,
+            "consumer_offset": consumer,
+            "magic": magic,
+            "depth": depth,
+            "crc": crc,
+            "payload_size": len(payload),
+        }
+        if enc is not None:
+            msg["payload"], msg["payload_encoding"] = enc(payload)
+        out.append(msg)
+    return out, None
+
+
+def _error(exc: CorruptionError, name: str) -> dict:
+    return {
+        "type": "error",
+        "file": exc.file or name,
+        "position": exc.position,
+        "offset": exc.offset,
+        "kind": exc.kind,
+        "field": exc.field,
+        "message": exc.message,
+        "stored": exc.stored,
+        "computed": exc.computed,
+    }

@@ -1,0 +1,177 @@
+"""`kseg verify` of Kafka 0.7 partitions: 0.7's recovery rule on every segment, contiguity, and a
+repair plan for the shared repair machinery (repair.py: quarantine, manifest, restore).
+
+0.7's recovery (``FileMessageSet.recover``, only the LAST segment, only without
+`.kafka_cleanshutdown`) walks from byte 0 and stops at fewer than 4 bytes left, a size below 5,
+an entry running past the end, or a payload CRC mismatch, and truncates there. kseg applies the
+same walk to every segment (an older segment's corruption is served to consumers by 0.7, never
+repaired by it), also stops at an unknown magic (0.7 threw) or codec, and with ``deep`` checks
+the messages inside compressed wrappers (0.7's recovery does not). Segment names are byte
+offsets: ``name + size == next name`` must hold, or a 0.7 broker refuses to start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..format import kafka07 as k7
+from ..format.compression import DEFAULT_MAX_DECOMPRESSED
+from ..format.errors import CorruptionError
+from ..storage.atomic import sha256_range
+from ..storage.kafka07 import Partition07, Segment07
+from ..storage.tree import Target
+from . import findings as K
+from .findings import Finding, from_error
+from .manifest import Action, Plan
+from .repair import MOVE, TRUNCATE, _whole_file
+
+SEGMENT_GAP = "segment_not_contiguous"
+
+
+@dataclass(slots=True)
+class Scan07:
+    log: Path
+    base_offset: int
+    size: int
+    valid_bytes: int = 0
+    entries: int = 0
+    messages: int = 0  # inner messages checked (deep)
+    first_error: CorruptionError | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def corrupt(self) -> bool:
+        return self.first_error is not None
+
+    # what run.py's segment events read (0.7 has no patches and no index files)
+    patches: tuple = ()
+    offset_index: None = None
+    time_index: None = None
+
+
+@dataclass(slots=True)
+class Report07:
+    target: Target
+    scans: list[Scan07] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # partition-level: contiguity
+    clean_shutdown: bool = False
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return [f for s in self.scans for f in s.findings] + self.findings
+
+    @property
+    def first_corrupt(self) -> int | None:
+        return next((i for i, s in enumerate(self.scans) if s.corrupt), None)
+
+    # what the log.dirs checkpoint check reads: 0.7 has no checkpoint files to compare
+    kafka_log_end = None
+    below_log_start = False
+
+
+def verify_target07(
+    target: Target, *, deep: bool = False, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> Report07:
+    report = Report07(target)
+    report.clean_shutdown = (target.log_dir / ".kafka_cleanshutdown").exists()
+    try:
+        part = Partition07(target.partition_dir, target.logs)
+    except OSError as exc:
+        where = exc.filename or target.partition_dir
+        report.findings.append(
+            Finding(K.ERROR, K.UNREADABLE, str(where), None, None, exc.strerror or str(exc))
+        )
+        return report
+    last = len(part.segments) - 1
+    for i, seg in enumerate(part.segments):
+        report.scans.append(_scan(seg, i == last, deep, max_decompressed, report.clean_shutdown))
+    for gap in part.gaps():
+        report.findings.append(
+            Finding(K.ERROR, SEGMENT_GAP, str(gap.next_segment), 0, gap.actual, gap.message)
+        )
+    return report
+
+
+def _scan(seg: Segment07, is_last: bool, deep: bool, max_decompressed: int, clean: bool) -> Scan07:
+    scan = Scan07(seg.path, seg.base_offset, seg.size)
+    name = str(seg.path)
+    try:
+        with seg.mapped() as buf:
+            try:
+                for e in k7.entries(buf, base=seg.base_offset, source=name):
+                    scan.entries += 1
+                    scan.valid_bytes = e.position + e.entry_size
+                    if deep and e.is_compressed:
+                        try:
+                            scan.messages += len(
+                                k7.inner_messages(e, max_decompressed=max_decompressed)
+                            )
+                        except CorruptionError as exc:
+                            f = from_error(exc, name, repairable=False)
+                            f.message += (
+                                " (inside a compressed wrapper whose CRC matches: 0.7's recovery"
+                                " keeps it and consumers fail on it)"
+                            )
+                            scan.findings.append(f)
+            except CorruptionError as exc:
+                scan.first_error = exc
+                f = from_error(exc, name)
+                if is_last:
+                    f.message += "; 0.7's recovery truncates the last segment here" + (
+                        " after an unclean shutdown (.kafka_cleanshutdown is present now, so"
+                        " only after a later crash)"
+                        if clean
+                        else " on its next start (no .kafka_cleanshutdown)"
+                    )
+                else:
+                    f.message += (
+                        "; 0.7 checks only the last segment, so it would serve this to consumers"
+                    )
+                scan.findings.insert(0, f)
+    except OSError as exc:
+        scan.first_error = CorruptionError(exc.strerror or str(exc), kind=K.UNREADABLE)
+        scan.findings.append(
+            Finding(K.ERROR, K.UNREADABLE, name, None, None, exc.strerror or str(exc))
+        )
+    return scan
+
+
+def plan_repair07(report: Report07, *, keep_later_segments: bool = False) -> Plan:
+    """Truncate the first corrupt segment at its first invalid entry (0.7's recovery cut) and
+    move every later segment into the quarantine, so the log stays contiguous. With
+    ``keep_later_segments`` only a corrupt LAST segment is truncated (exactly what 0.7 does);
+    an older one is left as reported, since cutting it would break the name + size chain."""
+    pdir = report.target.partition_dir.resolve()
+    plan = Plan(pdir)
+    first = report.first_corrupt
+    if first is None:
+        return plan
+    scan = report.scans[first]
+    if scan.first_error.kind == K.UNREADABLE:
+        return plan
+    is_last = first == len(report.scans) - 1
+    if keep_later_segments and not is_last:
+        return plan
+    log = pdir / scan.log.name
+    if scan.valid_bytes < scan.size:
+        err = scan.first_error
+        plan.actions.append(
+            Action(
+                TRUNCATE,
+                str(log),
+                f"{err.kind} at byte {scan.valid_bytes}: {err.message}",
+                position=scan.valid_bytes,
+                length=scan.size - scan.valid_bytes,
+                sha256=sha256_range(log, scan.valid_bytes, scan.size),
+                quarantine_file=f"{log.name}.tail-at-{scan.valid_bytes}",
+            )
+        )
+    end = scan.base_offset + scan.valid_bytes
+    for later in report.scans[first + 1 :]:
+        why = (
+            f"segment after the truncation point (new log end {end}): a 0.7 log must stay "
+            "contiguous (name + size == next name)"
+        )
+        plan.actions.append(_whole_file(MOVE, pdir / later.log.name, why))
+    return plan
