@@ -73,6 +73,10 @@ def _call_app(app) -> int:
         except typer.Exit as exc:
             rv = exc.exit_code
         streams.flush()
+        if interrupt.received():
+            # an Interrupted was swallowed on its way up (a cleanup's error replaced it and was
+            # reported as a finding): the run was still interrupted
+            raise interrupt.Interrupted(code=rv if isinstance(rv, int) else 0)
     except Exception as exc:
         if interrupt.received():
             # cleanup code (a writer's close, a flush) failed while the interrupt unwound and

@@ -189,12 +189,13 @@ class ShadowMap(mmap.mmap):
 
     def __del__(self) -> None:
         # a map handed out without a with-block (read_batches) closes its file when it goes
-        if getattr(self, "fd", -1) >= 0:
+        fd = getattr(self, "fd", -1)
+        if fd >= 0:
+            self.fd = -1  # first: see close()
             try:
-                os.close(self.fd)
+                os.close(fd)
             except OSError:
                 pass
-            self.fd = -1
 
     def _release(self, start: int, end: int) -> None:
         start -= start % _PAGE
@@ -202,9 +203,13 @@ class ShadowMap(mmap.mmap):
             self.madvise(mmap.MADV_DONTNEED, start, end - start)
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        # The fd is forgotten before it is closed: a signal landing between the two (Ctrl-C's
+        # Interrupted) would otherwise leave it to be closed twice, an EBADF that replaced the
+        # interrupt (verify reported "unreadable: Bad file descriptor", 12 instead of 36), or
+        # the close of another file that had reused the number meanwhile.
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
         super().close()
 
 
