@@ -37,8 +37,6 @@ class KernelUnavailable(KsegError):
     """KSEG_KERNEL asks for something that is not there (or is not a known choice): the
     user's setting, so a command exits 16 with this one line (kseg.exitcodes)."""
 
-    kind = "usage"
-
     kind = "usage"  # kseg.exitcodes: a command reports it in one line and exits 16
 
 

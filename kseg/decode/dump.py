@@ -30,7 +30,6 @@ from ..storage import tree
 from ..storage.mapped import mapped, read_file
 from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import payload as P
-from .dump07 import dump_segment07
 
 UNREADABLE = "unreadable"
 BAD_MAGIC = "bad_magic"
@@ -388,6 +387,8 @@ def _file_events(
             yield from _dump_log(buf, name, segment, opts, budget, path, tags, span or _Span())
         return
     if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
+        from .dump07 import dump_segment07  # imports this module's error_event
+
         yield from dump_segment07(path, name, opts, budget)
         return
     if kind.kind in (F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT):  # framed like a .log

@@ -20,6 +20,7 @@ from ..format.errors import CRC_MISMATCH, CorruptionError
 from ..storage import files as F
 from ..storage.mapped import mapped
 from . import payload as P
+from .dump import error_event
 
 ENTRY, MESSAGE = "entry", "message"
 
@@ -50,7 +51,7 @@ def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
                 if budget.spent:
                     return
         except CorruptionError as exc:
-            yield [_error(exc, name)]
+            yield [error_event(exc, name)]
 
 
 def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[dict], object]:
@@ -97,7 +98,7 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
             with e.payload() as p:
                 found = [(bytes(p), e.magic, e.crc, 0, e.next_offset)]
     except CorruptionError as exc:
-        return out + [_error(exc, name)], None  # a bad wrapper content; the log walk goes on
+        return out + [error_event(exc, name)], None  # a bad wrapper content; the log walk goes on
     for payload, magic, crc, depth, consumer in found:
         if not budget.take():
             break
@@ -116,17 +117,3 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
             msg["payload"], msg["payload_encoding"] = enc(payload)
         out.append(msg)
     return out, None
-
-
-def _error(exc: CorruptionError, name: str) -> dict:
-    return {
-        "type": "error",
-        "file": exc.file or name,
-        "position": exc.position,
-        "offset": exc.offset,
-        "kind": exc.kind,
-        "field": exc.field,
-        "message": exc.message,
-        "stored": exc.stored,
-        "computed": exc.computed,
-    }

@@ -206,13 +206,16 @@ def check_header(buf, pos: int, end: int, *, base: int = 0, source: str | None =
     fewer than 4 bytes left, a size below 5 (6 for magic 1), an entry running past ``end``, or a
     magic other than 0 and 1 (0.7 threw on it; kseg treats it as corruption)."""
 
+    def error(message: str, kind: str, field: str | None) -> CorruptionError:
+        return CorruptionError(
+            message, kind=kind, position=pos, field=field, offset=base + pos, file=source
+        )
+
     def tail(message: str, kind: str, field: str | None) -> CorruptionError:
         if is_zero(buf, pos, end):
             message = f"{end - pos} zero bytes from here to the end (zero-filled tail)"
             kind = ZERO_FILLED_TAIL
-        return CorruptionError(
-            message, kind=kind, position=pos, field=field, offset=base + pos, file=source
-        )
+        return error(message, kind, field)
 
     remaining = end - pos
     if remaining < SIZE_LENGTH:
@@ -234,22 +237,12 @@ def check_header(buf, pos: int, end: int, *, base: int = 0, source: str | None =
     magic = buf[pos + MAGIC_POS]
     magic = magic - 256 if magic > 127 else magic
     if magic not in MAGICS:
-        raise CorruptionError(
-            f"invalid magic {magic} (0.7 knows 0 and 1)",
-            kind=INVALID_MAGIC,
-            position=pos,
-            field="magic",
-            offset=base + pos,
-            file=source,
-        )
+        raise error(f"invalid magic {magic} (0.7 knows 0 and 1)", INVALID_MAGIC, "magic")
     if size < MIN_SIZE[magic]:
-        raise CorruptionError(
+        raise error(
             f"message size {size} is below the minimum {MIN_SIZE[magic]} for magic {magic}",
-            kind=INVALID_SIZE,
-            position=pos,
-            field="size",
-            offset=base + pos,
-            file=source,
+            INVALID_SIZE,
+            "size",
         )
 
 
@@ -332,13 +325,10 @@ def _decompress_into(
         try:
             data = codecs.decompress(msg.codec, payload, budget.left)
         except DecompressionError as exc:
-            raise CorruptionError(
+            raise top.error(
                 exc.message,
-                kind=exc.kind,
-                position=top.position,
-                field=f"{where} ({msg.compression}, compressed byte {exc.position or 0})",
-                offset=top.offset,
-                file=top.source,
+                exc.kind,
+                f"{where} ({msg.compression}, compressed byte {exc.position or 0})",
             ) from None
     budget.left -= len(data)
     n = len(data)
@@ -347,35 +337,26 @@ def _decompress_into(
         try:
             check_header(data, pos, n)
         except CorruptionError as exc:
-            raise CorruptionError(
+            raise top.error(
                 f"inner message at decompressed byte {pos}: {exc.message}",
-                kind=exc.kind,
-                position=top.position,
-                field=f"{where}.{exc.field or 'size'}",
-                offset=top.offset,
-                file=top.source,
+                exc.kind,
+                f"{where}.{exc.field or 'size'}",
             ) from None
         inner = Message07(data, pos)
         computed = inner.compute_crc()
         if computed != inner.crc:
-            raise CorruptionError(
+            raise top.error(
                 f"inner message CRC-32 mismatch at decompressed byte {pos} (depth {depth})",
-                kind=CRC_MISMATCH,
-                position=top.position,
-                field=f"{where}.crc",
+                CRC_MISMATCH,
+                f"{where}.crc",
                 stored=inner.crc,
                 computed=computed,
-                offset=top.offset,
-                file=top.source,
             )
         if inner.codec not in CODECS:
-            raise CorruptionError(
+            raise top.error(
                 f"inner message at decompressed byte {pos} has unknown codec {inner.codec}",
-                kind=UNKNOWN_CODEC,
-                position=top.position,
-                field=f"{where}.attributes",
-                offset=top.offset,
-                file=top.source,
+                UNKNOWN_CODEC,
+                f"{where}.attributes",
             )
         if inner.is_compressed:
             _decompress_into(top, inner, depth + 1, budget, max_depth, out)
