@@ -767,3 +767,21 @@ def test_dump_of_a_file_outside_a_partition_dir_has_null_topic(tree, tmp_path):
             assert "topic" in e and e["topic"] is None and e["partition"] is None, e
     for e in events(run_kseg("dump", "-f", "json", tree / "meta.properties").stdout.decode()):
         assert "topic" not in e and "partition" not in e, e
+
+
+def test_a_swallowed_interrupt_still_ends_the_run_as_interrupted(tree):
+    """An interrupt that cleanup code replaced by its own error, which the command then
+    reported as a finding and carried on past, is still an interrupt: 32 OR-ed with the
+    command's own status, and the one line."""
+    import sys
+
+    code = (
+        "import sys; from kseg import interrupt; from kseg.entry import main;"
+        "interrupt._received.append(2);"  # what the handler records before raising
+        "sys.argv = ['kseg', 'verify', sys.argv[1]]; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tree / "orders-0")], capture_output=True, timeout=120
+    )
+    assert proc.returncode == 32, proc
+    assert _err_lines(proc) == ["kseg: interrupted"]

@@ -108,3 +108,66 @@ def test_commands_survive_a_concurrent_truncate(tmp_path, args):
         assert proc.returncode in (0, 4, 8), err.decode()[-1500:]
         if b"shrank while reading" in err:  # when the cut lands mid-read (timing decides)
             assert proc.returncode & 8
+
+
+def _truncating_reads(monkeypatch, log: Path, to: int) -> None:
+    """The next pread copies the bytes and then the file is cut to ``to``: what a truncate
+    racing the read leaves (the copy may hold bytes the file no longer has)."""
+    import kseg.storage.mapped as m
+
+    real_preadv, real_pread = os.preadv, os.pread
+
+    def preadv(fd, buffers, offset):
+        n = real_preadv(fd, buffers, offset)
+        os.truncate(log, to)
+        return n
+
+    def pread(fd, n, offset):
+        data = real_pread(fd, n, offset)
+        os.truncate(log, to)
+        return data
+
+    monkeypatch.setattr(m.os, "preadv", preadv)
+    monkeypatch.setattr(m.os, "pread", pread)
+
+
+def test_bytes_read_while_the_file_is_cut_are_not_trusted(tmp_path, monkeypatch):
+    from kseg.storage.mapped import FileShrankError, mapped
+
+    log = _segment(tmp_path / "t-0", mib=2)
+    with mapped(log) as buf:
+        _truncating_reads(monkeypatch, log, 1000)
+        with pytest.raises(FileShrankError) as exc:
+            buf.ensure(0, 4096)
+        assert exc.value.position == 1000 and exc.value.filename == str(log)
+        with pytest.raises(FileShrankError) as exc:
+            buf.read_range(0, 4096)
+        assert exc.value.position == 1000
+
+
+def test_a_map_forgets_its_fd_before_closing_it(tmp_path, monkeypatch):
+    """An interrupt landing in close() right after the fd was closed must not leave it to be
+    closed again: by then the number may belong to another file (a manifest being written)."""
+    import kseg.storage.mapped as m
+
+    class Interrupt(BaseException):
+        pass
+
+    log = _segment(tmp_path / "t-0", mib=1)
+    buf = m.open_mapped(log)
+    real_close = os.close
+
+    def close(n):
+        real_close(n)
+        raise Interrupt  # the signal arrives right after the close
+
+    monkeypatch.setattr(m.os, "close", close)
+    with pytest.raises(Interrupt):
+        buf.close()
+    monkeypatch.setattr(m.os, "close", real_close)
+    other = os.open(log, os.O_RDONLY)  # the lowest free number: the one just closed
+    try:
+        buf.__del__()  # what the map's collection runs
+        os.fstat(other)  # still open: the map did not close it as its own
+    finally:
+        os.close(other)
