@@ -20,7 +20,7 @@ def run_cli(monkeypatch, capsysbinary, *args) -> tuple[int, str, str]:
     return exc.value.code, out.decode(), err.decode()
 
 
-def events(text: str) -> list[dict]:
+def events(text: str | bytes) -> list[dict]:
     return [orjson.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -48,3 +48,14 @@ def run_kseg(*args, input: bytes | None = None, timeout: float = 120, cwd=None, 
         cwd=cwd,
         env=env,
     )
+
+
+def copy_log07(log07: Path, tmp_path: Path) -> Path:
+    """A writable copy of the 0.7 log dir (its .kafka_cleanshutdown too): its events-0."""
+    dst = tmp_path / "logs"
+    shutil.copytree(log07, dst)
+    return dst / "events-0"
+
+
+def segments07(pdir: Path) -> list[Path]:
+    return sorted(pdir.glob("*.kafka"))

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import struct
 from pathlib import Path
 
-import orjson
 import pytest
 
-from kseg.fixtures.kafka07 import build_kafka07_tree
 from kseg.format import kafka07 as k7
-from tests.helpers import run_kseg
+from tests.helpers import copy_log07, events, run_kseg, segments07
 
 ENTRY_KEYS = {
     "type", "file", "offset", "position", "next_offset", "size", "magic", "compression",
@@ -19,30 +16,11 @@ ENTRY_KEYS = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def log07(tmp_path_factory) -> Path:
-    return build_kafka07_tree(tmp_path_factory.mktemp("k07") / "logs")
-
-
-def _json(out: bytes) -> list[dict]:
-    return [orjson.loads(line) for line in out.splitlines()]
-
-
-def _damaged(log07: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "logs"
-    shutil.copytree(log07, dst)
-    return dst / "events-0"
-
-
-def _segments(pdir: Path) -> list[Path]:
-    return sorted(pdir.glob("*.kafka"))
-
-
 def test_dump_partition_json(log07):
     r = run_kseg("dump", "--format", "json", log07 / "events-0")
     assert r.returncode == 0, r.stderr
     assert r.stderr == b""
-    evs = _json(r.stdout)
+    evs = events(r.stdout)
     entries = [e for e in evs if e["type"] == "entry"]
     msgs = [e for e in evs if e["type"] == "message"]
     assert set(entries[0]) == ENTRY_KEYS
@@ -66,7 +44,7 @@ def test_dump_partition_json(log07):
 
 
 def test_dump_text_table_file_and_payload_modes(log07):
-    seg = _segments(log07 / "events-0")[1]
+    seg = segments07(log07 / "events-0")[1]
     base = int(seg.name[:20])
     r = run_kseg("dump", seg)
     assert r.returncode == 0, r.stderr
@@ -76,23 +54,23 @@ def test_dump_text_table_file_and_payload_modes(log07):
     assert "compresscodec:" in lines[1] and "isvalid: true" in lines[1]
     assert lines[2].startswith(f"| offset: {base} consumerOffset: ")
     r = run_kseg("dump", "--payload", "hex", "--format", "json", seg)
-    msg = next(e for e in _json(r.stdout) if e["type"] == "message")
+    msg = next(e for e in events(r.stdout) if e["type"] == "message")
     assert msg["payload_encoding"] == "hex" and bytes.fromhex(msg["payload"]).startswith(
         b'{"event"'
     )
     r = run_kseg("dump", "--batches-only", "--format", "json", seg)
-    assert {e["type"] for e in _json(r.stdout)} == {"file", "entry"}
+    assert {e["type"] for e in events(r.stdout)} == {"file", "entry"}
     r = run_kseg("dump", "--format", "table", seg)
     assert r.returncode == 0 and b"entry" in r.stdout and b"consumer_offset" in r.stdout
     r = run_kseg("dump", "--format", "json", "--from-offset", base + 100, "--limit", "2", seg)
-    msgs = [e for e in _json(r.stdout) if e["type"] == "message"]
+    msgs = [e for e in events(r.stdout) if e["type"] == "message"]
     assert len(msgs) == 2 and msgs[0]["next_offset"] > base + 100
 
 
 def test_dump_log_dir_includes_clean_shutdown(log07):
     r = run_kseg("dump", "--format", "json", log07)
     assert r.returncode == 0, r.stderr
-    kinds = [e["kind"] for e in _json(r.stdout) if e["type"] == "file"]
+    kinds = [e["kind"] for e in events(r.stdout) if e["type"] == "file"]
     assert kinds[0] == "clean_shutdown" and kinds.count("kafka07") >= 4
 
 
@@ -108,8 +86,8 @@ def _entry_positions(path: Path) -> list[int]:
 
 @pytest.mark.parametrize("damage", ["crc", "magic", "torn", "lying_length", "codec"])
 def test_dump_damaged_copies(log07, tmp_path, damage):
-    pdir = _damaged(log07, tmp_path)
-    seg = _segments(pdir)[1]
+    pdir = copy_log07(log07, tmp_path)
+    seg = segments07(pdir)[1]
     pos = _entry_positions(seg)
     victim = pos[2]
     if damage == "crc":
@@ -132,28 +110,28 @@ def test_dump_damaged_copies(log07, tmp_path, damage):
         kind = "unknown_codec"
     r = run_kseg("dump", "--format", "json", pdir)
     assert r.returncode == 4, r.stderr
-    errors = [e for e in _json(r.stdout) if e["type"] == "error"]
+    errors = [e for e in events(r.stdout) if e["type"] == "error"]
     assert len(errors) == 1
     err = errors[0]
     assert (err["file"], err["position"], err["kind"]) == (str(seg), victim, kind)
     assert err["offset"] == int(seg.name[:20]) + victim
     assert b"Traceback" not in r.stderr
     # the later segments are still dumped
-    files = [e["file"] for e in _json(r.stdout) if e["type"] == "file"]
-    assert str(_segments(pdir)[-1]) in files
+    files = [e["file"] for e in events(r.stdout) if e["type"] == "file"]
+    assert str(segments07(pdir)[-1]) in files
 
 
 def test_dump_corrupt_wrapper_content_goes_on(log07, tmp_path):
     """Garbage inside a compressed wrapper whose CRC matches: reported, the walk goes on."""
-    pdir = _damaged(log07, tmp_path)
-    seg = _segments(pdir)[0]
+    pdir = copy_log07(log07, tmp_path)
+    seg = segments07(pdir)[0]
     data = seg.read_bytes()
     w = next(e for e in k7.entries(data) if e.compression == "gzip")
     garbage = b"\x1f\x8b" + b"\xee" * (w.payload_size - 2)
     _patch(seg, w.position, k7.encode_message(garbage, codec=1))
     r = run_kseg("dump", "--format", "json", seg)
     assert r.returncode == 4
-    evs = _json(r.stdout)
+    evs = events(r.stdout)
     (err,) = [e for e in evs if e["type"] == "error"]
     assert err["kind"] == "decompression_failed" and err["position"] == w.position
     assert [e for e in evs if e["type"] == "entry"][-1]["next_offset"] == len(data)
@@ -165,7 +143,7 @@ def test_dump_empty_kafka_file(tmp_path):
     (pdir / "00000000000000000000.kafka").write_bytes(b"")
     r = run_kseg("dump", "--format", "json", pdir)
     assert r.returncode == 0, r.stderr
-    assert _json(r.stdout) == [
+    assert events(r.stdout) == [
         {"type": "file", "file": str(pdir / "00000000000000000000.kafka"), "kind": "kafka07",
          "size": 0, "topic": "t", "partition": 0}
     ]  # fmt: skip
@@ -181,7 +159,7 @@ def test_demo_includes_a_07_log_dir(tmp_path):
     r = run_kseg("verify", "--deep", log07)
     assert r.returncode == 0, r.stdout + r.stderr
     r = run_kseg("dump", "--format", "json", "--batches-only", log07 / "events-0")
-    entries = [e for e in _json(r.stdout) if e["type"] == "entry"]
+    entries = [e for e in events(r.stdout) if e["type"] == "entry"]
     assert {e["compression"] for e in entries} == {"none", "gzip", "snappy"}
     assert {e["magic"] for e in entries} == {0, 1}
     # the demo root itself still verifies as before (the 0.7 log dir is a root of its own)

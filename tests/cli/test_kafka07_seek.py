@@ -11,7 +11,7 @@ import pytest
 
 from kseg.fixtures.kafka07 import build_kafka07_tree
 from kseg.format import kafka07 as k7
-from tests.helpers import run_kseg
+from tests.helpers import run_kseg, segments07
 
 T0 = 1_300_000_000_000  # 2011: when 0.7 clusters ran
 
@@ -20,17 +20,13 @@ T0 = 1_300_000_000_000  # 2011: when 0.7 clusters ran
 def pdir(tmp_path_factory) -> Path:
     root = build_kafka07_tree(tmp_path_factory.mktemp("k07") / "logs")
     p = root / "events-0"
-    for s in _segments(p):
+    for s in segments07(p):
         if not s.stat().st_size:
             s.unlink()  # the last segment holds data: the (log end, now) pair exists
-    for i, s in enumerate(_segments(p)):
+    for i, s in enumerate(segments07(p)):
         t = (T0 + i * 60_000) / 1000
         os.utime(s, (t, t))
     return p
-
-
-def _segments(p: Path) -> list[Path]:
-    return sorted(p.glob("*.kafka"))
 
 
 def _seek(*args) -> tuple[int, dict, bytes]:
@@ -39,7 +35,7 @@ def _seek(*args) -> tuple[int, dict, bytes]:
 
 
 def test_offset_boundary_inside_and_ends(pdir):
-    segs = _segments(pdir)
+    segs = segments07(pdir)
     s1 = segs[1]
     base = int(s1.name[:20])
     entries = list(k7.entries(s1.read_bytes(), base=base))
@@ -60,7 +56,7 @@ def test_offset_boundary_inside_and_ends(pdir):
 
 
 def test_time_by_segment_mtimes(pdir):
-    segs = _segments(pdir)
+    segs = segments07(pdir)
     bases = [int(s.name[:20]) for s in segs]
     end = bases[-1] + segs[-1].stat().st_size
     for t, want in [
@@ -93,7 +89,7 @@ def test_max_timestamp_is_refused(pdir):
 
 
 def test_offset_in_a_corrupt_segment(pdir):
-    s0 = _segments(pdir)[0]
+    s0 = segments07(pdir)[0]
     first = next(k7.entries(s0.read_bytes()))
     with open(s0, "r+b") as f:
         f.seek(first.entry_size + k7.MAGIC_POS)

@@ -3,39 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 from pathlib import Path
 
 import orjson
 import pytest
 
-from kseg.fixtures.kafka07 import build_kafka07_tree
 from kseg.format import kafka07 as k7
-from tests.helpers import run_kseg
-
-
-@pytest.fixture(scope="module")
-def log07(tmp_path_factory) -> Path:
-    return build_kafka07_tree(tmp_path_factory.mktemp("k07") / "logs")
-
-
-def _copy(log07: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "logs"
-    shutil.copytree(log07, dst)
-    return dst / "events-0"
-
-
-def _segments(pdir: Path) -> list[Path]:
-    return sorted(pdir.glob("*.kafka"))
-
-
-def _json(out: bytes) -> list[dict]:
-    return [orjson.loads(line) for line in out.splitlines()]
+from tests.helpers import copy_log07, events, run_kseg, segments07
 
 
 def _findings(out: bytes) -> list[dict]:
-    return [e for e in _json(out) if e["type"] == "finding"]
+    return [e for e in events(out) if e["type"] == "finding"]
 
 
 def _snapshot(pdir: Path) -> dict[str, bytes]:
@@ -47,30 +26,30 @@ def _positions(path: Path) -> list[int]:
 
 
 def _last_nonempty(pdir: Path) -> Path:
-    return [p for p in _segments(pdir) if p.stat().st_size][-1]
+    return [p for p in segments07(pdir) if p.stat().st_size][-1]
 
 
 def test_clean_log_dir_verifies(log07):
     r = run_kseg("verify", "--deep", "--format", "json", log07)
     assert r.returncode == 0, r.stdout + r.stderr
-    evs = _json(r.stdout)
+    evs = events(r.stdout)
     assert _findings(r.stdout) == []
     summary = evs[-1]
     assert summary["partitions"] == 2 and summary["segments"] == len(
-        _segments(log07 / "events-0")
-    ) + len(_segments(log07 / "clicks-1"))
+        segments07(log07 / "events-0")
+    ) + len(segments07(log07 / "clicks-1"))
     # one .kafka file given by path
-    r = run_kseg("verify", _segments(log07 / "events-0")[1])
+    r = run_kseg("verify", segments07(log07 / "events-0")[1])
     assert r.returncode == 0, r.stdout + r.stderr
     assert b"1 partitions, 1 segments" in r.stdout
 
 
 def test_torn_last_segment_repair_and_restore(log07, tmp_path):
-    pdir = _copy(log07, tmp_path)
-    for p in _segments(pdir):  # drop an empty active segment: the torn one is then the last
+    pdir = copy_log07(log07, tmp_path)
+    for p in segments07(pdir):  # drop an empty active segment: the torn one is then the last
         if not p.stat().st_size:
             p.unlink()
-    seg = _segments(pdir)[-1]
+    seg = segments07(pdir)[-1]
     pos = _positions(seg)
     with open(seg, "r+b") as f:
         f.truncate(pos[-1] + 6)
@@ -99,8 +78,8 @@ def test_torn_last_segment_repair_and_restore(log07, tmp_path):
 
 @pytest.mark.parametrize("damage", ["crc", "magic", "lying_length", "codec"])
 def test_corrupt_older_segment_is_reported_and_repair_moves_later_ones(log07, tmp_path, damage):
-    pdir = _copy(log07, tmp_path)
-    segs = _segments(pdir)
+    pdir = copy_log07(log07, tmp_path)
+    segs = segments07(pdir)
     seg = segs[1]
     pos = _positions(seg)
     victim = pos[2]
@@ -124,23 +103,23 @@ def test_corrupt_older_segment_is_reported_and_repair_moves_later_ones(log07, tm
     (f,) = _findings(r.stdout)
     assert (f["file"], f["position"]) == (str(seg), victim)
     assert "0.7 checks only the last segment" in f["message"]
-    segment_events = [e for e in _json(r.stdout) if e["type"] == "segment"]
+    segment_events = [e for e in events(r.stdout) if e["type"] == "segment"]
     assert [e["status"] for e in segment_events][:3] == ["ok", "corrupt", "ok"]
     # --keep-later-segments: 0.7's own recovery touches only the last segment; nothing to do
     r = run_kseg("verify", "--repair", "--keep-later-segments", pdir)
     assert r.returncode == 4 and not (tmp_path / "kseg-quarantine").exists()
     r = run_kseg("verify", "--repair", "--format", "json", pdir)
     assert r.returncode == 1, r.stdout + r.stderr
-    actions = [e for e in _json(r.stdout) if e["type"] == "repair_action"]
+    actions = [e for e in events(r.stdout) if e["type"] == "repair_action"]
     assert actions[0]["action"] == "truncate" and actions[0]["position"] == victim
     assert [Path(a["file"]).name for a in actions[1:]] == [p.name for p in segs[2:]]
-    assert _segments(pdir) == segs[:2] and seg.stat().st_size == victim
+    assert segments07(pdir) == segs[:2] and seg.stat().st_size == victim
     assert run_kseg("verify", pdir).returncode == 0
 
 
 def test_non_contiguous_segments_are_reported_precisely(log07, tmp_path):
-    pdir = _copy(log07, tmp_path)
-    segs = _segments(pdir)
+    pdir = copy_log07(log07, tmp_path)
+    segs = segments07(pdir)
     a, b = segs[1], segs[2]
     expected = int(a.name[:20]) + a.stat().st_size
     moved = pdir / f"{expected + 10:020d}.kafka"
@@ -158,8 +137,8 @@ def test_non_contiguous_segments_are_reported_precisely(log07, tmp_path):
 
 
 def test_deep_checks_inner_messages(log07, tmp_path):
-    pdir = _copy(log07, tmp_path)
-    seg = _segments(pdir)[0]
+    pdir = copy_log07(log07, tmp_path)
+    seg = segments07(pdir)[0]
     data = seg.read_bytes()
     w = next(e for e in k7.entries(data) if e.compression == "snappy")
     # a wrapper whose inner message fails its CRC, the outer CRC recomputed: 0.7 keeps it
@@ -172,7 +151,7 @@ def test_deep_checks_inner_messages(log07, tmp_path):
         f.truncate(w.position + len(bad) + len(data) - w.position - w.entry_size)
     shift = len(bad) - w.entry_size
     if shift:  # keep the names contiguous: rename the later segments by the shift
-        for p in reversed(_segments(pdir)[1:]):
+        for p in reversed(segments07(pdir)[1:]):
             p.rename(pdir / f"{int(p.name[:20]) + shift:020d}.kafka")
     assert run_kseg("verify", pdir).returncode == 0  # 0.7's rule: the outer CRC matches
     r = run_kseg("verify", "--deep", "--format", "json", pdir)
@@ -195,8 +174,8 @@ def test_empty_kafka_file_and_empty_partition(tmp_path):
 
 
 def test_killed_repair_resumes(log07, tmp_path):
-    pdir = _copy(log07, tmp_path)
-    seg = _segments(pdir)[1]
+    pdir = copy_log07(log07, tmp_path)
+    seg = segments07(pdir)[1]
     with open(seg, "r+b") as f:
         f.seek(_positions(seg)[1] + 11)
         f.write(b"\x00\x00")

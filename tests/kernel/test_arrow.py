@@ -18,7 +18,7 @@ from kseg.spark import planning  # noqa: E402
 from kseg.spark.planning import Prune, Task  # noqa: E402
 
 from .diff import arrow_run, check_arrow, kernel_arrow_rows  # noqa: E402
-from .test_differential import batches, fix_crcs, make_segment  # noqa: E402
+from .test_differential import batches, fix_crcs, make_segment, patched_segment  # noqa: E402
 
 
 def tasks_of(*roots, max_bytes: int = planning.DEFAULT_MAX_BYTES) -> list[Task]:
@@ -154,15 +154,7 @@ def test_fuzz_valid_segments(spec, k, tmp_path):
     fix=st.booleans(),
 )
 def test_fuzz_mutated_segments(spec, patches, cut, fix, k, tmp_path):
-    buf = bytearray(make_segment(spec))
-    for at, data in patches:
-        at %= len(buf)
-        buf[at : at + len(data)] = data
-    if cut is not None:
-        del buf[cut % (len(buf) + 1) :]
-    if fix:
-        fix_crcs(buf)
-    check_arrow(write_partition(tmp_path, bytes(buf)))
+    check_arrow(write_partition(tmp_path, patched_segment(spec, patches, cut, fix)))
 
 
 def test_timestamp_sums_wrap_like_java(tmp_path, k):

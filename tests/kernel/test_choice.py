@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from kseg import kernel
@@ -11,23 +9,6 @@ from kseg.format.batch import build_batch
 from kseg.format.record import Record
 
 from .diff import kernel_built
-
-
-@pytest.fixture
-def choose(monkeypatch):
-    def set_choice(value: str | None, *, built: bool = True):
-        if value is None:
-            monkeypatch.delenv("KSEG_KERNEL", raising=False)
-        else:
-            monkeypatch.setenv("KSEG_KERNEL", value)
-        if not built:
-            monkeypatch.setitem(sys.modules, "kseg._kernel", None)  # import fails
-            # and the package attribute an earlier import left must not answer it instead
-            monkeypatch.delattr(sys.modules["kseg"], "_kernel", raising=False)
-        kernel.reset()
-
-    yield set_choice
-    kernel.reset()
 
 
 def test_python_forced(choose):

@@ -183,6 +183,20 @@ def fix_crcs(buf: bytearray) -> None:
         pos += size
 
 
+def patched_segment(spec, patches, cut: int | None, fix: bool) -> bytes:
+    """``spec``'s segment with ``patches`` written over it (positions wrapped), cut at ``cut``,
+    its CRCs recomputed when ``fix`` (so the lies reach the records)."""
+    buf = bytearray(make_segment(spec))
+    for at, data in patches:
+        at %= len(buf)
+        buf[at : at + len(data)] = data
+    if cut is not None:
+        del buf[cut % (len(buf) + 1) :]
+    if fix:
+        fix_crcs(buf)
+    return bytes(buf)
+
+
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -205,15 +219,7 @@ def test_fuzz_valid_segments(spec, k):
     fix=st.booleans(),
 )
 def test_fuzz_mutated_segments(spec, patches, cut, fix, k):
-    buf = bytearray(make_segment(spec))
-    for at, data in patches:
-        at %= len(buf)
-        buf[at : at + len(data)] = data
-    if cut is not None:
-        del buf[cut % (len(buf) + 1) :]
-    if fix:
-        fix_crcs(buf)
-    check_segment(bytes(buf), "fuzz.log", k)
+    check_segment(patched_segment(spec, patches, cut, fix), "fuzz.log", k)
 
 
 @pytest.mark.parametrize(

@@ -185,16 +185,6 @@ def test_closed_pipe_and_interrupt(tmp_path):
 # --- in process: the kernel does take the batches, in bounded parts -------------------------
 
 
-@pytest.fixture
-def choose(monkeypatch):
-    def set_choice(value: str):
-        monkeypatch.setenv("KSEG_KERNEL", value)
-        kernel.reset()
-
-    yield set_choice
-    kernel.reset()
-
-
 def dump_in_process(monkeypatch, capsysbinary, *args) -> tuple:
     return run_cli(monkeypatch, capsysbinary, "dump", "-f", "json", *args)
 
@@ -216,9 +206,9 @@ class Counting:
         return got
 
 
-@pytest.fixture
-def counted(monkeypatch):
-    """(calls, runs): the per-batch render calls (True: rendered) and the run results."""
+def count_kernel(monkeypatch) -> tuple[list, list]:
+    """(calls, runs): what the kernel's per-batch renders (True: rendered) and runs return
+    from here on."""
     calls: list = []
     runs: list = []
     real = kernel.json_records
@@ -229,6 +219,11 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(kernel, "json_records", counting)
     return calls, runs
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    return count_kernel(monkeypatch)
 
 
 def batch_lines(runs: list) -> int:

@@ -21,7 +21,7 @@ from tests.helpers import run_cli
 
 from .diff import kernel_built
 from .test_differential import segments
-from .test_dump_cli import MODES, Counting, mutated, records, same
+from .test_dump_cli import MODES, count_kernel, mutated, records, same
 
 pytestmark = pytest.mark.skipif(not kernel_built(), reason="the compiled kernel is not built")
 
@@ -226,30 +226,6 @@ def test_a_crc_mismatch_at_a_window_boundary(big, tmp_path):
 
 
 # --- in process: tiny windows and parts, every way a run stops ------------------------------
-
-
-def count_kernel(monkeypatch) -> tuple[list, list]:
-    """(calls, runs): what the kernel's per-batch renders and runs return from here on."""
-    calls: list = []
-    runs: list = []
-    real = kernel.json_records
-
-    def counting(*args):
-        inner = real(*args)
-        return None if inner is None else Counting(inner, calls, runs)
-
-    monkeypatch.setattr(kernel, "json_records", counting)
-    return calls, runs
-
-
-@pytest.fixture
-def choose(monkeypatch):
-    def set_choice(value: str):
-        monkeypatch.setenv("KSEG_KERNEL", value)
-        kernel.reset()
-
-    yield set_choice
-    kernel.reset()
 
 
 @pytest.mark.parametrize(

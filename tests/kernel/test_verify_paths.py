@@ -23,7 +23,7 @@ from kseg.verify.segment import EpochRanges, scan_segment
 
 from ..helpers import run_cli, run_kseg
 from .diff import kernel_built
-from .test_differential import batches, fix_crcs, make_segment
+from .test_differential import batches, make_segment, patched_segment
 
 pytestmark = pytest.mark.skipif(not kernel_built(), reason="the compiled kernel is not built")
 
@@ -185,15 +185,7 @@ def fuzz_segment(tmp_path: Path, buf: bytes) -> Path:
 def test_scans_of_fuzzed_segments(tmp_path, monkeypatch, spec, patches, cut, fix, small_offsets):
     if small_offsets:  # offsets that stay near each other: order and epoch checks bite
         spec = [(r, i * 3, la, seq, c) for i, (r, _, la, seq, c) in enumerate(spec)]
-    buf = bytearray(make_segment(spec))
-    for at, data in patches:
-        at %= len(buf)
-        buf[at : at + len(data)] = data
-    if cut is not None:
-        del buf[cut % (len(buf) + 1) :]
-    if fix:
-        fix_crcs(buf)
-    both_scans(monkeypatch, fuzz_segment(tmp_path, bytes(buf)))
+    both_scans(monkeypatch, fuzz_segment(tmp_path, patched_segment(spec, patches, cut, fix)))
 
 
 # --- whole commands, in process and as the real entry point --------------------------------
