@@ -6,7 +6,6 @@ Parsers raise :class:`CorruptionError` with the byte position of the offending l
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass
 
 from .errors import INVALID_FILE, CorruptionError
@@ -165,6 +164,8 @@ def read_clean_shutdown(data: bytes) -> dict:
     """`.kafka_cleanshutdown`: JSON (Kafka 3.5+) or empty (older brokers)."""
     if not bytes(data).strip():
         return {}
+    import json  # only this rare file is JSON: not at every command's start-up
+
     try:
         value = json.loads(bytes(data))
     except ValueError as exc:
