@@ -11,9 +11,39 @@ if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def s3(tmp_path_factory):
+    """An S3 API server (moto) on 127.0.0.1 for the session; its endpoint and fake credentials
+    are in os.environ (the AWS chain pyarrow reads) before any Spark JVM or Python worker starts,
+    so every Spark session and subprocess of the tests can read s3:// URIs from it."""
+    from tests.spark.services import start_s3
+
+    server = start_s3(tmp_path_factory.mktemp("s3"))
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    yield server
+    server.service.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def cluster(s3, tmp_path_factory):
+    """A standalone Spark cluster (master + two one-core workers, separate JVMs) on 127.0.0.1,
+    started once, stopped by PID."""
+    from tests.spark.services import start_cluster
+
+    c = start_cluster(tmp_path_factory.mktemp("cluster"), s3.env)
+    yield c
+    c.service.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(s3):
     """One local SparkSession for every Spark test, tuned for speed: UI off, few shuffle
-    partitions, quiet logs."""
+    partitions, quiet logs. Started after the S3 server, whose endpoint its workers inherit."""
     import kseg.spark
 
     session = kseg.spark.session(
