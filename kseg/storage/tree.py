@@ -403,6 +403,20 @@ class Selection:
         return out
 
 
+_URI_AS_PATH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/[^/]")
+
+
+def _refuse_uri(path: Path) -> None:
+    """A URI given to a local command (its `//` folded by Path): one clear usage line, not
+    "no such file" about a path the operator never typed."""
+    text = str(path)
+    if _URI_AS_PATH.match(text) and not os.path.lexists(text):
+        uri = text.replace(":/", "://", 1)
+        raise InputError(
+            "usage", uri, "a URI: this command reads local paths (`kseg spark ...` reads URIs)"
+        )
+
+
 def resolve(
     paths: list[Path],
     topic: str | None = None,
@@ -421,6 +435,7 @@ def resolve(
     roots: list[Path] = []
     filtered = topic is not None or partition is not None
     for path in paths:
+        _refuse_uri(path)
         lay = layout(str(path))
         if lay.kind == FILE:
             k = F.file_kind(path)

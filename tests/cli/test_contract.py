@@ -344,6 +344,18 @@ def test_missing_path_is_16_everywhere(tmp_path, args):
     assert _err_lines(proc) == [f"kseg: {tmp_path / 'nope'}: no such file or directory"]
 
 
+@pytest.mark.parametrize("args", PATH_COMMANDS, ids=lambda a: "-".join(a))
+def test_a_uri_to_a_local_command_is_16_and_says_so(args):
+    """`kseg verify s3://bucket/logs` used to say "s3:/bucket/logs: no such file or directory"
+    (Path folds the `//`): a local command names the URI and where URIs are read."""
+    proc = run_kseg(*args, "s3://bucket/kafka-logs")
+    assert proc.returncode == 16 and proc.stdout == b""
+    assert _err_lines(proc) == [
+        "kseg: s3://bucket/kafka-logs: a URI: this command reads local paths "
+        "(`kseg spark ...` reads URIs)"
+    ]
+
+
 @pytest.mark.parametrize("args", PATH_COMMANDS + SPARK_COMMANDS, ids=lambda a: "-".join(a))
 def test_bad_topic_regex_is_16_everywhere(tree, args):
     proc = run_kseg(*args, tree, "--topic", "orders(")
