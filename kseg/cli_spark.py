@@ -119,6 +119,7 @@ def spark_export(
     _checked(inputs, topic, records=True)
     _check_writer(writer, fmt, cols, out, conf)
     spark = _session(master, conf, quiet)
+    unreadable: list[str] = []
     with _bar(spark, quiet, "spark export"):
         n = export(
             spark,
@@ -128,12 +129,16 @@ def spark_export(
             partition_by=cols,
             include_headers=headers,
             writer=writer,
+            unreadable=unreadable,
             topic=topic,
             fromTime=from_ms,
             toTime=to_ms,
         )
-    streams.say(f"wrote {n} records to {out}")
-    raise typer.Exit(0)
+    for message in unreadable:
+        streams.say(message)
+    skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
+    streams.say(f"wrote {n} records to {out}{skipped}")
+    raise typer.Exit(int(Exit.OPERATIONAL if unreadable else Exit.OK))
 
 
 @command(spark_app, "verify")

@@ -96,20 +96,43 @@ def _warn(message: str) -> None:
     _log.warning("kseg: %s", message)
 
 
+# what this worker process could not read, as messages: kseg.spark.parquet_out hands a task's
+# to the driver (the job goes on without those rows; the export then says so and exits 8)
+UNREADABLE: list[str] = []
+
+
+def unreadable(task: Task, exc: OSError) -> None:
+    """A segment that cannot be opened or read (gone since planning, not a regular file, an
+    I/O or object-store error that outlived pyarrow's own retries): a warning naming it, and the
+    job goes on without its rows (rows before the failure stay)."""
+    at = getattr(exc, "position", None)
+    where = f" at byte {at}" if isinstance(at, int) else ""
+    reason = exc.strerror or str(exc)
+    message = (
+        f"{task.path}: unreadable{where}: {reason} (its records from byte {task.start} on are "
+        "not in the result; `kseg spark verify` reports it)"
+    )
+    UNREADABLE.append(message)
+    _warn(message)
+
+
 def _entries(task: Task, decode=None) -> Iterator:
     """The top-level entries that START inside the task's byte range, in order. ``decode``
     (kseg.kernel.spark_records) also yields the rows of the batches it decoded, with shift None."""
-    with fs.open_range(task.path, task.start, task.end) as (buf, shift):
-        try:
-            if decode is not None:
-                yield from decode(buf, task.start - shift, task.end - shift, shift)
-                return
-            for entry in iter_entries(
-                buf, task.start - shift, task.end - shift, validate=True, source=task.path
-            ):
-                yield entry, shift
-        except CorruptionError as exc:
-            _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+    try:
+        with fs.open_range(task.path, task.start, task.end) as (buf, shift):
+            try:
+                if decode is not None:
+                    yield from decode(buf, task.start - shift, task.end - shift, shift)
+                    return
+                for entry in iter_entries(
+                    buf, task.start - shift, task.end - shift, validate=True, source=task.path
+                ):
+                    yield entry, shift
+            except CorruptionError as exc:
+                _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+    except OSError as exc:
+        unreadable(task, exc)
 
 
 def _tuples(entry, problems: list) -> Iterator[tuple]:
@@ -251,47 +274,50 @@ def kafka07_record_batches(
     from ..storage.mapped import mapped
 
     shift = 0  # the on-demand reader keeps absolute positions (as fs.open_range's)
-    with mapped(task.path, sequential=True) as buf:
-        try:
-            for e in k7.entries(
-                buf, task.start - shift, task.end - shift, base=task.base_offset + shift,
-                source=task.path,
-            ):  # fmt: skip
-                if to_offset is not None and e.offset > to_offset:
-                    break
-                if from_offset is not None and e.offset < from_offset:
-                    continue
-                if e.is_compressed:
-                    payloads = [m.payload for m in k7.inner_messages(e)]
-                else:
-                    with e.payload() as view:
-                        payloads = [bytes(view)]
-                for value in payloads:
-                    cols["key"].append(None)
-                    cols["value"].append(value)
-                    cols["topic"].append(task.topic)
-                    cols["partition"].append(task.partition)
-                    cols["offset"].append(e.offset)
-                    cols["timestamp"].append(None)
-                    cols["timestampType"].append(TIMESTAMP_TYPE_IDS["NoTimestampType"])
-                    if include_headers:
-                        cols["headers"].append(None)
-                    if segment_columns:
-                        cols["segment"].append(task.path)
-                        cols["position"].append(e.position + shift)
-                        cols["magic"].append(e.magic)
-                        cols["compression"].append(e.compression)
-                        cols["leader_epoch"].append(-1)
-                        cols["producer_id"].append(-1)
-                        cols["is_transactional"].append(False)
-                        cols["is_control"].append(False)
-                    n += 1
-                    if n >= ROWS_PER_BATCH:
-                        yield _to_batch(cols, schema)
-                        cols = {name: [] for name in schema.names}
-                        n = 0
-        except CorruptionError as exc:
-            _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+    try:
+        with mapped(task.path, sequential=True) as buf:
+            try:
+                for e in k7.entries(
+                    buf, task.start - shift, task.end - shift, base=task.base_offset + shift,
+                    source=task.path,
+                ):  # fmt: skip
+                    if to_offset is not None and e.offset > to_offset:
+                        break
+                    if from_offset is not None and e.offset < from_offset:
+                        continue
+                    if e.is_compressed:
+                        payloads = [m.payload for m in k7.inner_messages(e)]
+                    else:
+                        with e.payload() as view:
+                            payloads = [bytes(view)]
+                    for value in payloads:
+                        cols["key"].append(None)
+                        cols["value"].append(value)
+                        cols["topic"].append(task.topic)
+                        cols["partition"].append(task.partition)
+                        cols["offset"].append(e.offset)
+                        cols["timestamp"].append(None)
+                        cols["timestampType"].append(TIMESTAMP_TYPE_IDS["NoTimestampType"])
+                        if include_headers:
+                            cols["headers"].append(None)
+                        if segment_columns:
+                            cols["segment"].append(task.path)
+                            cols["position"].append(e.position + shift)
+                            cols["magic"].append(e.magic)
+                            cols["compression"].append(e.compression)
+                            cols["leader_epoch"].append(-1)
+                            cols["producer_id"].append(-1)
+                            cols["is_transactional"].append(False)
+                            cols["is_control"].append(False)
+                        n += 1
+                        if n >= ROWS_PER_BATCH:
+                            yield _to_batch(cols, schema)
+                            cols = {name: [] for name in schema.names}
+                            n = 0
+            except CorruptionError as exc:
+                _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+    except OSError as exc:
+        unreadable(task, exc)
     if n:
         yield _to_batch(cols, schema)
 

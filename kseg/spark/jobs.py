@@ -265,12 +265,15 @@ def export(
     partition_by=("topic", "partition"),
     include_headers: bool = True,
     writer: str | None = None,
+    unreadable: list[str] | None = None,
     **options,
 ) -> int:
     """Write the records table (Spark Kafka source schema, headers included by default).
     ``writer``: "arrow" (pyarrow on the executors, kseg.spark.parquet_out), "spark" (Spark's
     own writer) or None: arrow where it serves the export (Parquet, partitioned by topic and/or
-    partition, a sink pyarrow.fs writes), Spark's otherwise."""
+    partition, a sink pyarrow.fs writes), Spark's otherwise. ``unreadable`` (the Arrow writer
+    only: Spark's keeps them in the executors' logs) gets a message for each segment that could
+    not be read; the export holds everything else."""
     require_input(paths, options.get("topic"), kafka07=True)
     codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
     if choose_writer(writer, fmt, partition_by or (), out, codec) == "arrow":
@@ -278,7 +281,8 @@ def export(
 
         return parquet_out.export(
             spark, paths, out, partition_by=partition_by or (),
-            include_headers=include_headers, compression=codec, **options,
+            include_headers=include_headers, compression=codec, unreadable=unreadable,
+            **options,
         )  # fmt: skip
     df = read(spark, paths, mode="records", includeHeaders=include_headers, **options)
     writer = df.write.mode("overwrite")
@@ -314,7 +318,7 @@ def choose_writer(
 def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
     """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
     from ..storage.uri import as_path
-    from ..verify.findings import ERROR, INFO, WARNING
+    from ..verify.findings import ERROR, INFO, WARNING, exit_bits
     from ..verify.partition import verify_root_checkpoints
     from .planning import log_dirs
 
@@ -337,7 +341,9 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
             found.append({**tags, **f.to_event()})
             found[-1].pop("type", None)
     counts = {sev: sum(1 for r in found if r["severity"] == sev) for sev in (ERROR, WARNING, INFO)}
-    code = Exit.PROBLEMS if counts[ERROR] or counts[WARNING] else Exit.OK
+    code = Exit.OK
+    for r in found:  # as kseg verify: unreadable 8, other errors and warnings 4
+        code |= exit_bits(r["kind"], r["severity"])
     summary = {
         "type": "summary",
         "partitions": len(summaries),

@@ -99,9 +99,11 @@ class ArrowExport:
     def file_name(self, task: int) -> str:
         return f"part-{task:05d}-{self.job_id}.parquet"
 
-    def write_task(self, task: int, value: dict) -> tuple[int, int, str | None, str, int]:
+    def write_task(
+        self, task: int, value: dict
+    ) -> tuple[int, int, str | None, str, int, list[str]]:
         """On an executor: (task, attempt, attempt file or None when no row, final relative
-        path, rows)."""
+        path, rows, what could not be read)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark import TaskContext
@@ -131,6 +133,9 @@ class ArrowExport:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
             pending, size = [], 0
 
+        from . import arrow
+
+        arrow.UNREADABLE.clear()
         try:
             for batch in self.reader.read(InputPartition(value)):
                 if self.partition_by:
@@ -147,7 +152,8 @@ class ArrowExport:
                 writer.close()
         if self.fail_task == task and attempt < self.fail_attempts:
             raise RuntimeError(f"kseg test: task {task} attempt {attempt} fails after writing")
-        return task, attempt, (tmp_file if writer is not None else None), rel, rows
+        skipped = list(arrow.UNREADABLE)
+        return task, attempt, (tmp_file if writer is not None else None), rel, rows, skipped
 
 
 def export(
@@ -160,10 +166,12 @@ def export(
     compression: str = "snappy",
     fail_task: int | None = None,
     fail_attempts: int = 1,
+    unreadable: list[str] | None = None,
     **options,
 ) -> int:
     """Write the records table as Parquet from the executors (see the module's doc); returns
-    the number of rows written."""
+    the number of rows written. ``unreadable`` gets a message for each segment a task could not
+    read (the export holds everything else)."""
     from .source import KsegReader
 
     opts = {
@@ -197,6 +205,7 @@ def export(
             sc.setJobGroup(job.job_id, "kseg spark export", interruptOnCancel=True)
             rdd = sc.parallelize(list(enumerate(values)), len(values))
             results = rdd.mapPartitions(lambda it: [job.write_task(i, v) for i, v in it]).collect()
+        skipped = [m for r in results for m in r[5]]
         if not any(r[2] for r in results) and not job.partition_by:
             # no row at all: one file holding the schema, as Spark's writer leaves
             results = [_empty_file(job, filesystem, base, include_headers)]
@@ -208,6 +217,8 @@ def export(
         raise
     finally:
         sc.setLocalProperty("spark.jobGroup.id", group)
+    if unreadable is not None:
+        unreadable.extend(skipped)
     return sum(r[4] for r in results)
 
 
@@ -243,7 +254,7 @@ def _empty_file(job: ArrowExport, filesystem, base: str, include_headers: bool) 
     tmp_file = f"{tmp_dir}/{job.file_name(0)}"
     schema = records_schema(include_headers, False)
     pq.ParquetWriter(tmp_file, schema, filesystem=filesystem, compression=job.compression).close()
-    return 0, 0, tmp_file, job.file_name(0), 0
+    return 0, 0, tmp_file, job.file_name(0), 0, []
 
 
 def _commit(job: ArrowExport, filesystem, base: str, results: list[tuple]) -> None:
@@ -262,7 +273,7 @@ def _commit(job: ArrowExport, filesystem, base: str, results: list[tuple]) -> No
             filesystem.delete_dir(old.path)
         else:
             filesystem.delete_file(old.path)
-    for _task, _attempt, tmp_file, rel, _rows in sorted(results):
+    for _task, _attempt, tmp_file, rel, _rows, _skipped in sorted(results):
         if tmp_file is None:
             continue
         final = f"{base}/{rel}"

@@ -28,6 +28,15 @@ LEADER_EPOCH = "leader_epoch_mismatch"  # partitionLeaderEpoch contradicts the c
 TIMESTAMP_RANGE = "timestamp_out_of_range"  # valid for Kafka, but no date (years 0001-9999)
 
 
+def exit_bits(kind: str, severity: str) -> int:
+    """What one finding adds to verify's exit status (kseg.exitcodes.Exit's bits): a file kseg
+    could not read is an operational error (8), any other error or warning invalid data (4),
+    info nothing. The one rule for `kseg verify` and `kseg spark verify`."""
+    if kind == UNREADABLE:
+        return 8
+    return 4 if severity in (ERROR, WARNING) else 0
+
+
 @dataclass(slots=True)
 class Finding:
     severity: str

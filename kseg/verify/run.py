@@ -336,10 +336,7 @@ def _code(found: list[K.Finding]) -> Exit:
     """A file kseg could not read is an operational error (8), anything else invalid data (4)."""
     code = Exit.OK
     for f in found:
-        if f.kind == K.UNREADABLE:
-            code |= Exit.OPERATIONAL
-        elif f.severity in _COUNTED:
-            code |= Exit.PROBLEMS
+        code |= K.exit_bits(f.kind, f.severity)
     return code
 
 
