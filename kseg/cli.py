@@ -317,6 +317,7 @@ def seek(
         raise BadOption("give exactly one of --time and --offset", "--time/--offset")
     target = parse_target(time_, now) if time_ is not None else None
     sel = _selection(paths, topic, partition)
+    csv = fmt is o.SeekFormat.reset_csv
     if csv and target is None:
         raise BadOption("reset-csv goes with --time", "--format")
     run = SeekRun(sel, target=target, offset=offset, data_only=data_only, fill_latest=csv)

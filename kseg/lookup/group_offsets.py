@@ -160,9 +160,9 @@ class Group:
         if self.group_type == "streams":
             return None  # NotReady/Assigning/Reconciling/Stable need the topology validation
         # ConsumerGroup.maybeUpdateGroupState
-        if self.generation is not None and self.assignment_epoch is not None:
-            if self.generation > self.assignment_epoch:
-                return "Assigning"
+        gen, assigned = self.generation, self.assignment_epoch
+        if gen is not None and assigned is not None and gen > assigned:
+            return "Assigning"
         for epoch, state in (self.member_epochs.get(m, (None, None)) for m in self.members):
             if epoch != self.assignment_epoch or state != STABLE_MEMBER_STATE:
                 return "Reconciling"
