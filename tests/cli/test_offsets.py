@@ -44,7 +44,7 @@ def test_text(root):
     assert p.returncode == 0, p.stderr
     out = p.stdout.decode()
     assert out.splitlines()[0].startswith(f'group "{GROUP}": classic Empty')
-    assert "orders-0: offset 130 " in out and "payments-0: offset 40 " in out
+    assert "orders-0: offset 130 " in out and "txn-0: offset 40 " in out
     assert "orders-1" not in out  # deleted by its tombstone
     assert b"partition count of __consumer_offsets unknown" in p.stderr
 
@@ -56,8 +56,8 @@ def test_json(root):
     assert events[0]["type"] == "group" and events[0]["group"] == GROUP
     offs = {(e["topic"], e["partition"]): e for e in events if e["type"] == "offset"}
     assert {k: e["offset"] for k, e in offs.items()} == {
-        ("orders", 0): 110, ("orders", 1): 15, ("payments", 0): 25}  # fmt: skip
-    assert offs[("payments", 0)]["transactional"] is True
+        ("orders", 0): 110, ("orders", 1): 15, ("txn", 0): 25}  # fmt: skip
+    assert offs[("txn", 0)]["transactional"] is True
     assert offs[("orders", 0)]["file"].endswith("00000000000000000000.log")
     assert offs[("orders", 0)]["batch_base_offset"] == 4
 
@@ -66,7 +66,7 @@ def test_table(root):
     p = run_kseg("offsets", root, "--group", GROUP, "-f", "table")
     assert p.returncode == 0, p.stderr
     out = p.stdout.decode()
-    assert "commit_timestamp" in out and "orders" in out and "payments" in out
+    assert "commit_timestamp" in out and "orders" in out and "txn" in out
 
 
 def test_reset_csv_is_what_kafka_consumer_groups_reads(root):
@@ -155,7 +155,7 @@ def test_corrupt_bytes_exit_4_and_still_answer(root, tmp_path):
     offs = [json.loads(x) for x in p.stdout.splitlines()]
     got = {(e["topic"], e["partition"]): e["offset"] for e in offs if e["type"] == "offset"}
     # the 6th batch is the aborted transactional commit: what came before it stands
-    assert got == {("orders", 0): 110, ("orders", 1): 15, ("payments", 0): 25}
+    assert got == {("orders", 0): 110, ("orders", 1): 15, ("txn", 0): 25}
 
 
 def test_unreadable_partition_is_8(root, tmp_path):

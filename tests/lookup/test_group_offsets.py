@@ -277,20 +277,20 @@ def test_fixture_whole_log(offsets_root):
 def test_fixture_at_150s(offsets_root):
     _r, events = _run(offsets_root, GROUP, at=T0 + 150_000)
     assert _got(events) == EXPECTED_AT_150S
-    txn = [e for e in events if e["type"] == "offset" and e["topic"] == "payments"]
+    txn = [e for e in events if e["type"] == "offset" and e["topic"] == "txn"]
     assert txn[0]["transactional"] and txn[0]["offset"] == 25
 
 
 def test_fixture_pending_transaction_is_not_answered(offsets_root):
     # after the transactional commit, before its COMMIT marker (T0+2m+500ms)
     _r, events = _run(offsets_root, GROUP, at=T0 + 120_100)
-    assert _got(events)[("payments", 0)] == 5
+    assert _got(events)[("txn", 0)] == 5
     assert any("pending" in e["message"] for e in events if e["type"] == "notice")
 
 
 def test_fixture_aborted_transaction_never_counts(offsets_root):
     _r, events = _run(offsets_root, GROUP, at=T0 + 3 * 60_000 + 600)  # after the ABORT
-    assert _got(events)[("payments", 0)] == 25
+    assert _got(events)[("txn", 0)] == 25
 
 
 def test_fixture_deleted_group(offsets_root):
@@ -319,7 +319,7 @@ def test_fixture_empty_classic_group_expires_from_when_it_became_empty(offsets_r
 
 
 def test_stable_group_does_not_expire_subscribed_topics(offsets_root):
-    # at T0+5m the member (subscribed to orders and payments) is still there: nothing expires
+    # at T0+5m the member (subscribed to orders and txn) is still there: nothing expires
     _r, events = _run(offsets_root, GROUP, at=T0 + 5 * 60_000, now=T0 + 10**10, retention_ms=1)
     offs = [e for e in events if e["type"] == "offset"]
     assert offs and not any(e["expired"] for e in offs)
