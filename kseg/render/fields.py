@@ -19,6 +19,7 @@ TIME_FIELDS = frozenset(
         "commit_timestamp",
         "expire_timestamp",
         "current_state_timestamp",
+        "last_commit_timestamp",  # kseg offsets --list
         "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
     )
 )
