@@ -394,6 +394,21 @@ def _offsets_replicas(sel: Selection) -> dict[int, list[Path]]:
     return out
 
 
+def _cluster_ids(roots: set[Path]) -> dict[Path, str]:
+    """meta.properties' cluster.id of each root that names one."""
+    from ..format.checkpoint import read_properties
+
+    out = {}
+    for r in roots:
+        try:
+            cid = read_properties((r / "meta.properties").read_bytes()).get("cluster.id")
+        except (OSError, CorruptionError, ValueError):
+            cid = None
+        if cid:
+            out[r] = cid
+    return out
+
+
 def _best_replica(replicas: list[Path]) -> tuple[Path, str | None]:
     """The replica with the greatest log end offset (the most complete copy)."""
     if len(replicas) == 1:
@@ -446,6 +461,15 @@ class OffsetsRun:
         if not replicas:
             raise InputError(
                 NOTHING_FOUND, roots, f"no {TOPIC} partition directory found: nothing to replay"
+            )
+        clusters = _cluster_ids({d.parent for ds in replicas.values() for d in ds})
+        if len(set(clusters.values())) > 1:
+            said = ", ".join(f"{r}: {c}" for r, c in sorted(clusters.items()))
+            raise InputError(
+                "usage",
+                roots,
+                f"the roots belong to different clusters ({said}); their {TOPIC} partitions are "
+                "not replicas of each other: give the roots of one cluster",
             )
         notes = []
         wanted = sorted(replicas)
@@ -585,6 +609,8 @@ class OffsetsRun:
                 return
 
     def _batch(self, batch, log: Path, replay: _Replay, decode) -> Iterator[dict]:
+        from ..format.coordinator import consumer_offsets_group as group_of
+
         at = self.at
         pid = getattr(batch, "producer_id", NO_PRODUCER_ID)  # legacy messages: none
         if getattr(batch, "is_control", False):
@@ -596,7 +622,14 @@ class OffsetsRun:
                 replay.end_txn(pid, ctl.type_name == "COMMIT")
             return
         base = batch.base_offset
+        only = replay.only
         for rec in batch.records():
+            if only is not None:
+                gid = group_of(rec.key)
+                if gid is not None and gid != only:
+                    if rec.timestamp is not None and rec.timestamp >= 0:
+                        replay.last_time = max(replay.last_time, rec.timestamp)
+                    continue  # another group's record: not decoded
             try:
                 d = decode(rec.key, rec.value)
             except CorruptionError as exc:

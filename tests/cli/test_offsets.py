@@ -172,3 +172,34 @@ def test_unreadable_partition_is_8(root, tmp_path):
     finally:
         log.chmod(0o644)
     assert p.returncode & 8, p.stderr
+
+
+def test_a_directory_of_broker_roots(root, tmp_path):
+    """Three brokers of one cluster, each with a replica of __consumer_offsets-0 and of the
+    data partitions: one answer, from the most complete replica."""
+    for n in (1, 2, 3):
+        b = tmp_path / f"kafka-logs-{n}"
+        shutil.copytree(root, b)
+        (b / "meta.properties").write_text(f"version=1\nnode.id={n}\ncluster.id=c1\n")
+    p = run_kseg("offsets", tmp_path, "--group", GROUP, "-f", "reset-csv", "--now", T0)
+    assert p.returncode == 0, p.stderr
+    assert _reset_plan(p.stdout.decode()) == EXPECTED
+    p = run_kseg("offsets", tmp_path, "--list", "-f", "json")
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 3  # not once per broker
+
+
+def test_roots_of_different_clusters_are_16(real_root):
+    p = run_kseg("offsets", real_root, "--list")
+    assert p.returncode == 16 and b"different clusters" in p.stderr and p.stdout == b""
+
+
+def test_the_demo_has_a_group_with_commits_over_time(tmp_path):
+    demo = tmp_path / "demo"
+    assert run_kseg("demo", demo).returncode == 0
+    p = run_kseg("offsets", demo, "--group", GROUP, "-f", "json", "--lag")
+    assert p.returncode == 0, p.stderr
+    offs = {(e["topic"], e["partition"]): e for e in map(json.loads, p.stdout.splitlines())
+            if e["type"] == "offset"}  # fmt: skip
+    assert {k: e["offset"] for k, e in offs.items()} == EXPECTED
+    # the demo's own partitions give the lag: orders-0 ends at 199, txn-0 at 119
+    assert offs[("orders", 0)]["lag"] == 199 - 130 and offs[("txn", 0)]["lag"] == 119 - 40

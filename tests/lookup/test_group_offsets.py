@@ -330,7 +330,9 @@ def test_several_roots_read_the_most_complete_replica(offsets_root, tmp_path):
 
     for b in ("broker-1", "broker-2"):
         shutil.copytree(offsets_root, tmp_path / b)
-        (tmp_path / b / "meta.properties").write_text(f"version=1\nnode.id={b[-1]}\n")
+        (tmp_path / b / "meta.properties").write_text(
+            f"version=1\nnode.id={b[-1]}\ncluster.id=one-cluster\n"
+        )
     # broker-2's replica lags: cut its log after the first four batches
     log = tmp_path / "broker-2" / "__consumer_offsets-0" / "00000000000000000000.log"
     from kseg.storage.segment import read_batches
@@ -343,3 +345,14 @@ def test_several_roots_read_the_most_complete_replica(offsets_root, tmp_path):
     assert _got(events) == EXPECTED
     assert any("replicas of __consumer_offsets-0 differ" in e["message"]
                for e in events if e["type"] == "notice")  # fmt: skip
+
+
+def test_roots_of_different_clusters_are_refused(offsets_root, tmp_path):
+    import shutil
+
+    for b, cid in (("a", "cluster-a"), ("b", "cluster-b")):
+        shutil.copytree(offsets_root, tmp_path / b)
+        (tmp_path / b / "meta.properties").write_text(f"version=1\ncluster.id={cid}\n")
+    with pytest.raises(InputError) as e:
+        list(OffsetsRun(resolve([tmp_path]), group=GROUP, now=T0).events())
+    assert e.value.kind == "usage" and "different clusters" in str(e.value)
