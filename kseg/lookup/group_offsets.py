@@ -529,6 +529,9 @@ class OffsetsRun:
         for gid, g in self.groups.items():
             mark_expired(g, at, self.retention_ms, pending_parts.get(gid, set()))
         if self.group_id is None:
+            if not self.groups:
+                read = ", ".join(d.name for d in dirs)
+                yield {"type": "notice", "message": f"no group has a record in {read}"}
             for g in sorted(self.groups.values(), key=lambda g: g.group):
                 yield g.event()
             return
@@ -537,7 +540,9 @@ class OffsetsRun:
             from ..storage.tree import NO_MATCH, InputError
 
             what = ", ".join(str(d) for d in dirs)
-            when = f" at or before {self.at}" if self.at is not None else ""
+            from ..format.timestamps import with_iso
+
+            when = f" at or before {with_iso(self.at)}" if self.at is not None else ""
             raise InputError(NO_MATCH, what, f"no record of group {self.group_id!r}{when}")
         if g.group_type == "share":
             yield {
