@@ -49,6 +49,7 @@ from ..storage.partition import Partition
 from ..storage.tree import Selection
 
 TOPIC = "__consumer_offsets"
+SHARE_STATE_TOPIC = "__share_group_state"
 METADATA_TOPIC = "__cluster_metadata"
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # offsets.retention.minutes = 10080 since Kafka 2.0
 NO_PRODUCER_ID = -1
@@ -134,6 +135,7 @@ class Group:
     assignment_epoch: int | None = None
     regex_topics: set[str] = field(default_factory=set)
     topology_topics: set[str] = field(default_factory=set)
+    share_topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name
     has_metadata: bool = False  # a group record (not only offsets) was seen
     deleted_at: int | None = None  # the record offset of its metadata tombstone
     last_record_timestamp: int | None = None
@@ -312,6 +314,10 @@ class _Replay:
         elif rtype == 16:
             if not tomb:
                 g.regex_topics.update(rec.get("topics") or [])
+        elif rtype == 15 and not tomb:  # ShareGroupStatePartitionMetadata: topic names
+            for key in ("initializing_topics", "initialized_topics", "deleting_topics"):
+                for t in rec.get(key) or []:
+                    g.share_topic_names[t["topic_id"]] = t["topic_name"]
         elif rtype == 23 and not tomb:
             topics: set[str] = set()
             for sub in rec.get("subtopologies") or []:
@@ -544,13 +550,9 @@ class OffsetsRun:
 
             when = f" at or before {with_iso(self.at)}" if self.at is not None else ""
             raise InputError(NO_MATCH, what, f"no record of group {self.group_id!r}{when}")
+        shares: list[dict] = []
         if g.group_type == "share":
-            yield {
-                "type": "notice",
-                "message": f"{self.group_id!r} is a share group: its share-partition state "
-                "(start offsets) lives in __share_group_state, which `kseg offsets` does not "
-                "replay (see `kseg dump ROOT --topic __share_group_state`)",
-            }
+            shares = yield from self._share_state(g)
         if (pend := pending_parts.get(self.group_id)) is not None:
             yield {
                 "type": "notice",
@@ -568,12 +570,18 @@ class OffsetsRun:
                 ev["log_end_offset"] = end
                 ev["lag"] = None if end is None else end - ev["offset"]
             yield ev
+        yield from shares
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` rows (topic, partition, offset) for kafka-consumer-groups --reset-offsets
         --from-file: the group's committed offsets, without those the coordinator would have
         expired (said on stderr)."""
         for ev in self.events():
+            if ev["type"] == "share_offset":
+                yield {"type": "notice", "message": f"{ev['topic']}-{ev['partition']}: a share "
+                       "group's share-partition start offset is no consumer offset: not in the "
+                       "reset file"}  # fmt: skip
+                continue
             if ev["type"] != "offset":
                 if ev["type"] in ("failure", "notice"):
                     yield ev
@@ -651,6 +659,100 @@ class OffsetsRun:
             if at is not None and ts > at:
                 continue
             replay.apply(d, pid, (str(log), base, rec.offset), ts)
+
+    def _share_state(self, g: Group) -> Iterator[dict]:
+        """A share group's share-partition state from `__share_group_state` (every partition of
+        it under the roots; only this group's records are kept): ShareSnapshot replaces a
+        share-partition's state, ShareUpdate changes its start offset and leader epoch when it
+        carries one (-1: unchanged) and adds state batches, a tombstone deletes it. Returns
+        ``share_offset`` events: the share-partition start offset (SPSO), not a committed offset
+        (share groups commit none); the in-flight state batches are not merged or shown."""
+        from ..format.coordinator import share_group_state
+
+        state: dict[tuple[str, int], dict] = {}
+        names = dict(g.share_topic_names)
+        replicas = {}
+        for t in self.sel.targets():
+            name = F.parse_partition_dir(t.partition_dir.name)
+            if name is not None and name.state is None and name.topic == SHARE_STATE_TOPIC:
+                replicas.setdefault(name.partition, []).append(t.partition_dir)
+        if not replicas:
+            yield {
+                "type": "notice",
+                "message": f"{g.group!r} is a share group: its share-partition state is in "
+                f"{SHARE_STATE_TOPIC}, and no partition of it is under the roots",
+            }
+            return []
+        for p in sorted(replicas):
+            pdir, note = _best_replica(replicas[p])
+            if note:
+                yield {"type": "notice", "message": note}
+            for rec, _pid, where, ts in (yield from self._records(pdir, share_group_state)):
+                if rec.get("group_id") != g.group:
+                    continue
+                key = (rec["topic_id"], rec["partition"])
+                if rec.get("tombstone"):
+                    state.pop(key, None)
+                elif rec["key_version"] == 0:  # ShareSnapshot
+                    state[key] = {**rec, "where": where, "ts": ts}
+                elif key in state:  # ShareUpdate: only on top of a snapshot
+                    cur = state[key]
+                    if rec["start_offset"] != -1:
+                        cur["start_offset"] = rec["start_offset"]
+                    if rec["leader_epoch"] != -1:
+                        cur["leader_epoch"] = rec["leader_epoch"]
+                    cur["where"], cur["ts"] = where, ts
+        out = []
+        for (tid, part), cur in sorted(state.items()):
+            file, batch_base, offset = cur["where"]
+            out.append({
+                "type": "share_offset", "group": g.group, "topic": names.get(tid),
+                "topic_id": tid, "partition": part, "start_offset": cur["start_offset"],
+                "state_epoch": cur["state_epoch"], "leader_epoch": cur["leader_epoch"],
+                "write_timestamp": cur["ts"], "file": file,
+                "batch_base_offset": batch_base, "record_offset": offset,
+            })  # fmt: skip
+        return out
+
+    def _records(self, pdir: Path, decode) -> Iterator[dict]:
+        """Every decoded record of ``pdir`` at or before ``at``, as (record, producer id,
+        (file, batch base offset, offset), timestamp); problems are yielded as failures and
+        the list is the generator's return value."""
+        got: list[tuple] = []
+        try:
+            segments = Partition(pdir).segments
+        except OSError as exc:
+            self.code |= Exit.OPERATIONAL
+            yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
+            return got
+        for seg in segments:
+            try:
+                for batch in seg.batches(validate=True):
+                    if getattr(batch, "is_control", False):
+                        continue
+                    for rec in batch.records():
+                        if self.at is not None and rec.timestamp > self.at:
+                            continue
+                        try:
+                            d = decode(rec.key, rec.value)
+                        except CorruptionError as exc:
+                            self.code |= Exit.PROBLEMS
+                            exc.position, exc.offset = batch.position, rec.offset
+                            yield {"type": "failure", "message": f"{exc.in_file(seg.log)} "
+                                   f"(record at offset {rec.offset} skipped)"}  # fmt: skip
+                            continue
+                        where = (str(seg.log), batch.base_offset, rec.offset)
+                        got.append((d, batch.producer_id, where, rec.timestamp))
+            except CorruptionError as exc:
+                self.code |= Exit.PROBLEMS
+                yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
+                       "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
+                return got
+            except OSError as exc:
+                self.code |= Exit.OPERATIONAL
+                yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
+                return got
+        return got
 
     def _log_ends(self, g: Group) -> Iterator[dict]:
         """Log end offset at ``at`` of each topic-partition the group committed, from the data

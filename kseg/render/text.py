@@ -331,9 +331,9 @@ def offsets_line(ev: dict) -> str | None:
             f"{ev['members']} members, {ev['offsets']} offsets, last commit {last}, "
             f"in {ev['coordinator_partition']}"
         )
-    if ev["type"] == "offset":
-        flags = " TRANSACTIONAL" if ev["transactional"] else ""
-        if ev["expired"]:
+    if ev["type"] in ("offset", "share_offset"):
+        flags = " TRANSACTIONAL" if ev.get("transactional") else ""
+        if ev.get("expired"):
             flags += f" EXPIRED ({ev['expired_reason']})"
         lag = ""
         if "lag" in ev:
@@ -342,7 +342,15 @@ def offsets_line(ev: dict) -> str | None:
                 if ev["lag"] is not None
                 else " lag unknown (partition not under the roots)"
             )
-        meta = f" metadata {_q(ev['metadata'])}" if ev["metadata"] else ""
+        meta = f" metadata {_q(ev['metadata'])}" if ev.get("metadata") else ""
+        if ev["type"] == "share_offset":  # a share group's share-partition start offset
+            return (
+                f"{ev['topic'] or '?'}-{ev['partition']} (topic id {ev['topic_id']}): "
+                f"share-partition start offset {ev['start_offset']} state epoch "
+                f"{ev['state_epoch']} leader epoch {ev['leader_epoch']} written "
+                f"{with_iso(ev['write_timestamp'])} ({ev['file']} batch "
+                f"{ev['batch_base_offset']} offset {ev['record_offset']})"
+            )
         return (
             f"{ev['topic']}-{ev['partition']}: offset {ev['offset']} leader epoch "
             f"{ev['leader_epoch']}{meta} committed {with_iso(ev['commit_timestamp'])}{lag}{flags} "

@@ -356,3 +356,31 @@ def test_roots_of_different_clusters_are_refused(offsets_root, tmp_path):
     with pytest.raises(InputError) as e:
         list(OffsetsRun(resolve([tmp_path]), group=GROUP, now=T0).events())
     assert e.value.kind == "usage" and "different clusters" in str(e.value)
+
+
+def test_real_41_share_group_start_offset_matches_kafka_dump_log(real_root):
+    """The share group's share-partition start offset, replayed from kafka-dump-log's own
+    decoding of __share_group_state: ShareSnapshot sets it, ShareUpdate changes it unless -1."""
+    data = real_root / "kafka-4.1.0-dev" / "data"
+    expected = {}
+    for txt in sorted(data.glob("__share_group_state-*/*.log.kafka-dump-log.txt")):
+        for line in txt.read_text().splitlines():
+            m = _LINE.match(line)
+            if not m:
+                continue
+            key, value = json.loads(m.group(3)), m.group(4)
+            tp = (key["data"]["topicId"], key["data"]["partition"])
+            if key["data"]["groupId"] != "dev-sg":
+                continue
+            if value == "<DELETE>":
+                expected.pop(tp, None)
+                continue
+            start = json.loads(value)["data"]["startOffset"]
+            if key["type"] == "0" or start != -1:
+                expected[tp] = start
+    assert expected
+    _r, events = _run(data, "dev-sg")
+    got = {(e["topic_id"], e["partition"]): e["start_offset"]
+           for e in events if e["type"] == "share_offset"}  # fmt: skip
+    assert got == expected
+    assert {e["topic"] for e in events if e["type"] == "share_offset"} == {"dev-txn-java"}
