@@ -133,7 +133,7 @@ class Group:
     members: dict[str, dict] = field(default_factory=dict)  # KIP-848/932/1071 members
     member_epochs: dict[str, tuple[int, int]] = field(default_factory=dict)  # epoch, state
     assignment_epoch: int | None = None
-    regex_topics: set[str] = field(default_factory=set)
+    regex_topics: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
     topology_topics: set[str] = field(default_factory=set)
     share_topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name
     has_metadata: bool = False  # a group record (not only offsets) was seen
@@ -183,7 +183,7 @@ class Group:
                 topics.update(sub.get("topics") or [])
             return topics
         if self.group_type == "consumer":
-            topics = set(self.regex_topics)
+            topics = {t for resolved in self.regex_topics.values() for t in resolved}
             for m in self.members.values():
                 topics.update(m.get("subscribed_topic_names") or [])
             return topics
@@ -311,9 +311,11 @@ class _Replay:
                 g.member_epochs[rec["member_id"]] = (rec["member_epoch"], rec["state"])
         elif rtype in TARGET_ASSIGNMENT_METADATA:
             g.assignment_epoch = None if tomb else rec["assignment_epoch"]
-        elif rtype == 16:
-            if not tomb:
-                g.regex_topics.update(rec.get("topics") or [])
+        elif rtype == 16:  # ConsumerGroupRegularExpression: a regex and the topics it resolved
+            if tomb:
+                g.regex_topics.pop(rec["regular_expression"], None)
+            else:
+                g.regex_topics[rec["regular_expression"]] = list(rec.get("topics") or [])
         elif rtype == 15 and not tomb:  # ShareGroupStatePartitionMetadata: topic names
             for key in ("initializing_topics", "initialized_topics", "deleting_topics"):
                 for t in rec.get(key) or []:

@@ -384,3 +384,84 @@ def test_real_41_share_group_start_offset_matches_kafka_dump_log(real_root):
            for e in events if e["type"] == "share_offset"}  # fmt: skip
     assert got == expected
     assert {e["topic"] for e in events if e["type"] == "share_offset"} == {"dev-txn-java"}
+
+
+# --- KIP-848 consumer groups: state and expiry, through the encoders and the decoder -------------
+
+
+def _kip848_replay(records):
+    from kseg.format.coordinator import consumer_offsets, consumer_offsets_record
+    from kseg.lookup.group_offsets import _Replay
+
+    rp = _Replay(None, None)
+    for i, (rtype, fields, *tomb) in enumerate(records):
+        key, value = consumer_offsets_record(rtype, fields, tombstone=bool(tomb))
+        rp.apply(consumer_offsets(key, value), -1, ("f.log", i, i), T0 + i)
+    return rp.groups["g"]
+
+
+def _member(epoch, state=0):
+    return [
+        (5, {"group_id": "g", "member_id": "m1", "client_id": "c", "client_host": "/h",
+             "subscribed_topic_names": ["orders"], "subscribed_topic_regex": None}),
+        (8, {"group_id": "g", "member_id": "m1", "member_epoch": epoch,
+             "previous_member_epoch": epoch - 1, "state": state, "assigned_partitions": [],
+             "partitions_pending_revocation": []}),
+    ]  # fmt: skip
+
+
+def _commit(topic, offset, ts=T0):
+    return (1, {"group": "g", "topic": topic, "partition": 0, "offset": offset,
+                "leader_epoch": 0, "metadata": "", "commit_timestamp": ts})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("group_epoch", "assignment_epoch", "member_epoch", "member_state", "state"),
+    [
+        (3, 3, 3, 0, "Stable"),
+        (4, 3, 3, 0, "Assigning"),
+        (3, 3, 2, 0, "Reconciling"),
+        (3, 3, 3, 1, "Reconciling"),
+    ],  # fmt: skip
+)
+def test_kip848_state(group_epoch, assignment_epoch, member_epoch, member_state, state):
+    g = _kip848_replay([
+        (3, {"group_id": "g", "epoch": group_epoch}),
+        (6, {"group_id": "g", "assignment_epoch": assignment_epoch}),
+        *_member(member_epoch, member_state),
+    ])  # fmt: skip
+    assert (g.group_type, g.state) == ("consumer", state)
+
+
+def test_kip848_expiry_spares_subscribed_and_regex_topics():
+    from kseg.lookup.group_offsets import mark_expired
+
+    g = _kip848_replay([
+        (3, {"group_id": "g", "epoch": 1}),
+        *_member(1),
+        (16, {"group_id": "g", "regular_expression": "pay.*", "topics": ["payments"],
+              "version": 1, "timestamp": T0}),
+        _commit("orders", 10), _commit("payments", 20), _commit("old", 30),
+    ])  # fmt: skip
+    mark_expired(g, T0 + 10**9, 1000, set())
+    assert {t for (t, _p), c in g.offsets.items() if c.expired} == {"old"}
+    # the regex's tombstone: payments is no longer subscribed, and expires too
+    g2 = _kip848_replay([
+        (3, {"group_id": "g", "epoch": 1}), *_member(1),
+        (16, {"group_id": "g", "regular_expression": "pay.*", "topics": ["payments"],
+              "version": 1, "timestamp": T0}),
+        (16, {"group_id": "g", "regular_expression": "pay.*"}, True),
+        _commit("payments", 20),
+    ])  # fmt: skip
+    mark_expired(g2, T0 + 10**9, 1000, set())
+    assert [c.expired for c in g2.offsets.values()] == [True]
+
+
+def test_kip848_group_deletion_leaves_a_simple_group_for_remaining_offsets():
+    g = _kip848_replay([
+        (3, {"group_id": "g", "epoch": 1}),
+        _commit("orders", 10),
+        (3, {"group_id": "g"}, True),  # group tombstone without offset tombstones
+    ])  # fmt: skip
+    assert (g.group_type, g.state, g.protocol_type) == ("classic", "Empty", None)
+    assert {k: c.offset for k, c in g.offsets.items()} == {("orders", 0): 10}
