@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from . import cli_options as o
+from .cli_offsets import register_offsets
 from .exitcodes import BadOption, help_text
 
 app = typer.Typer(
@@ -348,6 +349,9 @@ def demo(
     streams.say(f"$ kseg dump {directory}/upgrade-0 --limit 12")
     opts = DumpOptions(limit=12, json_lines=fmt is o.OutputFormat.json)
     raise typer.Exit(finish_dump(DumpRun([directory / "upgrade-0"], opts), fmt.value))
+
+
+register_offsets(app)  # kseg.cli_offsets: `kseg offsets`
 
 
 def _spark_commands() -> None:

@@ -253,6 +253,32 @@ SeekFormatOpt = Annotated[
     ),
 ]
 
+# --- offsets --------------------------------------------------------------------------------
+GroupOpt = Annotated[
+    str | None, typer.Option("--group", "-g", help="The consumer group whose offsets to show.")
+]
+ListGroupsOpt = Annotated[
+    bool, typer.Option("--list", help="List every group (type, state, members, last commit).")
+]
+AtOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        help="What was committed as of this time (as --time of seek: epoch ms, ISO-8601, "
+        "-30m, PT30M, now); default: everything in the log.",
+    ),
+]
+RetentionOpt = Annotated[
+    str,
+    typer.Option(
+        help="offsets.retention.minutes of the cluster, for expiry (7d, 24h, 90m, P7D, ms)."
+    ),
+]
+LagOpt = Annotated[
+    bool,
+    typer.Option("--lag", help="Add each partition's log end offset at --at and the lag."),
+]
+
 # --- demo -----------------------------------------------------------------------------------
 
 DemoDirArg = Annotated[Path, typer.Argument(help="Where to write the example log.dirs tree.")]

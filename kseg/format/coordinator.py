@@ -84,6 +84,18 @@ def consumer_offsets(key: bytes | None, value: bytes | None) -> dict:
     return out
 
 
+def consumer_offsets_group(key: bytes | None) -> str | None:
+    """The group id of a `__consumer_offsets` key without decoding the record: every key type
+    starts with its group id (``int16 type``, then ``int16 length`` + UTF-8, non-flexible).
+    None when the key is too short to hold one (the full decoder then says what is wrong)."""
+    if key is None or len(key) < 4:
+        return None
+    n = _I16.unpack_from(key, 2)[0]
+    if n < 0 or 4 + n > len(key):
+        return None
+    return key[4 : 4 + n].decode("utf-8", "replace")
+
+
 def _consumer_protocol(member: dict, name: str, sch: Schema) -> None:
     """Replace a classic member's base64 bytes by their ConsumerProtocol decoding (as Kafka's
     dump tool does); bytes that do not parse stay base64 with ``<name>_error`` beside them."""

@@ -77,7 +77,26 @@ def partition_leader(
     """The leader of ``topic``-``partition`` once the metadata log is applied through ``offset``
     (None if the topic or partition did not exist then). Raises CorruptionError on a record it
     cannot decode: an answer built on a skipped record could be wrong."""
-    mdir = Path(metadata_dir)
+    image = _replay(Path(metadata_dir), offset)
+    topic_id = image.topic_ids.get(topic)
+    state = image.parts.get((topic_id, partition)) if topic_id else None
+    if state is None:
+        return None
+    return LeaderAt(topic, topic_id, partition, state["leader"], list(state["isr"]),
+                    state["changed_at"], state["source"])  # fmt: skip
+
+
+def topic_partitions(metadata_dir: str | Path, topic: str) -> list[int]:
+    """The partitions of ``topic`` once the whole metadata log is applied (empty: no such
+    topic). Raises CorruptionError on a record it cannot decode."""
+    image = _replay(Path(metadata_dir), None)
+    topic_id = image.topic_ids.get(topic)
+    return sorted(p for tid, p in image.parts if tid == topic_id) if topic_id else []
+
+
+def _replay(mdir: Path, offset: int | None) -> _Image:
+    """The newest snapshot ending at or before ``offset + 1`` (any, for None), then the log's
+    records through ``offset``."""
     image = _Image()
     start = 0
     snapshots = []
@@ -85,7 +104,7 @@ def partition_leader(
         k = F.file_kind(p)
         if k.kind == F.KRAFT_CHECKPOINT and not k.temp_suffix:
             end, _epoch = F.snapshot_id(p)
-            if end <= offset + 1:
+            if offset is None or end <= offset + 1:
                 snapshots.append((end, p))
     if snapshots:
         start, snap = max(snapshots)
@@ -95,12 +114,7 @@ def partition_leader(
         for off, value in _records(log, offset):
             if off >= start:
                 image.apply(_decode(value, log), off, str(log))
-    topic_id = image.topic_ids.get(topic)
-    state = image.parts.get((topic_id, partition)) if topic_id else None
-    if state is None:
-        return None
-    return LeaderAt(topic, topic_id, partition, state["leader"], list(state["isr"]),
-                    state["changed_at"], state["source"])  # fmt: skip
+    return image
 
 
 def _decode(value: bytes | None, path: Path) -> dict:

@@ -111,3 +111,20 @@ def parse_option_time(value: str | None, option: str) -> int | None:
         return parse_time(value)
     except ValueError as exc:
         raise BadOption(str(exc), option) from None
+
+
+_SPAN = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?$")
+
+
+def parse_span(text: str) -> int:
+    """A length of time in milliseconds: ``7d``, ``24h``, ``90m``, ``30s``, ``500ms``, ``1w``,
+    an ISO-8601 duration (``P7D``, ``PT12H``), or a bare number of milliseconds. Raises
+    ValueError for anything else or a negative length."""
+    s = text.strip().lower()
+    m = _SPAN.match(s)
+    if m:
+        return int(float(m.group(1)) * _UNIT_MS[m.group(2) or "ms"])
+    ms = parse_duration(s)
+    if ms is None or ms < 0:
+        raise ValueError(f"cannot read {text!r} as a length of time: use 7d, 24h, 90m, P7D or ms")
+    return ms

@@ -19,6 +19,8 @@ TIME_FIELDS = frozenset(
         "commit_timestamp",
         "expire_timestamp",
         "current_state_timestamp",
+        "last_commit_timestamp",  # kseg offsets --list
+        "write_timestamp",  # kseg offsets: a share-partition state's last write
         "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
     )
 )

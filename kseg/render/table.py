@@ -329,6 +329,31 @@ def write_dump_table(
 # --- verify, index, seek, ... -------------------------------------------------------------
 
 TABLE_COLUMNS = {
+    "group": (
+        "group",
+        "group_type",
+        "state",
+        "protocol",
+        "members",
+        "offsets",
+        "last_commit_timestamp",
+        "deleted",
+        "coordinator_partition",
+    ),  # fmt: skip
+    "offset": (
+        "topic",
+        "partition",
+        "offset",
+        "leader_epoch",
+        "metadata",
+        "commit_timestamp",
+        "log_end_offset",
+        "lag",
+        "transactional",
+        "expired",
+        "file",
+        "record_offset",
+    ),  # fmt: skip
     "finding": ("severity", "kind", "file", "position", "offset", "message"),
     "segment": ("status", "file", "size", "valid_bytes"),
     "index_check": ("status", "file", "offset_index", "time_index", "log_error"),

@@ -320,6 +320,45 @@ def seek_line(ev: dict) -> str:
     return f"{name}: offset {ev['offset']}{ts}{ep}{where}"
 
 
+def offsets_line(ev: dict) -> str | None:
+    if ev["type"] == "group":
+        state = ev["state"] or "state not derived"
+        proto = f" protocol {ev['protocol']}" if ev["protocol"] else ""
+        gone = " (deleted)" if ev["deleted"] else ""
+        last = with_iso(ev["last_commit_timestamp"]) if ev["last_commit_timestamp"] else "none"
+        return (
+            f"group {_q(ev['group'])}{gone}: {ev['group_type']} {state}{proto}, "
+            f"{ev['members']} members, {ev['offsets']} offsets, last commit {last}, "
+            f"in {ev['coordinator_partition']}"
+        )
+    if ev["type"] in ("offset", "share_offset"):
+        flags = " TRANSACTIONAL" if ev.get("transactional") else ""
+        if ev.get("expired"):
+            flags += f" EXPIRED ({ev['expired_reason']})"
+        lag = ""
+        if "lag" in ev:
+            lag = (
+                f" log end {ev['log_end_offset']} lag {ev['lag']}"
+                if ev["lag"] is not None
+                else " lag unknown (partition not under the roots)"
+            )
+        meta = f" metadata {_q(ev['metadata'])}" if ev.get("metadata") else ""
+        if ev["type"] == "share_offset":  # a share group's share-partition start offset
+            return (
+                f"{ev['topic'] or '?'}-{ev['partition']} (topic id {ev['topic_id']}): "
+                f"share-partition start offset {ev['start_offset']} state epoch "
+                f"{ev['state_epoch']} leader epoch {ev['leader_epoch']} written "
+                f"{with_iso(ev['write_timestamp'])} ({ev['file']} batch "
+                f"{ev['batch_base_offset']} offset {ev['record_offset']})"
+            )
+        return (
+            f"{ev['topic']}-{ev['partition']}: offset {ev['offset']} leader epoch "
+            f"{ev['leader_epoch']}{meta} committed {with_iso(ev['commit_timestamp'])}{lag}{flags} "
+            f"({ev['file']} batch {ev['batch_base_offset']} offset {ev['record_offset']})"
+        )
+    return None
+
+
 def stats_line(ev: dict) -> str:
     return " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type")
 
@@ -331,6 +370,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "index check": index_check_line,
     "restore": restore_line,
     "seek": seek_line,
+    "offsets": offsets_line,
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
 }

@@ -121,7 +121,15 @@ COMMANDS = {
     ),
     "seek": (
         ("seek", "--time", "latest"),
-        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.decode", "kseg.render.json"),
+        (
+            *REPAIR,
+            *SPARK,
+            *SCHEMAS,
+            "kseg.verify",
+            "kseg.decode",
+            "kseg.render.json",
+            "kseg.lookup.group_offsets",
+        ),  # fmt: skip
         ("kseg.lookup.seek_run", "kseg.render.text"),
     ),
     "index-check": (
@@ -176,3 +184,14 @@ def test_every_module_named_here_exists():
         n for n in named if n.startswith("kseg") and importlib.util.find_spec(n) is None
     )
     assert missing == []
+
+
+def test_offsets_imports_only_what_it_needs(tmp_path):
+    """`kseg offsets` reads __consumer_offsets with the coordinator schemas and nothing of
+    verify, repair, dump or Spark; the other commands never import it (seek's list above)."""
+    from kseg.fixtures.offsets import GROUP, write_offsets_partition
+
+    write_offsets_partition(tmp_path / "__consumer_offsets-0")
+    names = imported("offsets", tmp_path, "--group", GROUP)
+    assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.decode.dump")) == []
+    assert {"kseg.lookup.group_offsets", "kseg.format.coordinator"} <= names

@@ -46,6 +46,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "index check",
         "restore",
         "seek",
+        "offsets",
         "spark verify",
         "spark stats",
     }

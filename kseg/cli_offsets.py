@@ -1,0 +1,55 @@
+"""`kseg offsets`: registered on the app by kseg.cli (which must stay a short veneer); the
+library is kseg.lookup.group_offsets, imported only when the command runs."""
+
+from __future__ import annotations
+
+import typer
+
+from . import cli_options as o
+
+
+def register_offsets(app: typer.Typer) -> None:
+    @o.command(app)
+    def offsets(
+        paths: o.PartitionPathsArg,
+        group: o.GroupOpt = None,
+        list_groups: o.ListGroupsOpt = False,
+        at: o.AtOpt = None,
+        now: o.NowOpt = None,
+        retention: o.RetentionOpt = "7d",
+        lag: o.LagOpt = False,
+        fmt: o.SeekFormatOpt = o.SeekFormat.text,
+    ) -> None:
+        """What a consumer group had committed (as of --at), replaying __consumer_offsets as the
+        group coordinator loads it: tombstones, group deletion, transactional commits (only once
+        COMMITted), expired offsets flagged. Only the __consumer_offsets partition the group maps
+        to is read when KRaft metadata gives the partition count.
+
+        reset-csv prints `topic,partition,offset` for `kafka-consumer-groups.sh --reset-offsets
+        --from-file` (expired offsets left out, said on stderr).
+
+        Exit codes: 0 answered; 4 corrupt bytes on the way (answered from what decoded); 8
+        unreadable input; 16 usage (also: no __consumer_offsets partition, or no record of the group).
+
+        Example:
+
+        \b
+          kseg offsets /var/lib/kafka/data --group billing --at 2026-11-21T09:30:00Z --lag
+          kseg offsets /var/lib/kafka/data --group billing --at -2h -f reset-csv > reset.csv
+          kseg offsets /var/lib/kafka/data --list
+        """
+        from .cli import _finish, _selection
+        from .lookup.group_offsets import offsets_run
+
+        csv = fmt is o.SeekFormat.reset_csv
+        run = offsets_run(
+            _selection(paths, None, None),
+            group=group,
+            list_groups=list_groups,
+            at=at,
+            now=now,
+            retention=retention,
+            lag=lag,
+            csv=csv,
+        )
+        _finish("offsets", run, run.reset_events() if csv else run.events(), fmt.value)
