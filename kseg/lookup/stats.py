@@ -216,6 +216,7 @@ class Timeline:
     gaps: list[tuple[int, int]] = field(default_factory=list)  # (first missing, next present)
     stride: int = 1
     seen: int = 0
+    untimed: int = 0  # batches without a timestamp a date holds (magic 0, -1): not drawn
 
     def sample(self, last_offset: int, max_ts: int) -> None:
         self.seen += 1
@@ -500,6 +501,8 @@ class PartitionCount:
                 if mark.min_timestamp is None or max_ts < mark.min_timestamp:
                     mark.min_timestamp = max_ts
                 tl.sample(last, max_ts)
+            else:
+                tl.untimed += 1
             if self._prev_last is not None and first > self._prev_last + 1 and len(tl.gaps) < 1000:
                 tl.gaps.append((self._prev_last + 1, first))
         if self._prev_last is None or last > self._prev_last:

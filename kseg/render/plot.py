@@ -40,10 +40,16 @@ def write_plot(run, path: Path) -> None:
     """Draw ``run`` (a finished kseg.lookup.stats.StatsRun with timelines) into ``path``."""
     import warnings
 
+    with warnings.catch_warnings():
+        # matplotlib's advice (a tick picker on a sub-second range) is nothing for an operator
+        warnings.simplefilter("ignore")
+        _draw(run, path)
+
+
+def _draw(run, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    warnings.filterwarnings("ignore", module="matplotlib")  # tick pickers' advice: not the user's
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
@@ -88,8 +94,19 @@ def write_plot(run, path: Path) -> None:
             lo = min(ts for _, ts in pts)
             hi = max(ts for _, ts in pts)
         else:
-            ax.text(0.5, 0.5, "no timestamps (magic 0)", transform=ax.transAxes, ha="center")
+            empty = "no batch" if not tl.untimed else "no timestamps (magic 0)"
+            ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center")
             lo = hi = 0
+        if pts and tl.untimed:
+            ax.text(
+                0.99,
+                0.03,
+                f"{tl.untimed} batches without a timestamp are not drawn",
+                transform=ax.transAxes,
+                ha="right",
+                fontsize=7,
+                color="#555555",
+            )
         for k, seg in enumerate(tl.segments):
             ax.axhline(
                 seg.base_offset,
@@ -151,7 +168,7 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
     """Bytes on disk per topic, stacked by codec share; uncompressed beside (with --uncompressed)."""
     names = [
         (t["topic"] if t["topic"] is not None else "(no topic)")
-        + (f"\n[{Path(t['log_dir']).name}]" if several and t.get("log_dir") else "")
+        + (f"\n[{_short(t['log_dir'])}]" if several and t.get("log_dir") else "")
         for t in topics
     ]
     xs = list(range(len(topics)))
@@ -170,6 +187,7 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
             label=f"on disk: {codec}",
         )
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    unc: list[float] = []
     if any(t["uncompressed_bytes"] is not None for t in topics):
         unc = [(t["uncompressed_bytes"] or 0) / scale for t in topics]
         ax.bar(
@@ -198,6 +216,8 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
         rotation=30 if len(topics) > 8 else 0,
         ha="right" if len(topics) > 8 else "center",
     )
+    top = max([*bottoms, *unc], default=0)
+    ax.set_ylim(0, (top or 1) * 1.35)  # room for the legend and the ratios above the bars
     ax.set_ylabel(f"{unit}", fontsize=8)
     ax.set_title(
         "size per topic (on disk by codec; uncompressed and ratio with --uncompressed)",
@@ -206,7 +226,7 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
     )
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(True, axis="y", linewidth=0.3, alpha=0.5)
-    ax.legend(fontsize=7, ncols=3, loc="upper right")
+    ax.legend(fontsize=7, ncols=6, loc="upper left")
 
 
 def _unit(largest: int) -> tuple[float, str]:
@@ -214,3 +234,9 @@ def _unit(largest: int) -> tuple[float, str]:
         if largest >= scale:
             return float(scale), unit
     return 1.0, "bytes"
+
+
+def _short(log_dir: str) -> str:
+    """A log dir's last two path parts: enough to tell brokers' roots apart under a bar."""
+    p = Path(log_dir)
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
