@@ -214,6 +214,8 @@ class Timeline:
     segments: list[SegmentMark] = field(default_factory=list)
     samples: list[tuple[int, int]] = field(default_factory=list)
     gaps: list[tuple[int, int]] = field(default_factory=list)  # (first missing, next present)
+    # offsets not counted: from where a segment stopped (corruption) to the next batch counted
+    uncounted: list[tuple[int, int]] = field(default_factory=list)
     stride: int = 1
     seen: int = 0
     untimed: int = 0  # batches without a timestamp a date holds (magic 0, -1): not drawn
@@ -380,6 +382,7 @@ class PartitionCount:
         self.log_start_offset: int | None = None
         self._prev_last: int | None = None
         self._problems: list[dict] = []  # content problems met in the segment being counted
+        self._after_stop = False  # a segment stopped: the next batch ends uncounted offsets
 
     def row(self) -> dict:
         return {
@@ -435,6 +438,7 @@ class PartitionCount:
         mark.error_position = position
         mark.error_kind = kind
         mark.error_offset = None if self._prev_last is None else self._prev_last + 1
+        self._after_stop = True
 
     def _segment(self, seg: Segment, buf, mark: SegmentMark) -> None:
         """Count the segment's entries. The kernel's walk hands rows over right after walking
@@ -503,7 +507,12 @@ class PartitionCount:
                 tl.sample(last, max_ts)
             else:
                 tl.untimed += 1
-            if self._prev_last is not None and first > self._prev_last + 1 and len(tl.gaps) < 1000:
+            jump = self._prev_last is not None and first > self._prev_last + 1
+            if self._after_stop:  # the offsets between are in bytes not counted, not a gap
+                if jump:
+                    tl.uncounted.append((self._prev_last + 1, first))
+                self._after_stop = False
+            elif jump and len(tl.gaps) < 1000:
                 tl.gaps.append((self._prev_last + 1, first))
         if self._prev_last is None or last > self._prev_last:
             self._prev_last = last

@@ -100,10 +100,11 @@ def _draw(run, path: Path) -> None:
         if pts and tl.untimed:
             ax.text(
                 0.99,
-                0.03,
+                0.07,
                 f"{tl.untimed} batches without a timestamp are not drawn",
                 transform=ax.transAxes,
                 ha="right",
+                va="bottom",
                 fontsize=7,
                 color="#555555",
             )
@@ -117,6 +118,17 @@ def _draw(run, path: Path) -> None:
             )
         for k, (a, b) in enumerate(tl.gaps):
             ax.axhspan(a, b, color="#ffbb78", alpha=0.5, label="offset gap" if k == 0 else None)
+        for k, (a, b) in enumerate(tl.uncounted):
+            ax.axhspan(
+                a,
+                b,
+                facecolor="none",
+                edgecolor="#d62728",
+                hatch="xx",
+                linewidth=0,
+                alpha=0.5,
+                label="not counted (after corruption)" if k == 0 else None,
+            )
         if tl.log_start_offset is not None:
             ax.axhline(
                 tl.log_start_offset,
@@ -128,7 +140,9 @@ def _draw(run, path: Path) -> None:
         bad = [s for s in tl.segments if s.error_position is not None]
         for k, seg in enumerate(bad):
             y = seg.error_offset if seg.error_offset is not None else seg.base_offset
-            x = seg.max_timestamp if seg.max_timestamp is not None else hi
+            # where it stopped in time: the last batch counted before it (else the segment's own)
+            before = [ts for o, ts in pts if o < y]
+            x = max(before) if before else (seg.max_timestamp or hi)
             ax.plot(
                 [when(x)] if pts or x else [0],
                 [y],
@@ -141,10 +155,12 @@ def _draw(run, path: Path) -> None:
                 f"{Path(seg.file).name} byte {seg.error_position}",
                 (when(x) if pts or x else 0, y),
                 textcoords="offset points",
-                xytext=(-6, 6),
-                ha="right",
+                xytext=(8, -4),
+                ha="left",
+                va="top",
                 fontsize=7,
                 color="#d62728",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#d62728", "alpha": 0.9},
             )
         if pts:
             pad = max((hi - lo) * 0.03, 500)
@@ -172,14 +188,17 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
         for t in topics
     ]
     xs = list(range(len(topics)))
-    width = 0.38
+    unc: list[float] = []
+    both = any(t["uncompressed_bytes"] is not None for t in topics)
+    width = 0.38 if both else 0.6
+    shift = width / 2 if both else 0.0
     bottoms = [0.0] * len(topics)
     scale, unit = _unit(max((t["bytes"] for t in topics), default=0))
     codecs = sorted({c for t in topics for c in t["codecs"]}, key=list(_CODEC_COLOURS).index)
     for codec in codecs:
         heights = [t["bytes"] * (t["codec_shares"].get(codec) or 0) / scale for t in topics]
         ax.bar(
-            [x - width / 2 for x in xs],
+            [x - shift for x in xs],
             heights,
             width,
             bottom=bottoms,
@@ -187,8 +206,7 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
             label=f"on disk: {codec}",
         )
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    unc: list[float] = []
-    if any(t["uncompressed_bytes"] is not None for t in topics):
+    if both:
         unc = [(t["uncompressed_bytes"] or 0) / scale for t in topics]
         ax.bar(
             [x + width / 2 for x in xs],
@@ -216,6 +234,7 @@ def _topic_bars(ax, topics: list[dict], several: bool) -> None:
         rotation=30 if len(topics) > 8 else 0,
         ha="right" if len(topics) > 8 else "center",
     )
+    ax.set_xlim(-0.7, len(topics) - 0.3)
     top = max([*bottoms, *unc], default=0)
     ax.set_ylim(0, (top or 1) * 1.35)  # room for the legend and the ratios above the bars
     ax.set_ylabel(f"{unit}", fontsize=8)

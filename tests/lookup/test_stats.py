@@ -329,3 +329,38 @@ def test_cli_several_roots_name_their_log_dir(real_root):
         (mine,) = [e for e in roots if e["log_dir"] == str(real_root / root)]
         (alone,) = [e for e in one if e["type"] == "root_stats"]
         assert mine == alone
+
+
+def test_timeline_gaps_are_kafka_pythons_and_uncounted_offsets_are_not_gaps(tree, demo, tmp_path):
+    """--plot's timeline: offset gaps between batches (compaction) exactly where kafka-python
+    sees them; after a segment stopped at corruption, the offsets up to the next batch counted
+    are 'uncounted', never a gap."""
+    for pdir in sorted(p for p in tree.iterdir() if p.is_dir()):
+        run = count([pdir], opts=StatsOptions(timeline=True))
+        list(run.events())
+        (tl,) = run.timelines
+        want, prev = [], None
+        for log in sorted(pdir.glob("*.log")):
+            mr = MemoryRecords(log.read_bytes())
+            while mr.has_next():
+                b = mr.next_batch()
+                first = b.base_offset if b.magic == 2 else next(iter(b)).offset
+                last = b.base_offset + b.last_offset_delta if b.magic == 2 else list(b)[-1].offset
+                if prev is not None and first > prev + 1:
+                    want.append((prev + 1, first))
+                prev = last if prev is None else max(prev, last)
+        assert tl.gaps == want, pdir.name
+        assert tl.uncounted == []
+    copy = shutil.copytree(demo / "orders-0", tmp_path / "orders-0")
+    logs = sorted(copy.glob("*.log"))
+    data = bytearray(logs[1].read_bytes())
+    data[300] ^= 0xFF
+    logs[1].write_bytes(bytes(data))
+    run = count([copy], opts=StatsOptions(timeline=True))
+    list(run.events())
+    (tl,) = run.timelines
+    stopped = [s for s in tl.segments if s.error_position is not None]
+    assert [s.file for s in stopped] == [str(logs[1])] and stopped[0].error_kind == "crc_mismatch"
+    next_base = int(logs[2].name.split(".")[0])
+    assert tl.uncounted == [(stopped[0].error_offset, next_base)]
+    assert tl.gaps == []
