@@ -335,7 +335,17 @@ def test_timeline_gaps_are_kafka_pythons_and_uncounted_offsets_are_not_gaps(tree
     """--plot's timeline: offset gaps between batches (compaction) exactly where kafka-python
     sees them; after a segment stopped at corruption, the offsets up to the next batch counted
     are 'uncounted', never a gap."""
-    for pdir in sorted(p for p in tree.iterdir() if p.is_dir()):
+    from kseg.format.record import Record
+    from kseg.storage.writer import LogWriter
+
+    gappy = tmp_path / "gappy" / "g-0"
+    with LogWriter(gappy, segment_bytes=400) as w:
+        for base in (0, 3, 10, 13, 40, 43, 100):  # batches of two records, gaps between
+            recs = [Record(b"k", b"v", 1_700_000_000_000 + base + i, [], base + i) for i in (0, 1)]
+            w.append(recs, base_offset=base)
+    dirs = [gappy, *sorted(p for p in tree.iterdir() if p.is_dir())]
+    seen_gaps = 0
+    for pdir in dirs:
         run = count([pdir], opts=StatsOptions(timeline=True))
         list(run.events())
         (tl,) = run.timelines
@@ -351,6 +361,8 @@ def test_timeline_gaps_are_kafka_pythons_and_uncounted_offsets_are_not_gaps(tree
                 prev = last if prev is None else max(prev, last)
         assert tl.gaps == want, pdir.name
         assert tl.uncounted == []
+        seen_gaps += len(want)
+    assert seen_gaps >= 4  # the gappy partition's, at least: the comparison saw gaps
     copy = shutil.copytree(demo / "orders-0", tmp_path / "orders-0")
     logs = sorted(copy.glob("*.log"))
     data = bytearray(logs[1].read_bytes())
