@@ -14,6 +14,7 @@ import typer
 
 from . import cli_options as o
 from .cli_offsets import register_offsets
+from .cli_stats import register as register_stats
 from .exitcodes import BadOption, help_text
 
 app = typer.Typer(
@@ -326,49 +327,6 @@ def seek(
 
 
 @o.command(app)
-def stats(
-    paths: o.SegmentPathsArg,
-    by: o.StatsByOpt = o.StatsBy.partition,
-    uncompressed: o.UncompressedOpt = False,
-    plot: o.PlotOpt = None,
-    topic: o.TopicOpt = None,
-    partition: o.PartitionOpt = None,
-    fmt: o.StatsFormatOpt = o.StatsFormat.text,
-    quiet: o.QuietOpt = False,
-) -> None:
-    """Records, batches, bytes, codecs, offset and time ranges, producers and transactional share
-    per partition (and hour), topic and log dir, from one pass over batch headers.
-
-    Counting a segment stops at its first invalid entry, reported with file and byte position.
-    Exit codes: 0 counted, 4 invalid data found (what came before it is counted), 8 unreadable
-    input or --plot without matplotlib, 16 usage (also: no batch to count).
-
-    Example:
-
-    \b
-      kseg stats /var/lib/kafka/data --topic '^orders$' -f table
-      kseg stats /var/lib/kafka/data --by hour --uncompressed -f csv > stats.csv
-      kseg stats /var/lib/kafka/data --plot stats.png
-    """
-    from .lookup.stats import StatsOptions, StatsRun
-
-    if plot is not None:
-        from .render.plot import check_plot
-
-        check_plot(plot)  # a wrong extension or no matplotlib fails before any work
-    opts = StatsOptions(
-        by_hour=by is o.StatsBy.hour, uncompressed=uncompressed, timeline=plot is not None
-    )
-    run = StatsRun(_selection(paths, topic, partition), opts)
-    if plot is None:
-        _finish("stats", run, run.events(), fmt.value, bar_total=run.total_bytes, quiet=quiet)
-    from .render import finish, plot_stats
-
-    code = finish("stats", run, run.events(), fmt.value, bar_total=run.total_bytes, quiet=quiet)
-    raise typer.Exit(plot_stats(run, plot, code))
-
-
-@o.command(app)
 def demo(
     directory: o.DemoDirArg = Path("kseg-demo"), fmt: o.FormatOpt = o.OutputFormat.text
 ) -> None:
@@ -395,6 +353,7 @@ def demo(
 
 
 register_offsets(app)  # kseg.cli_offsets: `kseg offsets`
+register_stats(app, _selection)  # `kseg stats` (kseg.cli_stats: cli.py stays a veneer)
 
 
 def _spark_commands() -> None:

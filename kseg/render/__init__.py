@@ -128,18 +128,30 @@ def finish(
     return exit_status(run)
 
 
-def plot_stats(run, path, code: int) -> int:
-    """stats --plot: draw ``run``'s timelines and totals into ``path`` after the rows were
-    shown; a picture that cannot be written ORs 8 into ``code``."""
+def check_plot(path) -> None:
+    """stats --plot FILE, before any work: a name kseg draws and matplotlib to draw it."""
+    if path is not None:
+        from .plot import check_plot as check
+
+        check(path)
+
+
+def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
+    """stats: the rows in ``fmt`` (a bar by bytes walked), then with ``plot`` the picture of
+    ``run``'s timelines and totals; a picture that cannot be written ORs 8 into the status."""
     from ..exitcodes import Exit
+
+    code = finish("stats", run, run.events(), fmt, bar_total=run.total_bytes, quiet=quiet)
+    if plot is None:
+        return int(code)
     from .plot import write_plot
 
     try:
-        write_plot(run, path)
+        write_plot(run, plot)
     except OSError as exc:
-        say(f"{exc.filename or path}: cannot write the plot: {exc.strerror or exc}")
+        say(f"{exc.filename or plot}: cannot write the plot: {exc.strerror or exc}")
         return int(code) | Exit.OPERATIONAL
-    say(f"wrote {path}")
+    say(f"wrote {plot}")
     return int(code)
 
 
