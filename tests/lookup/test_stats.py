@@ -263,7 +263,11 @@ def test_cli_formats(demo):
     assert txt.returncode == 0 and txt.stderr == b""
     lines = txt.stdout.decode().splitlines()
     assert len(lines) == len(evs)
-    assert lines[0].startswith('partition topic="compacted" partition=0 records=')
+    first = parts[0]  # the same row, first in both formats
+    assert lines[0].startswith(
+        f'partition topic="{first["topic"]}" partition={first["partition"]} '
+        f"records={first['records']} batches={first['batches']} bytes={first['bytes']} "
+    )
     assert "(2023-11-14T" in lines[0]  # ISO beside epoch ms
     table = run_kseg("stats", demo, "-f", "table")
     assert table.returncode == 0
