@@ -1,6 +1,6 @@
 """kseg benchmarks: whole processes, side by side with anchors, ratios not only seconds.
 
-    python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,...] [--kernel rust,python]
+    python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,stats,...] [--kernel rust,python]
     python bench/run.py --only startup [--startup-repeat 21]
 
 --kernel runs the verify, rebuild, dump (--batches-only) and small rows once per kernel
@@ -190,6 +190,25 @@ def timed(
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]}")
         out = proc.stdout or ""
     return statistics.median(times), out
+
+
+def timed_cpu(cmd: list[str], repeat: int, kernel: str | None = None) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system of the child process): on a
+    shared, noisy machine CPU seconds are the fairer comparison."""
+    import resource
+
+    env = None if kernel is None else {**os.environ, "KSEG_KERNEL": kernel}
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def kseg_cmd(*args: str) -> list[str]:
@@ -401,6 +420,8 @@ def main() -> None:
                 ratio_to=t_crc_s,
                 note=f"{t_crc_s / t:.2f}x the anchor's throughput (target >= 2 GB/s)",
             )
+    if want("stats"):
+        _stats_rows(big, small, size_mb, kernels, args.repeat, row)
     if want("codecs"):
         for codec in ("gzip", "snappy", "lz4", "zstd"):
             log = DATA / f"codec{codec}-0" / "00000000000000000000.log"
@@ -438,6 +459,29 @@ def main() -> None:
     if want("spark"):
         _spark_rows(big, size_mb, row)
     _table(rows)
+
+
+def _stats_rows(big: Path, small: Path, size_mb: float, kernels, repeat: int, row) -> None:
+    """kseg stats (whole process) next to the bare crc32c walk, wall and CPU seconds, on the big
+    segment (16 KiB batches; target >= 0.5x the anchor's throughput) and on small batches
+    (per-batch Python work dominates there)."""
+    for log, mb, what in (
+        (big, size_mb, "16 KiB batches"),
+        (small, small.stat().st_size / 1e6, "small batches"),
+    ):
+        wall_a, cpu_a = timed_cpu([PY, "-c", CRC_WALK, str(log)], repeat)
+        row(f"anchor: crc32c walk ({what}, {mb:.0f} MB)", wall_a, mb, note=f"cpu {cpu_a:.3f} s")
+        for kern in kernels:
+            tag = f" [{kern}]" if kern else ""
+            wall, cpu = timed_cpu(kseg_cmd("stats", str(log.parent), "-f", "json"), repeat, kern)
+            row(
+                f"kseg stats ({what}){tag}",
+                wall,
+                mb,
+                ratio_to=wall_a,
+                note=f"{wall_a / wall:.2f}x the anchor's throughput by wall time, "
+                f"{cpu_a / cpu:.2f}x by CPU time (cpu {cpu:.3f} s; target >= 0.5x)",
+            )
 
 
 def _table(rows: list) -> None:

@@ -14,6 +14,7 @@ import typer
 
 from . import cli_options as o
 from .cli_offsets import register_offsets
+from .cli_stats import register as register_stats
 from .exitcodes import BadOption, help_text
 
 app = typer.Typer(
@@ -352,6 +353,7 @@ def demo(
 
 
 register_offsets(app)  # kseg.cli_offsets: `kseg offsets`
+register_stats(app, _selection)  # `kseg stats` (kseg.cli_stats: cli.py stays a veneer)
 
 
 def _spark_commands() -> None:

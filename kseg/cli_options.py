@@ -27,6 +27,18 @@ class SeekFormat(str, Enum):
     reset_csv = "reset-csv"
 
 
+class StatsFormat(str, Enum):
+    text = "text"
+    json = "json"
+    table = "table"
+    csv = "csv"
+
+
+class StatsBy(str, Enum):
+    partition = "partition"
+    hour = "hour"
+
+
 class Payload(str, Enum):
     auto = "auto"
     utf8 = "utf8"
@@ -277,6 +289,35 @@ RetentionOpt = Annotated[
 LagOpt = Annotated[
     bool,
     typer.Option("--lag", help="Add each partition's log end offset at --at and the lag."),
+]
+
+# --- stats ----------------------------------------------------------------------------------
+
+StatsFormatOpt = Annotated[
+    StatsFormat,
+    typer.Option("--format", "-f", help="text, json (JSON Lines), table, or csv (one header row)."),
+]
+StatsByOpt = Annotated[
+    StatsBy,
+    typer.Option("--by", help="partition, or hour: also one row per partition and UTC hour."),
+]
+UncompressedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--uncompressed",
+        help="Also decompress every compressed batch (bounded) for uncompressed bytes and the "
+        "compression ratio.",
+    ),
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Also draw a timeline per partition and per-topic size bars into FILE (.png or "
+        ".svg; needs pip install 'kseg[plot]').",
+        metavar="FILE",
+        show_default=False,
+    ),
 ]
 
 # --- demo -----------------------------------------------------------------------------------

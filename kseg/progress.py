@@ -179,9 +179,13 @@ class SparkBar:
 
 def per_segment(events, bar: Bar):
     """Pass events through, advancing ``bar`` by each segment's size as its event passes (once
-    per segment: verify's ``segment``, index rebuild's ``index_rebuild``)."""
+    per segment: verify's ``segment``, index rebuild's ``index_rebuild``; stats' ``progress``
+    events only move the bar and are not shown)."""
     for ev in events:
         t = ev["type"]
+        if t == "progress":
+            bar.advance(ev["bytes"])
+            continue
         if t == "segment" or t == "index_rebuild":
             bar.advance(ev.get("size") or 0)
         yield ev

@@ -3,7 +3,8 @@
 - ``text``  (the default) greppable lines; dump's follow kafka-dump-log
 - ``json``  JSON Lines, one object per event
 - ``table`` aligned columns for a terminal
-- ``csv``   seek's reset-csv rows for kafka-consumer-groups
+- ``csv``   seek's reset-csv rows for kafka-consumer-groups; stats' rows with a header
+- ``plot``  stats' picture (matplotlib, imported only for --plot)
 - ``streams`` stdout (one large buffer) and stderr (one line per message)
 
 Events of type ``failure`` and ``notice`` are messages, never data: they go to stderr as one
@@ -17,7 +18,7 @@ from typing import BinaryIO
 
 from .streams import say, stdout
 
-FORMATS = ("text", "json", "table", "reset-csv")
+FORMATS = ("text", "json", "table", "reset-csv", "csv")
 MESSAGES = ("failure", "notice")
 
 
@@ -56,6 +57,10 @@ def emit(
         from .csv import write_reset_csv
 
         return write_reset_csv(events, out)
+    if fmt == "csv":
+        from .csv import write_stats_csv
+
+        return write_stats_csv(events, out)
     from .text import write_command_text
 
     return write_command_text(command, events, out)
@@ -121,6 +126,33 @@ def finish(
             exc.code |= int(run.code)
         raise
     return exit_status(run)
+
+
+def check_plot(path) -> None:
+    """stats --plot FILE, before any work: a name kseg draws and matplotlib to draw it."""
+    if path is not None:
+        from .plot import check_plot as check
+
+        check(path)
+
+
+def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
+    """stats: the rows in ``fmt`` (a bar by bytes walked), then with ``plot`` the picture of
+    ``run``'s timelines and totals; a picture that cannot be written ORs 8 into the status."""
+    from ..exitcodes import Exit
+
+    code = finish("stats", run, run.events(), fmt, bar_total=run.total_bytes, quiet=quiet)
+    if plot is None:
+        return int(code)
+    from .plot import write_plot
+
+    try:
+        write_plot(run, plot)
+    except OSError as exc:
+        say(f"{exc.filename or plot}: cannot write the plot: {exc.strerror or exc}")
+        return int(code) | Exit.OPERATIONAL
+    say(f"wrote {plot}")
+    return int(code)
 
 
 def finish_dump(run, fmt: str, quiet: bool = True):

@@ -328,6 +328,25 @@ def write_dump_table(
 
 # --- verify, index, seek, ... -------------------------------------------------------------
 
+# kseg stats: the numbers a person reads first (json and csv carry every field)
+_STATS_COLUMNS = (
+    "topic",
+    "partition",
+    "log_dir",
+    "records",
+    "batches",
+    "bytes",
+    "compression_ratio",
+    "codecs",
+    "first_offset",
+    "last_offset",
+    "min_base_timestamp",
+    "max_timestamp",
+    "producers",
+    "transactional_share",
+    "segments",
+    "errors",
+)
 TABLE_COLUMNS = {
     "group": (
         "group",
@@ -385,6 +404,10 @@ TABLE_COLUMNS = {
         "producers",
         "transactional_share",
     ),
+    "partition_stats": _STATS_COLUMNS,
+    "hour_stats": ("topic", "partition", "log_dir", "hour") + _STATS_COLUMNS[3:],
+    "topic_stats": ("topic", "log_dir", "partitions") + _STATS_COLUMNS[3:],
+    "root_stats": ("log_dir", "partitions") + _STATS_COLUMNS[3:],
 }
 _FLEXIBLE = (
     "message",

@@ -363,6 +363,32 @@ def stats_line(ev: dict) -> str:
     return " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type")
 
 
+_STATS_LABEL = {
+    "partition_stats": "partition",
+    "hour_stats": "hour",
+    "topic_stats": "topic",
+    "root_stats": "log_dir",
+}
+
+
+def local_stats_line(ev: dict) -> str:
+    """`kseg stats`: the row's scope, then key=value pairs (shares and ratios to 4 places)."""
+    parts = [_STATS_LABEL.get(ev["type"], ev["type"])]
+    for k, v in ev.items():
+        if k == "type" or v is None:  # not counted (uncompressed without --uncompressed), none
+            continue
+        if type(v) is float:
+            text = f"{v:.4f}"
+        elif k == "codec_shares":
+            text = ",".join(f"{c}:{s:.4f}" for c, s in v.items())
+        elif k == "codecs":
+            text = ",".join(v)
+        else:
+            text = field_text(k, v)
+        parts.append(f"{k}={text}")
+    return " ".join(parts)
+
+
 # the text line of each command's events (dump streams chunks: see write_text_chunks)
 LINES: dict[str, Callable[[dict], str | None]] = {
     "verify": verify_line,
@@ -373,6 +399,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "offsets": offsets_line,
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
+    "stats": local_stats_line,
 }
 
 

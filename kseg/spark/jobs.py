@@ -368,7 +368,11 @@ class _End:
 
 def stats(spark, paths: list[str], per_hour: bool = False, **options):
     """Per topic-partition (and hour): records, bytes, codecs and ratio, offset and timestamp
-    ranges, producers, transactional share. Header-level work plus one decompression a batch."""
+    ranges, producers, transactional share. Header-level work plus one decompression a batch.
+
+    What each column means is defined once, in kseg.lookup.stats (the local `kseg stats`): the
+    aggregations below compute exactly those numbers from the batches view, and
+    tests/spark/test_stats_local.py holds the two implementations together."""
     from pyspark.sql import functions as F
 
     from ..format.timestamps import MAX_MS

@@ -132,6 +132,16 @@ COMMANDS = {
         ),  # fmt: skip
         ("kseg.lookup.seek_run", "kseg.render.text"),
     ),
+    "stats": (
+        ("stats",),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.decode", "kseg.render.plot", "matplotlib"),
+        ("kseg.lookup.stats", "kseg.render.text"),
+    ),
+    "stats-plot": (  # the control: --plot does import matplotlib (the picture goes to a temp dir)
+        ("stats", "--plot", "{tmp}/p.png"),
+        (*REPAIR, *SPARK),
+        ("kseg.render.plot", "matplotlib"),
+    ),
     "index-check": (
         ("index", "check"),
         (*REPAIR, *SPARK, "kseg.verify.rebuild", "kseg.storage.atomic", "kseg.decode"),
@@ -146,11 +156,14 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_a_command_imports_only_what_it_needs(one_batch, name):
+def test_a_command_imports_only_what_it_needs(one_batch, name, tmp_path):
     args, absent, present = COMMANDS[name]
-    names = imported(*args, one_batch)
+    if name == "stats-plot":
+        pytest.importorskip("matplotlib", reason="--plot needs the plot extra")
+    names = imported(*(a.format(tmp=tmp_path) for a in args), one_batch)
     assert under(names, absent) == []
-    assert under(names, HEAVY) == []
+    if name != "stats-plot":  # matplotlib brings numpy: asked for
+        assert under(names, HEAVY) == []
     assert [p for p in present if p not in names] == []
 
 

@@ -67,12 +67,14 @@ def test_no_bar_when_stderr_is_not_a_terminal(tree, bad_copy, tmp_path):
     assert proc.returncode == 0 and proc.stderr == b""
     proc = run_kseg("index", "rebuild", bad_copy, "--dry-run")
     assert proc.stderr == b""
+    proc = run_kseg("stats", tree)
+    assert proc.returncode == 0 and proc.stderr == b""
 
 
 @pytest.mark.parametrize(
     "args",
-    [("verify",), ("index", "rebuild", "--dry-run"), ("dump", "-f", "json")],
-    ids=["verify", "rebuild", "dump-to-a-file"],
+    [("verify",), ("index", "rebuild", "--dry-run"), ("dump", "-f", "json"), ("stats",)],
+    ids=["verify", "rebuild", "dump-to-a-file", "stats"],
 )
 def test_a_bar_on_a_terminal_and_the_same_exit_code(bad_copy, args, tmp_path):
     plain = run_kseg(*args, bad_copy)

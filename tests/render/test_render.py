@@ -49,7 +49,24 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "offsets",
         "spark verify",
         "spark stats",
+        "stats",
     }
+    row = {
+        "type": "partition_stats",
+        "topic": "t",
+        "partition": 0,
+        "records": 3,
+        "uncompressed_bytes": None,
+        "codecs": ["gzip", "none"],
+        "codec_shares": {"gzip": 0.25, "none": 0.75},
+        "max_timestamp": 1_700_000_000_000,
+        "transactional_share": 1 / 3,
+    }
+    assert _render("stats", [row], "text") == (
+        'partition topic="t" partition=0 records=3 codecs=gzip,none '
+        "codec_shares=gzip:0.2500,none:0.7500 "
+        "max_timestamp=1700000000000 (2023-11-14T22:13:20.000Z) transactional_share=0.3333\n"
+    )
     evs = [{"type": "stats", "topic": "a", "records": 3}, {"type": "stats", "topic": "b"}]
     lines = _render("spark stats", evs, "json").splitlines()
     assert [orjson.loads(x) for x in lines] == evs
