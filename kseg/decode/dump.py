@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from .. import kernel
+from ..exitcodes import BadOption
 from ..format import checkpoint as cp
 from ..format import compression as codecs
 from ..format import txn_index as tx
@@ -53,6 +54,10 @@ class DumpOptions:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     # internal: the consumer writes JSON Lines, so record events may arrive as ready lines (bytes)
     json_lines: bool = False
+    # record search (kseg.decode.search.RecordFilter): only records it keeps, and their batches
+    record_filter: object = None
+    # only the number of (matching) records per partition and a total (see dump_chunks)
+    count: bool = False
 
 
 class _Budget:
@@ -156,7 +161,16 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     before anything is printed). Every event from a partition's file carries ``topic`` and
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
     text and table name the file)."""
+    if opts.batches_only and (opts.count or opts.record_filter is not None):
+        raise BadOption(
+            "--batches-only shows no records: it cannot be combined with a record filter or "
+            "--count",
+            "--batches-only",
+        )
     sel = tree.resolve(paths, opts.topic, opts.partition)
+    if opts.count:
+        yield from _count_chunks(sel, opts)
+        return
     if opts.json_lines:
         kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
@@ -178,6 +192,47 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
                 yield from dump_file(f, opts, budget, tags)
         if budget.spent:
             return
+
+
+def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
+    """--count: per partition dir (or file given alone) one ``match_count`` event, the number
+    of records the dump would have shown (those the filter keeps, within the selectors and
+    --limit), and a ``match_total`` at the end; problems are ``error`` events as in a dump."""
+    several = sel.several_log_dirs
+    budget = _Budget(opts.limit)
+    total = places = 0
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            chunks = dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            chunks = _dump_partition(item.path, opts, budget)
+        else:
+            continue  # a root's own files hold no records
+        n = 0
+        for chunk in chunks:
+            errors = []
+            for ev in chunk:
+                if ev is True:
+                    n += 1
+                elif ev["type"] == "error":
+                    errors.append(ev)
+            if errors:
+                yield errors
+        ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
+        if item.kind == tree.FILE:
+            ev["file"] = str(item.path)
+        ev["matches"] = n
+        yield [ev]
+        total += n
+        places += 1
+        if budget.spent:
+            break
+    yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _counted(rec: tuple, name: str) -> bool:
+    """--count's record event: a mark that _count_chunks counts."""
+    return True
 
 
 def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:
@@ -326,6 +381,8 @@ def _dump_file(
         if kind.kind == F.UNKNOWN:
             yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
+        if (opts.record_filter is not None or opts.count) and kind.kind not in _RECORDS:
+            return  # a record filter or --count: only the files that hold records
         if _selecting(opts):
             # a selector shows only files it selects something from (files without offsets
             # or times, e.g. meta.properties or the checkpoint files, are left out)
@@ -341,6 +398,8 @@ def _dump_file(
         yield [error_event(exc, name)]
 
 
+_RECORDS = frozenset((F.LOG, F.KAFKA07, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT))
+
 _NO_OFFSETS = frozenset(
     (
         F.OFFSET_CHECKPOINT,
@@ -354,7 +413,8 @@ _NO_OFFSETS = frozenset(
 
 def _selecting(opts: DumpOptions) -> bool:
     return (
-        opts.from_offset is not None
+        opts.record_filter is not None
+        or opts.from_offset is not None
         or opts.to_offset is not None
         or opts.from_time is not None
         or opts.to_time is not None
@@ -467,9 +527,13 @@ def _dump_log(
         if problem is not None:  # the index lies: say so, and scan the segment instead
             yield [error_event(problem, name)]
             start = 0
-    decoder = None if opts.batches_only else _decoder_for(path, opts)
+    decoder = None if opts.batches_only or opts.count else _decoder_for(path, opts)
     make_event = lines = None
-    if opts.json_lines and decoder is None and not opts.skip_record_metadata:
+    if opts.count:
+        make_event = _counted
+    elif opts.record_filter is not None:
+        pass  # the core's loop: it filters each record (kseg.decode.search)
+    elif opts.json_lines and decoder is None and not opts.skip_record_metadata:
         make_event = record_json_maker(name, opts.payload, tags)  # records as ready JSON lines
         if make_event is not None:  # and the compiled kernel's, for the batches it can render
             lines = kernel.json_records(
@@ -764,11 +828,18 @@ def _entry_events(
     if any(p.kind not in ("crc_mismatch", BAD_MAGIC) for p in problems):
         yield out
         return
+    keep = opts.record_filter
     filtered = opts.from_offset is not None or opts.to_offset is not None
     filtered = filtered or opts.from_time is not None or opts.to_time is not None
+    filtered = filtered or keep is not None
     # with a selector, the batch is shown only once one of its records is: until then `out`
     # holds it back
     pending = filtered and not problems
+    if keep is not None and (ev["is_control"] or not _may_match(entry, keep, opts)):
+        # no record of it can match (control records never do): its problems only
+        if not pending:
+            yield out
+        return
     if lines is not None and isinstance(entry, RecordBatch) and not ev["is_control"]:
         rendered = yield from _kernel_records(entry, lines, out, opts, budget, span, pending)
         if rendered:
@@ -801,6 +872,8 @@ def _entry_events(
                         opts.to_time is not None and ts > opts.to_time
                     ):
                         continue
+                    if keep is not None and not keep.matches(rec[0], rec[1], rec[3]):
+                        continue
                 if not budget.take():
                     recs = None
                     break
@@ -820,6 +893,29 @@ def _entry_events(
         return  # the selection chose no record of this batch: nothing to show of it
     if out:
         yield out
+
+
+def _may_match(entry, keep, opts: DumpOptions) -> bool:
+    """False only when no record of this v2 batch can match ``keep`` (its pre-check on the
+    batch's record bytes, decompressed with the core's bounds); anything else (a legacy entry,
+    bytes no longer mapped, a codec failure: the decode reports it) is decoded."""
+    if not isinstance(entry, RecordBatch) or not keep.needles:
+        return True
+    buf, base, size = entry.buf, entry.position, entry.size
+    covers = getattr(buf, "covers", None)  # a buffer read on demand (storage.mapped)
+    if covers is not None and not covers(base, base + size):
+        return True
+    cid = entry.compression_id
+    if cid == NONE:
+        return keep.may_match(buf, base + HEADER_SIZE, base + size)
+    try:
+        with memoryview(buf) as mv:
+            data = codecs.decompress(
+                cid, mv[base + HEADER_SIZE : base + size], opts.max_decompressed
+            )
+    except CorruptionError:
+        return True
+    return keep.may_match(data, 0, len(data))
 
 
 def _kernel_records(

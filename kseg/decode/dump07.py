@@ -99,9 +99,15 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
                 found = [(bytes(p), e.magic, e.crc, 0, e.next_offset)]
     except CorruptionError as exc:
         return out + [error_event(exc, name)], None  # a bad wrapper content; the log walk goes on
+    keep = opts.record_filter  # a 0.7 message has a payload (the value) and no key or headers
     for payload, magic, crc, depth, consumer in found:
+        if keep is not None and not keep.matches(None, payload, ()):
+            continue
         if not budget.take():
             break
+        if opts.count:
+            out.append(True)  # dump's _count_chunks counts it
+            continue
         msg = {
             "type": MESSAGE,
             "file": name,
@@ -116,4 +122,6 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
         if enc is not None:
             msg["payload"], msg["payload_encoding"] = enc(payload)
         out.append(msg)
+    if keep is not None and len(out) == 1:
+        return [], None  # no message of it matched
     return out, None
