@@ -100,6 +100,7 @@ def dump(
     key_eq: o.KeyEqOpt = None,
     value_contains: o.ValueContainsOpt = None,
     count: o.CountOpt = False,
+    format_string: o.FormatStringOpt = None,
     quiet: o.QuietOpt = False,
 ) -> None:
     """Decode every file of a Kafka data directory (read-only).
@@ -117,13 +118,18 @@ def dump(
     from .decode.dump import DumpOptions
     from .decode.dump_run import DumpRun
     from .lookup.timeexpr import parse_option_time
-    from .render import finish_count, finish_dump
+    from .render import finish_count, finish_dump, finish_format_string
 
     record_filter = None
     if key or value or header or key_eq or value_contains:
         from .decode.search import record_filter as make_filter  # only when searching
 
         record_filter = make_filter(key, value, header, key_eq, value_contains)
+    parts = None
+    if format_string is not None:
+        from .decode.format_string import compile_format
+
+        parts = tuple(compile_format(format_string))
 
     opts = DumpOptions(
         batches_only=batches_only,
@@ -141,7 +147,10 @@ def dump(
         json_lines=fmt is o.OutputFormat.json,
         record_filter=record_filter,
         count=count,
+        format_string=parts,
     )
+    if parts is not None:
+        raise typer.Exit(finish_format_string(DumpRun(paths, opts)))
     if count:
         raise typer.Exit(finish_count(DumpRun(paths, opts), fmt.value))
     raise typer.Exit(finish_dump(DumpRun(paths, opts), fmt.value, quiet))

@@ -58,6 +58,8 @@ class DumpOptions:
     record_filter: object = None
     # only the number of (matching) records per partition and a total (see dump_chunks)
     count: bool = False
+    # records only, as bytes in this format (kseg.decode.format_string.compile_format's parts)
+    format_string: tuple | None = None
 
 
 class _Budget:
@@ -161,12 +163,16 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     before anything is printed). Every event from a partition's file carries ``topic`` and
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
     text and table name the file)."""
-    if opts.batches_only and (opts.count or opts.record_filter is not None):
+    if opts.batches_only and (
+        opts.count or opts.record_filter is not None or opts.format_string is not None
+    ):
         raise BadOption(
-            "--batches-only shows no records: it cannot be combined with a record filter or "
-            "--count",
+            "--batches-only shows no records: it cannot be combined with a record filter, "
+            "--count or --format-string",
             "--batches-only",
         )
+    if opts.count and opts.format_string is not None:
+        raise BadOption("--count prints numbers only: leave out --format-string", "--count")
     sel = tree.resolve(paths, opts.topic, opts.partition)
     if opts.count:
         yield from _count_chunks(sel, opts)
@@ -177,10 +183,9 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     budget = _Budget(opts.limit)
     for item in sel.items:
         # JSON only: text and table lines name the file already
-        tags = (
-            partition_tags(item.name, item.log_dir if several else None) if opts.json_lines else {}
-        )
-        if opts.json_lines and item.kind == tree.FILE and item.name is None and not item.log_dir:
+        tagged = opts.json_lines or opts.format_string is not None  # %t and %p need them
+        tags = partition_tags(item.name, item.log_dir if several else None) if tagged else {}
+        if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
             # a data file outside any <topic>-<partition> dir (not a root's own file): null
             tags = {"topic": None, "partition": None, **tags}
         if item.kind == tree.FILE:
@@ -449,7 +454,7 @@ def _file_events(
     if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
         from .dump07 import dump_segment07  # imports this module's error_event
 
-        yield from dump_segment07(path, name, opts, budget)
+        yield from dump_segment07(path, name, opts, budget, tags)
         return
     if kind.kind in (F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT):  # framed like a .log
         with mapped(path, sequential=True) as buf:
@@ -531,6 +536,10 @@ def _dump_log(
     make_event = lines = None
     if opts.count:
         make_event = _counted
+    elif opts.format_string is not None:
+        from .format_string import record_formatter
+
+        make_event = record_formatter(opts.format_string, tags)
     elif opts.record_filter is not None:
         pass  # the core's loop: it filters each record (kseg.decode.search)
     elif opts.json_lines and decoder is None and not opts.skip_record_metadata:

@@ -25,7 +25,7 @@ from .dump import error_event
 ENTRY, MESSAGE = "entry", "message"
 
 
-def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
+def dump_segment07(path: Path, name: str, opts, budget, tags=None) -> Iterator[list[dict]]:
     """Events of one `.kafka` file (see the module docstring). ``opts`` is dump's DumpOptions;
     --from/--to-offset select by byte offset; 0.7 messages carry no timestamps, so a time
     window selects nothing from them."""
@@ -33,6 +33,10 @@ def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
         return
     base = F.file_kind(path).base_offset or 0
     enc = None if opts.payload == "none" else P.encoder(opts.payload)
+    if opts.format_string is not None:  # --format-string: a message is a record of no key
+        from .format_string import record_formatter
+
+        enc = record_formatter(opts.format_string, tags or {})
     with mapped(path, sequential=True) as buf:
         end = len(buf)
         limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
@@ -107,6 +111,9 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
             break
         if opts.count:
             out.append(True)  # dump's _count_chunks counts it
+            continue
+        if opts.format_string is not None:
+            out.append(enc((None, payload, -1, [], e.offset, -1, None)))
             continue
         msg = {
             "type": MESSAGE,
