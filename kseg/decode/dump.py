@@ -844,7 +844,9 @@ def _entry_events(
     # with a selector, the batch is shown only once one of its records is: until then `out`
     # holds it back
     pending = filtered and not problems
-    if keep is not None and (ev["is_control"] or not _may_match(entry, keep, opts)):
+    if keep is not None and (
+        ev["is_control"] or not keep.batch_may_match(entry, opts.max_decompressed)
+    ):
         # no record of it can match (control records never do): its problems only
         if not pending:
             yield out
@@ -902,29 +904,6 @@ def _entry_events(
         return  # the selection chose no record of this batch: nothing to show of it
     if out:
         yield out
-
-
-def _may_match(entry, keep, opts: DumpOptions) -> bool:
-    """False only when no record of this v2 batch can match ``keep`` (its pre-check on the
-    batch's record bytes, decompressed with the core's bounds); anything else (a legacy entry,
-    bytes no longer mapped, a codec failure: the decode reports it) is decoded."""
-    if not isinstance(entry, RecordBatch) or not keep.needles:
-        return True
-    buf, base, size = entry.buf, entry.position, entry.size
-    covers = getattr(buf, "covers", None)  # a buffer read on demand (storage.mapped)
-    if covers is not None and not covers(base, base + size):
-        return True
-    cid = entry.compression_id
-    if cid == NONE:
-        return keep.may_match(buf, base + HEADER_SIZE, base + size)
-    try:
-        with memoryview(buf) as mv:
-            data = codecs.decompress(
-                cid, mv[base + HEADER_SIZE : base + size], opts.max_decompressed
-            )
-    except CorruptionError:
-        return True
-    return keep.may_match(data, 0, len(data))
 
 
 def _kernel_records(

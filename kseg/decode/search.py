@@ -21,6 +21,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ..exitcodes import BadOption
+from ..format import compression as codecs
+from ..format.batch import HEADER_SIZE, RecordBatch
+from ..format.errors import CorruptionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +65,6 @@ class RecordFilter:
                 return False
         return True
 
-    def record_matches(self, rec: tuple) -> bool:
-        """``matches`` for a record tuple ``(key, value, timestamp, headers, ...)``."""
-        return self.matches(rec[0], rec[1], rec[3])
-
     def may_match(self, data, start: int, end: int) -> bool:
         """False only if no record in ``data[start:end]`` (a batch's record bytes, decompressed)
         can match: a key, value or header value is a contiguous slice of those bytes, so each
@@ -81,6 +80,28 @@ class RecordFilter:
             elif n.search(data, start, end) is None:
                 return False
         return True
+
+    def batch_may_match(self, entry, max_decompressed: int) -> bool:
+        """False only when no record of this v2 batch can match (``may_match`` on the batch's
+        record bytes, decompressed within ``max_decompressed``); anything else (a legacy entry,
+        bytes no longer mapped, a codec failure: the decode reports it) is to be decoded."""
+        if not isinstance(entry, RecordBatch) or not self.needles:
+            return True
+        buf, base, size = entry.buf, entry.position, entry.size
+        covers = getattr(buf, "covers", None)  # a buffer read on demand (storage.mapped)
+        if covers is not None and not covers(base, base + size):
+            return True
+        cid = entry.compression_id
+        if cid == codecs.NONE:
+            return self.may_match(buf, base + HEADER_SIZE, base + size)
+        try:
+            with memoryview(buf) as mv:
+                data = codecs.decompress(
+                    cid, mv[base + HEADER_SIZE : base + size], max_decompressed
+                )
+        except CorruptionError:
+            return True
+        return self.may_match(data, 0, len(data))
 
 
 def _needles(f: RecordFilter) -> tuple:
