@@ -80,9 +80,11 @@ print(n)
 """
 
 
-def timed_cpu(cmd: list[str], repeat: int, kernel: str | None = None) -> tuple[float, float, str]:
-    """Median wall and CPU (user+sys of the child) seconds of ``repeat`` runs, and the last
-    stdout."""
+def timed_cpu(
+    cmd: list[str], repeat: int, kernel: str | None = None, keep: bool = False
+) -> tuple[float, float, bytes]:
+    """Median wall and CPU (user+sys of the child) seconds of ``repeat`` runs; stdout goes to
+    /dev/null (as timed's) unless ``keep`` (then the last run's stdout is returned)."""
     import resource
 
     env = None if kernel is None else {**os.environ, "KSEG_KERNEL": kernel}
@@ -90,7 +92,12 @@ def timed_cpu(cmd: list[str], repeat: int, kernel: str | None = None) -> tuple[f
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, env=env)
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE if keep else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         walls.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -105,7 +112,7 @@ def search_rows(big: Path, size_mb: float, repeat: int, row) -> None:
     better) and kafka-python decoding every record and comparing keys. Wall and CPU seconds
     (the machine is shared: CPU is the fairer comparison)."""
     key = "key-00500000"
-    t, cpu, out = timed_cpu([PY, "-c", KAFKA_PYTHON_SEARCH, str(big), key], 1)
+    t, cpu, out = timed_cpu([PY, "-c", KAFKA_PYTHON_SEARCH, str(big), key], 1, keep=True)
     row(
         "anchor: kafka-python, every record, key == K",
         t,
