@@ -177,7 +177,7 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     if opts.count:
         yield from _count_chunks(sel, opts)
         return
-    if opts.json_lines:
+    if opts.json_lines or opts.record_filter is not None:
         kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
@@ -566,6 +566,10 @@ def _dump_log(
                 b"", "base64", opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
             )
     try:
+        if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
+            # a search: the kernel walks the plain batches, the core decodes the candidates
+            yield from _search_runs(buf, start, end, limit_end, name, opts, budget, make_event)
+            return
         if runs is not None:  # runs of plain batches in the kernel, the rest one by one here
             yield from _kernel_runs(
                 buf, start, end, limit_end, name, opts, budget, make_event, span, lines, runs,
@@ -683,6 +687,71 @@ def _kernel_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
+            if budget.spent:
+                return
+        pos += entry.size
+
+
+def _search_runs(
+    buf, start: int, end: int, limit_end: int, name: str, opts: DumpOptions, budget, make_event
+) -> Iterator[list]:
+    """_dump_log's loop for a record search with the kernel active: the kernel walks and
+    CRC-checks the plain valid v2 batches (kseg.kernel.walk_window); of those, a control batch
+    (never matches) or an uncompressed one whose record bytes fail the filter's pre-check is
+    passed over without a Python object, every other one goes through the core's loop body
+    (_entry_events), exactly as without the kernel. Every entry the kernel leaves (legacy, a
+    bad CRC or magic, a torn or zero-filled tail, past --max-bytes) goes through the core's
+    loop body, one entry, and the kernel carries on after it."""
+    from ..format.batch import ATTR_COMPRESSION, ATTR_CONTROL
+    from ..format.log import _Behind
+
+    may_match = opts.record_filter.may_match
+    from_offset, to_offset, from_time = opts.from_offset, opts.to_offset, opts.from_time
+    unpack = kernel.ROW.iter_unpack
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
+    behind = _Behind(buf, start)
+    pos = start
+    while pos < end:
+        if pos >= behind.next:
+            behind.passed(pos)
+        window = min(limit_end, pos + kernel.RUN_WINDOW)
+        if ensure is not None:
+            try:
+                window = min(window, ensure(pos, min(window, pos + kernel.READ_WINDOW)))
+            except OSError:  # the file shrank: the core reads on and says where, as it would
+                window = pos
+        other = True
+        if window > pos:
+            rows, stop, other = kernel.walk_window(buf, pos, window)
+            for bpos, size, _m, base, last, max_ts, _n, attrs, _pid, _ok, _ple in unpack(rows):
+                # _shown for a valid v2 batch, then the pre-check; magic and CRC are the kernel's
+                if to_offset is not None and base > to_offset:
+                    return
+                if (from_offset is not None and last < from_offset) or (
+                    from_time is not None and max_ts < from_time
+                ):
+                    continue
+                if attrs & ATTR_CONTROL or not (
+                    attrs & ATTR_COMPRESSION or may_match(buf, bpos + HEADER_SIZE, bpos + size)
+                ):
+                    continue
+                entry = RecordBatch(buf, bpos, name)
+                yield from _entry_events(entry, name, opts, budget, make_event)
+                if budget.spent:
+                    return
+            if stop > pos and not other:
+                pos = stop
+                continue  # the window is done: on from where it stopped
+            pos = stop
+        # the core's loop body for the one entry here
+        entry = next(iter_entries(buf, pos, end, source=name), None)
+        if entry is None:
+            return
+        shown = _shown(entry, opts, limit_end)
+        if shown is _END:
+            return
+        if shown:
+            yield from _entry_events(entry, name, opts, budget, make_event)
             if budget.spent:
                 return
         pos += entry.size
