@@ -151,6 +151,28 @@ def search_rows(big: Path, size_mb: float, repeat: int, row) -> None:
             ratio_to=t_dump,
             note=f"{cpu:.2f} s CPU ({cpu / cpu_dump:.2f}x the reference dump's CPU)",
         )
+    small = big.parent.parent / "small-0" / big.name  # 1-4-record batches
+    small_mb = small.stat().st_size / 1e6
+    t_small, cpu_small, _ = timed_cpu(
+        kseg_cmd("dump", str(small), "-f", "json", "--payload", "base64"), repeat
+    )
+    row(
+        "kseg dump -f json, small batches (reference)",
+        t_small,
+        small_mb,
+        note=f"{cpu_small:.2f} s CPU",
+    )
+    for kern in ("rust", "python"):
+        t, cpu, _ = timed_cpu(
+            kseg_cmd("dump", str(small), "-f", "json", "--key-eq", key), repeat, kernel=kern
+        )
+        row(
+            f"kseg dump --key-eq K, small batches [{kern}]",
+            t,
+            small_mb,
+            ratio_to=t_small,
+            note=f"{cpu:.2f} s CPU ({cpu / cpu_small:.2f}x the reference dump's CPU)",
+        )
 
 
 def _records(n: int, start: int, size: int = 230):
