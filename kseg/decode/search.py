@@ -108,12 +108,11 @@ def _needles(f: RecordFilter) -> tuple:
     """Literals (bytes) and patterns whose match does not depend on what surrounds it (see
     _context_free) that every record ``f`` keeps holds in its key, value or headers."""
     got: list = [*f.key_eq, *f.value_contains]
-    got.extend(p for p in (*f.keys, *f.values) if _context_free(p))
-    for name, p in f.headers:
+    for p in (*f.keys, *f.values, *(p for _name, p in f.headers if p is not None)):
+        got.append(p if _context_free(p) else _required_literal(p))
+    for name, _p in f.headers:
         if "\ufffd" not in name:  # a name read from invalid UTF-8 has other bytes
             got.append(name.encode("utf-8"))
-        if p is not None and _context_free(p):
-            got.append(p)
     return tuple(n for n in got if n)  # an empty needle is found everywhere
 
 
@@ -140,6 +139,33 @@ def _context_free(p: re.Pattern) -> bool:
                 return False
             stack.extend(node)
     return True
+
+
+def _required_literal(p: re.Pattern) -> bytes | None:
+    """The longest run of literal bytes in the pattern's top-level sequence (e.g. ``key-42``
+    in ``^key-42$``): every match contains it, anchors or not. None when there is none or the
+    pattern ignores case."""
+    if p.flags & re.IGNORECASE:
+        return None
+    try:
+        from re import _parser as sre_parse  # CPython 3.11+
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        items = sre_parse.parse(p.pattern, p.flags).data
+    except Exception:  # noqa: BLE001 - no pre-check is always correct
+        return None
+    best = run = b""
+    for op, av in items:
+        if str(op) == "LITERAL":
+            run += bytes((av,))
+            continue
+        if len(run) > len(best):
+            best = run
+        run = b""  # anything else (an anchor, a class, a group) ends the run
+    if len(run) > len(best):
+        best = run
+    return best or None
 
 
 def _compile(text: str, option: str) -> re.Pattern:

@@ -19,7 +19,10 @@ from kseg.format.record import Record
 ALPHABET = b"ab\x00\n-"
 small = st.binary(max_size=12).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b))
 maybe = st.none() | small
-PATTERNS = ["a", "ab", "^a", "b$", r"\Ab", r"a\b", "(?<=a)b", "a(?!b)", r"\x00", "[ab]-", "a|$", ""]
+PATTERNS = [
+    *("a", "ab", "^a", "b$", r"\Ab", r"a\b", "(?<=a)b", "a(?!b)", r"\x00", "[ab]-", "a|$", ""),
+    *("^ab-$", r"\bab\b", "(?i)AB", "(?m)^a-$", "ab|^b", "a(b|-)a$", "^a+b", r"a\Z"),
+]
 
 
 def records(draw_keys, draw_values, draw_headers):
@@ -109,8 +112,11 @@ def test_the_pre_check_skips_batches_without_the_needle():
         data, v2.HEADER_SIZE, len(data)
     )
     assert not record_filter(key=["zz+"]).may_match(data, v2.HEADER_SIZE, len(data))
-    # an anchored pattern has no pre-check: it cannot rule a batch out
-    assert record_filter(key=["^zz"]).needles == ()
+    # an anchored pattern is pre-checked by the literal bytes every match holds
+    assert record_filter(key=["^zz"]).needles == (b"zz",)
+    assert not record_filter(key=["^k77$"]).may_match(data, v2.HEADER_SIZE, len(data))
+    assert record_filter(key=["^k7$"]).may_match(data, v2.HEADER_SIZE, len(data))
+    assert record_filter(key=["(?i)^K7$", "^(k7)$"]).needles == ()  # nothing it can use
 
 
 @pytest.mark.parametrize(
