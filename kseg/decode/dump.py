@@ -540,11 +540,11 @@ def _dump_log(
         from .format_string import record_formatter
 
         make_event = record_formatter(opts.format_string, tags)
-    elif opts.record_filter is not None:
-        pass  # the core's loop: it filters each record (kseg.decode.search)
     elif opts.json_lines and decoder is None and not opts.skip_record_metadata:
         make_event = record_json_maker(name, opts.payload, tags)  # records as ready JSON lines
-        if make_event is not None:  # and the compiled kernel's, for the batches it can render
+        # and the compiled kernel's, for the batches it can render (not with a record filter:
+        # the core's loop filters each record, kseg.decode.search)
+        if make_event is not None and opts.record_filter is None:
             lines = kernel.json_records(
                 _file_json(name, tags),
                 opts.payload,
