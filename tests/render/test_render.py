@@ -48,7 +48,16 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "seek",
         "spark verify",
         "spark stats",
+        "dump --count",
     }
+    counts = [
+        {"type": "match_count", "topic": "t", "partition": 0, "matches": 1},
+        {"type": "match_count", "topic": None, "file": "/x/a.log", "matches": 2},
+        {"type": "match_total", "matches": 3, "partitions": 2},
+    ]
+    assert _render("dump --count", counts, "text") == (
+        "t-0: 1 match\n/x/a.log: 2 matches\ntotal: 3 matches in 2 partitions\n"
+    )
     evs = [{"type": "stats", "topic": "a", "records": 3}, {"type": "stats", "topic": "b"}]
     lines = _render("spark stats", evs, "json").splitlines()
     assert [orjson.loads(x) for x in lines] == evs
