@@ -1,6 +1,6 @@
 """kseg benchmarks: whole processes, side by side with anchors, ratios not only seconds.
 
-    python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,stats,...] [--kernel rust,python]
+    python bench/run.py [--mib 256] [--repeat 3] [--only verify,dump,stats,search,...] [--kernel rust,python]
     python bench/run.py --only startup [--startup-repeat 21]
 
 --kernel runs the verify, rebuild, dump (--batches-only) and small rows once per kernel
@@ -64,6 +64,115 @@ while mr.has_next():
         n += 1
 print(n)
 """
+
+
+KAFKA_PYTHON_SEARCH = r"""
+import re, sys
+from kafka.record import MemoryRecords
+with open(sys.argv[1], "rb") as f: data = f.read()
+mr = MemoryRecords(data); n = 0
+want = sys.argv[2].encode()
+while mr.has_next():
+    for r in mr.next_batch():
+        if r.key == want:
+            n += 1
+print(n)
+"""
+
+
+def timed_cpu(
+    cmd: list[str], repeat: int, kernel: str | None = None, keep: bool = False
+) -> tuple[float, float, bytes]:
+    """Median wall and CPU (user+sys of the child) seconds of ``repeat`` runs; stdout goes to
+    /dev/null (as timed's) unless ``keep`` (then the last run's stdout is returned)."""
+    import resource
+
+    env = None if kernel is None else {**os.environ, "KSEG_KERNEL": kernel}
+    walls, cpus, out = [], [], ""
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE if keep else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+        out = proc.stdout
+    return statistics.median(walls), statistics.median(cpus), out
+
+
+def search_rows(big: Path, size_mb: float, repeat: int, row) -> None:
+    """`kseg dump` record search next to the plain dump (the target: search at dump speed or
+    better) and kafka-python decoding every record and comparing keys. Wall and CPU seconds
+    (the machine is shared: CPU is the fairer comparison)."""
+    key = "key-00500000"
+    t, cpu, out = timed_cpu([PY, "-c", KAFKA_PYTHON_SEARCH, str(big), key], 1, keep=True)
+    row(
+        "anchor: kafka-python, every record, key == K",
+        t,
+        size_mb,
+        note=f"{cpu:.2f} s CPU; {int(out)} match",
+    )
+    t_dump, cpu_dump, _ = timed_cpu(
+        kseg_cmd("dump", str(big), "-f", "json", "--payload", "base64"), repeat
+    )
+    row(
+        "kseg dump -f json --payload base64 (reference)",
+        t_dump,
+        size_mb,
+        note=f"{cpu_dump:.2f} s CPU",
+    )
+    cases = [
+        ("--key-eq K (literal, 1 match)", ("-f", "json", "--key-eq", key)),
+        ("--key REGEX (1 match; pre-checked)", ("-f", "json", "--key", r"key-0050000[0]")),
+        (
+            "--key ^K$ (anchored: pre-checked by its literal)",
+            ("-f", "json", "--key", f"^{key}$"),
+        ),
+        (
+            "--value-contains (11,111 matches in 188 batches)",
+            ("-f", "json", "--value-contains", '{"id":77'),
+        ),
+        ("--count --key REGEX (10 matches)", ("--count", "--key", r"key-0050000\d")),
+        ("--value REGEX (every record matches: worst case)", ("-f", "json", "--value", '"sig"')),
+    ]
+    for name, args in cases:
+        t, cpu, _ = timed_cpu(kseg_cmd("dump", str(big), *args), repeat)
+        row(
+            f"kseg dump {name}",
+            t,
+            size_mb,
+            ratio_to=t_dump,
+            note=f"{cpu:.2f} s CPU ({cpu / cpu_dump:.2f}x the reference dump's CPU)",
+        )
+    small = big.parent.parent / "small-0" / big.name  # 1-4-record batches
+    small_mb = small.stat().st_size / 1e6
+    t_small, cpu_small, _ = timed_cpu(
+        kseg_cmd("dump", str(small), "-f", "json", "--payload", "base64"), repeat
+    )
+    row(
+        "kseg dump -f json, small batches (reference)",
+        t_small,
+        small_mb,
+        note=f"{cpu_small:.2f} s CPU",
+    )
+    for kern in ("rust", "python"):
+        t, cpu, _ = timed_cpu(
+            kseg_cmd("dump", str(small), "-f", "json", "--key-eq", key), repeat, kernel=kern
+        )
+        row(
+            f"kseg dump --key-eq K, small batches [{kern}]",
+            t,
+            small_mb,
+            ratio_to=t_small,
+            note=f"{cpu:.2f} s CPU ({cpu / cpu_small:.2f}x the reference dump's CPU)",
+        )
 
 
 def _records(n: int, start: int, size: int = 230):
@@ -384,6 +493,8 @@ def main() -> None:
                 kseg_cmd("dump", str(big), "--batches-only", "-f", "json"), args.repeat, kernel=kern
             )
             row(f"kseg dump --batches-only -f json{tag}", t, size_mb, ratio_to=t_crc)
+    if want("search"):
+        search_rows(big, size_mb, args.repeat, row)
     records = None
     if want("dump") or want("kafka-python"):
         t_kp, out = timed([PY, "-c", KAFKA_PYTHON, str(big)], 1, stdout=None)

@@ -96,6 +96,13 @@ def dump(
     to_time: o.ToTimeOpt = None,
     limit: o.LimitOpt = None,
     max_bytes: o.MaxBytesOpt = None,
+    key: o.KeyOpt = None,
+    value: o.ValueOpt = None,
+    header: o.HeaderOpt = None,
+    key_eq: o.KeyEqOpt = None,
+    value_contains: o.ValueContainsOpt = None,
+    count: o.CountOpt = False,
+    format_string: o.FormatStringOpt = None,
     quiet: o.QuietOpt = False,
 ) -> None:
     """Decode every file of a Kafka data directory (read-only).
@@ -108,11 +115,23 @@ def dump(
     \b
       kseg dump /var/lib/kafka/data/orders-0 --from-time -30m --limit 20
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
+      kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
     """
     from .decode.dump import DumpOptions
     from .decode.dump_run import DumpRun
     from .lookup.timeexpr import parse_option_time
-    from .render import finish_dump
+    from .render import finish_count, finish_dump, finish_format_string
+
+    record_filter = None
+    if key or value or header or key_eq or value_contains:
+        from .decode.search import record_filter as make_filter  # only when searching
+
+        record_filter = make_filter(key, value, header, key_eq, value_contains)
+    parts = None
+    if format_string is not None:
+        from .decode.format_string import compile_format
+
+        parts = tuple(compile_format(format_string))
 
     opts = DumpOptions(
         batches_only=batches_only,
@@ -128,7 +147,14 @@ def dump(
         decoder={"auto": None, "none": "none"}.get(decoder.value, decoder.value),
         skip_record_metadata=skip_record_metadata,
         json_lines=fmt is o.OutputFormat.json,
+        record_filter=record_filter,
+        count=count,
+        format_string=parts,
     )
+    if parts is not None:
+        raise typer.Exit(finish_format_string(DumpRun(paths, opts)))
+    if count:
+        raise typer.Exit(finish_count(DumpRun(paths, opts), fmt.value))
     raise typer.Exit(finish_dump(DumpRun(paths, opts), fmt.value, quiet))
 
 

@@ -169,6 +169,59 @@ MaxBytesOpt = Annotated[
     typer.Option(min=0, help="Read only whole batches within the first N bytes of each log."),
 ]
 
+KeyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--key",
+        help="Only records whose key matches this Python bytes regex (re.search; repeatable: all must match).",
+        show_default=False,
+    ),
+]
+ValueOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--value",
+        help="Only records whose value matches this regex (re.search; repeatable).",
+        show_default=False,
+    ),
+]
+HeaderOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        help="NAME or NAME=REGEX: only records with a header NAME (whose value matches REGEX); repeatable.",
+        show_default=False,
+    ),
+]
+KeyEqOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--key-eq", help="Only records whose key is exactly these bytes.", show_default=False
+    ),
+]
+ValueContainsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--value-contains",
+        help="Only records whose value contains these bytes (repeatable).",
+        show_default=False,
+    ),
+]
+CountOpt = Annotated[
+    bool,
+    typer.Option(
+        "--count", help="Print only the number of (matching) records per partition and a total."
+    ),
+]
+FormatStringOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format-string",
+        help="Print each (matching) record with kcat's -f tokens: %t %p %o %k %s %K %S %T %h %R ...",
+        show_default=False,
+    ),
+]
+
 # --- index rebuild --------------------------------------------------------------------------
 
 PreallocateOpt = Annotated[

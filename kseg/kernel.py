@@ -135,6 +135,16 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
             pos += row[1]
 
 
+def walk_window(buf, pos: int, window: int) -> tuple[bytes, int, bool]:
+    """One call of the kernel's header walk (the kernel must be active): the packed ``ROW``
+    rows of the plain valid v2 batches from ``pos`` within ``buf[:window]`` (CRC-checked), the
+    position it stopped at, and whether the core must take the entry there (anything but a
+    plain valid v2 batch). Used by dump's record search to pass over batches without a Python
+    object each."""
+    rows, stop, reason = compiled().walk(buf, pos, window, _CHUNK_BATCHES)
+    return rows, stop, reason == _STOP_OTHER
+
+
 def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
     """Exactly kseg.format.log.walk_headers (same tuples, same errors), on the kernel if active."""
     if compiled() is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from .. import kernel
+from ..exitcodes import BadOption
 from ..format import checkpoint as cp
 from ..format import compression as codecs
 from ..format import txn_index as tx
@@ -53,6 +54,12 @@ class DumpOptions:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     # internal: the consumer writes JSON Lines, so record events may arrive as ready lines (bytes)
     json_lines: bool = False
+    # record search (kseg.decode.search.RecordFilter): only records it keeps, and their batches
+    record_filter: object = None
+    # only the number of (matching) records per partition and a total (see dump_chunks)
+    count: bool = False
+    # records only, as bytes in this format (kseg.decode.format_string.compile_format's parts)
+    format_string: tuple | None = None
 
 
 class _Budget:
@@ -156,17 +163,29 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
     before anything is printed). Every event from a partition's file carries ``topic`` and
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
     text and table name the file)."""
+    if opts.batches_only and (
+        opts.count or opts.record_filter is not None or opts.format_string is not None
+    ):
+        raise BadOption(
+            "--batches-only shows no records: it cannot be combined with a record filter, "
+            "--count or --format-string",
+            "--batches-only",
+        )
+    if opts.count and opts.format_string is not None:
+        raise BadOption("--count prints numbers only: leave out --format-string", "--count")
     sel = tree.resolve(paths, opts.topic, opts.partition)
-    if opts.json_lines:
+    if opts.count:
+        yield from _count_chunks(sel, opts)
+        return
+    if opts.json_lines or opts.record_filter is not None:
         kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     for item in sel.items:
         # JSON only: text and table lines name the file already
-        tags = (
-            partition_tags(item.name, item.log_dir if several else None) if opts.json_lines else {}
-        )
-        if opts.json_lines and item.kind == tree.FILE and item.name is None and not item.log_dir:
+        tagged = opts.json_lines or opts.format_string is not None  # %t and %p need them
+        tags = partition_tags(item.name, item.log_dir if several else None) if tagged else {}
+        if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
             # a data file outside any <topic>-<partition> dir (not a root's own file): null
             tags = {"topic": None, "partition": None, **tags}
         if item.kind == tree.FILE:
@@ -178,6 +197,47 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
                 yield from dump_file(f, opts, budget, tags)
         if budget.spent:
             return
+
+
+def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
+    """--count: per partition dir (or file given alone) one ``match_count`` event, the number
+    of records the dump would have shown (those the filter keeps, within the selectors and
+    --limit), and a ``match_total`` at the end; problems are ``error`` events as in a dump."""
+    several = sel.several_log_dirs
+    budget = _Budget(opts.limit)
+    total = places = 0
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            chunks = dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            chunks = _dump_partition(item.path, opts, budget)
+        else:
+            continue  # a root's own files hold no records
+        n = 0
+        for chunk in chunks:
+            errors = []
+            for ev in chunk:
+                if ev is True:
+                    n += 1
+                elif ev["type"] == "error":
+                    errors.append(ev)
+            if errors:
+                yield errors
+        ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
+        if item.kind == tree.FILE:
+            ev["file"] = str(item.path)
+        ev["matches"] = n
+        yield [ev]
+        total += n
+        places += 1
+        if budget.spent:
+            break
+    yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _counted(rec: tuple, name: str) -> bool:
+    """--count's record event: a mark that _count_chunks counts."""
+    return True
 
 
 def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:
@@ -326,6 +386,8 @@ def _dump_file(
         if kind.kind == F.UNKNOWN:
             yield [error_event("not a file kind kseg knows (by its name)", name, USAGE)]
             return
+        if (opts.record_filter is not None or opts.count) and kind.kind not in _RECORDS:
+            return  # a record filter or --count: only the files that hold records
         if _selecting(opts):
             # a selector shows only files it selects something from (files without offsets
             # or times, e.g. meta.properties or the checkpoint files, are left out)
@@ -341,6 +403,8 @@ def _dump_file(
         yield [error_event(exc, name)]
 
 
+_RECORDS = frozenset((F.LOG, F.KAFKA07, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT))
+
 _NO_OFFSETS = frozenset(
     (
         F.OFFSET_CHECKPOINT,
@@ -354,7 +418,8 @@ _NO_OFFSETS = frozenset(
 
 def _selecting(opts: DumpOptions) -> bool:
     return (
-        opts.from_offset is not None
+        opts.record_filter is not None
+        or opts.from_offset is not None
         or opts.to_offset is not None
         or opts.from_time is not None
         or opts.to_time is not None
@@ -389,7 +454,7 @@ def _file_events(
     if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
         from .dump07 import dump_segment07  # imports this module's error_event
 
-        yield from dump_segment07(path, name, opts, budget)
+        yield from dump_segment07(path, name, opts, budget, tags)
         return
     if kind.kind in (F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT):  # framed like a .log
         with mapped(path, sequential=True) as buf:
@@ -467,11 +532,19 @@ def _dump_log(
         if problem is not None:  # the index lies: say so, and scan the segment instead
             yield [error_event(problem, name)]
             start = 0
-    decoder = None if opts.batches_only else _decoder_for(path, opts)
+    decoder = None if opts.batches_only or opts.count else _decoder_for(path, opts)
     make_event = lines = None
-    if opts.json_lines and decoder is None and not opts.skip_record_metadata:
+    if opts.count:
+        make_event = _counted
+    elif opts.format_string is not None:
+        from .format_string import record_formatter
+
+        make_event = record_formatter(opts.format_string, tags)
+    elif opts.json_lines and decoder is None and not opts.skip_record_metadata:
         make_event = record_json_maker(name, opts.payload, tags)  # records as ready JSON lines
-        if make_event is not None:  # and the compiled kernel's, for the batches it can render
+        # and the compiled kernel's, for the batches it can render (not with a record filter:
+        # the core's loop filters each record, kseg.decode.search)
+        if make_event is not None and opts.record_filter is None:
             lines = kernel.json_records(
                 _file_json(name, tags),
                 opts.payload,
@@ -493,6 +566,10 @@ def _dump_log(
                 b"", "base64", opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
             )
     try:
+        if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
+            # a search: the kernel walks the plain batches, the core decodes the candidates
+            yield from _search_runs(buf, start, end, limit_end, name, opts, budget, make_event)
+            return
         if runs is not None:  # runs of plain batches in the kernel, the rest one by one here
             yield from _kernel_runs(
                 buf, start, end, limit_end, name, opts, budget, make_event, span, lines, runs,
@@ -610,6 +687,71 @@ def _kernel_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
+            if budget.spent:
+                return
+        pos += entry.size
+
+
+def _search_runs(
+    buf, start: int, end: int, limit_end: int, name: str, opts: DumpOptions, budget, make_event
+) -> Iterator[list]:
+    """_dump_log's loop for a record search with the kernel active: the kernel walks and
+    CRC-checks the plain valid v2 batches (kseg.kernel.walk_window); of those, a control batch
+    (never matches) or an uncompressed one whose record bytes fail the filter's pre-check is
+    passed over without a Python object, every other one goes through the core's loop body
+    (_entry_events), exactly as without the kernel. Every entry the kernel leaves (legacy, a
+    bad CRC or magic, a torn or zero-filled tail, past --max-bytes) goes through the core's
+    loop body, one entry, and the kernel carries on after it."""
+    from ..format.batch import ATTR_COMPRESSION, ATTR_CONTROL
+    from ..format.log import _Behind
+
+    may_match = opts.record_filter.may_match
+    from_offset, to_offset, from_time = opts.from_offset, opts.to_offset, opts.from_time
+    unpack = kernel.ROW.iter_unpack
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
+    behind = _Behind(buf, start)
+    pos = start
+    while pos < end:
+        if pos >= behind.next:
+            behind.passed(pos)
+        window = min(limit_end, pos + kernel.RUN_WINDOW)
+        if ensure is not None:
+            try:
+                window = min(window, ensure(pos, min(window, pos + kernel.READ_WINDOW)))
+            except OSError:  # the file shrank: the core reads on and says where, as it would
+                window = pos
+        other = True
+        if window > pos:
+            rows, stop, other = kernel.walk_window(buf, pos, window)
+            for bpos, size, _m, base, last, max_ts, _n, attrs, _pid, _ok, _ple in unpack(rows):
+                # _shown for a valid v2 batch, then the pre-check; magic and CRC are the kernel's
+                if to_offset is not None and base > to_offset:
+                    return
+                if (from_offset is not None and last < from_offset) or (
+                    from_time is not None and max_ts < from_time
+                ):
+                    continue
+                if attrs & ATTR_CONTROL or not (
+                    attrs & ATTR_COMPRESSION or may_match(buf, bpos + HEADER_SIZE, bpos + size)
+                ):
+                    continue
+                entry = RecordBatch(buf, bpos, name)
+                yield from _entry_events(entry, name, opts, budget, make_event)
+                if budget.spent:
+                    return
+            if stop > pos and not other:
+                pos = stop
+                continue  # the window is done: on from where it stopped
+            pos = stop
+        # the core's loop body for the one entry here
+        entry = next(iter_entries(buf, pos, end, source=name), None)
+        if entry is None:
+            return
+        shown = _shown(entry, opts, limit_end)
+        if shown is _END:
+            return
+        if shown:
+            yield from _entry_events(entry, name, opts, budget, make_event)
             if budget.spent:
                 return
         pos += entry.size
@@ -764,11 +906,20 @@ def _entry_events(
     if any(p.kind not in ("crc_mismatch", BAD_MAGIC) for p in problems):
         yield out
         return
+    keep = opts.record_filter
     filtered = opts.from_offset is not None or opts.to_offset is not None
     filtered = filtered or opts.from_time is not None or opts.to_time is not None
+    filtered = filtered or keep is not None
     # with a selector, the batch is shown only once one of its records is: until then `out`
     # holds it back
     pending = filtered and not problems
+    if keep is not None and (
+        ev["is_control"] or not keep.batch_may_match(entry, opts.max_decompressed)
+    ):
+        # no record of it can match (control records never do): its problems only
+        if not pending:
+            yield out
+        return
     if lines is not None and isinstance(entry, RecordBatch) and not ev["is_control"]:
         rendered = yield from _kernel_records(entry, lines, out, opts, budget, span, pending)
         if rendered:
@@ -800,6 +951,8 @@ def _entry_events(
                     if (opts.from_time is not None and ts < opts.from_time) or (
                         opts.to_time is not None and ts > opts.to_time
                     ):
+                        continue
+                    if keep is not None and not keep.matches(rec[0], rec[1], rec[3]):
                         continue
                 if not budget.take():
                     recs = None

@@ -25,7 +25,7 @@ from .dump import error_event
 ENTRY, MESSAGE = "entry", "message"
 
 
-def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
+def dump_segment07(path: Path, name: str, opts, budget, tags=None) -> Iterator[list[dict]]:
     """Events of one `.kafka` file (see the module docstring). ``opts`` is dump's DumpOptions;
     --from/--to-offset select by byte offset; 0.7 messages carry no timestamps, so a time
     window selects nothing from them."""
@@ -33,6 +33,10 @@ def dump_segment07(path: Path, name: str, opts, budget) -> Iterator[list[dict]]:
         return
     base = F.file_kind(path).base_offset or 0
     enc = None if opts.payload == "none" else P.encoder(opts.payload)
+    if opts.format_string is not None:  # --format-string: a message is a record of no key
+        from .format_string import record_formatter
+
+        enc = record_formatter(opts.format_string, tags or {})
     with mapped(path, sequential=True) as buf:
         end = len(buf)
         limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
@@ -99,9 +103,18 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
                 found = [(bytes(p), e.magic, e.crc, 0, e.next_offset)]
     except CorruptionError as exc:
         return out + [error_event(exc, name)], None  # a bad wrapper content; the log walk goes on
+    keep = opts.record_filter  # a 0.7 message has a payload (the value) and no key or headers
     for payload, magic, crc, depth, consumer in found:
+        if keep is not None and not keep.matches(None, payload, ()):
+            continue
         if not budget.take():
             break
+        if opts.count:
+            out.append(True)  # dump's _count_chunks counts it
+            continue
+        if opts.format_string is not None:
+            out.append(enc((None, payload, -1, [], e.offset, -1, None)))
+            continue
         msg = {
             "type": MESSAGE,
             "file": name,
@@ -116,4 +129,6 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
         if enc is not None:
             msg["payload"], msg["payload_encoding"] = enc(payload)
         out.append(msg)
+    if keep is not None and len(out) == 1:
+        return [], None  # no message of it matched
     return out, None

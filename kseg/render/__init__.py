@@ -98,6 +98,48 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
                 say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
 
 
+def finish_format_string(run):
+    """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
+    as one line each on stderr. Returns the exit status."""
+    from ..exitcodes import exit_status, track
+
+    track(run)
+    out = stdout()
+    write = out.write
+    for chunk in run.chunks():
+        for ev in chunk:
+            if type(ev) is bytes:
+                write(ev)
+            elif ev["type"] == "error":
+                where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+                say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+    out.flush()
+    return exit_status(run)
+
+
+def finish_count(run, fmt: str):
+    """dump --count: the ``match_count`` events and their ``match_total`` (a summary line in a
+    table), and any error (as in dump: data, and one line on stderr except in JSON); returns
+    the exit status."""
+    from ..exitcodes import exit_status, track
+
+    track(run)
+
+    def events():
+        for chunk in run.chunks():
+            for ev in chunk:
+                if fmt == "table" and ev["type"] == "match_total":
+                    ev = {"type": "summary", **{k: v for k, v in ev.items() if k != "type"}}
+                yield ev
+
+    for ev in emit("dump --count", events(), fmt):
+        if fmt != "json" and ev["type"] == "error":
+            where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+            say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+    stdout().flush()
+    return exit_status(run)
+
+
 def finish(
     command: str,
     run,

@@ -388,6 +388,7 @@ TABLE_COLUMNS = {
         "position",
         "error",
     ),
+    "match_count": ("topic", "partition", "matches", "file", "log_dir"),
     "stats": (
         "topic",
         "partition",

@@ -389,6 +389,26 @@ def local_stats_line(ev: dict) -> str:
     return " ".join(parts)
 
 
+def count_line(ev: dict) -> str:
+    """dump --count: ``orders-0: 12 matches`` per partition (its file when given alone, its
+    log dir when several roots are), then ``total: 15 matches in 3 partitions``."""
+    t = ev["type"]
+    if t == "match_count":
+        if ev.get("topic") is not None:
+            where = f"{ev['topic']}-{ev['partition']}"
+        else:
+            where = safe_path(ev["file"])
+        if ev.get("file") and ev.get("topic") is not None:
+            where += f" ({safe_path(ev['file'])})"
+        if ev.get("log_dir"):
+            where += f" [{safe_path(ev['log_dir'])}]"
+        return f"{where}: {ev['matches']} match{'es' if ev['matches'] != 1 else ''}"
+    if t == "match_total":
+        n, p = ev["matches"], ev["partitions"]
+        return f"total: {n} match{'es' if n != 1 else ''} in {p} partition{'s' if p != 1 else ''}"
+    return text_line(ev)
+
+
 # the text line of each command's events (dump streams chunks: see write_text_chunks)
 LINES: dict[str, Callable[[dict], str | None]] = {
     "verify": verify_line,
@@ -400,6 +420,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
     "stats": local_stats_line,
+    "dump --count": count_line,
 }
 
 

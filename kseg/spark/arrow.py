@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from .. import kernel
 from ..format.batch import HEADER_SIZE, RecordBatch
+from ..format.compression import DEFAULT_MAX_DECOMPRESSED
 from ..format.errors import CorruptionError
 from ..format.log import iter_entries
 from ..format.magic import format_of
@@ -156,12 +157,15 @@ def record_batches(
     to_time: int | None = None,
     from_offset: int | None = None,
     to_offset: int | None = None,
+    record_filter=None,
 ) -> Iterator[pa.RecordBatch]:
+    """``record_filter``: a kseg.decode.search.RecordFilter (rows of the records it keeps;
+    control records never match; batches it rules out are not decoded)."""
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
     out_of_range = 0  # record timestamps no date can hold: null in the row, one warning a task
-    decode = kernel.spark_records(
+    decode = None if record_filter is not None else kernel.spark_records(
         schema, topic=task.topic, partition=task.partition, path=task.path,
         include_headers=include_headers, segment_columns=segment_columns,
         include_control=include_control, from_time=from_time, to_time=to_time,
@@ -189,9 +193,15 @@ def record_batches(
             break
         if from_offset is not None and entry.last_offset < from_offset:
             continue
+        if record_filter is not None and (
+            is_control or not record_filter.batch_may_match(entry, DEFAULT_MAX_DECOMPRESSED)
+        ):
+            continue
         problems: list[CorruptionError] = []
         for key, value, ts, headers, offset, _seq, ts_type in _tuples(entry, problems):
             if (from_time is not None and ts < from_time) or (to_time is not None and ts > to_time):
+                continue
+            if record_filter is not None and not record_filter.matches(key, value, headers):
                 continue
             if (from_offset is not None and offset < from_offset) or (
                 to_offset is not None and offset > to_offset
@@ -257,6 +267,7 @@ def kafka07_record_batches(
     to_offset: int | None = None,
     from_time: int | None = None,
     to_time: int | None = None,
+    record_filter=None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows of a Kafka 0.7 `.kafka` segment (a "kafka07" task: the whole file): one per message
     a consumer receives; ``offset`` = the byte offset of the entry holding it (a compressed
@@ -291,6 +302,8 @@ def kafka07_record_batches(
                         with e.payload() as view:
                             payloads = [bytes(view)]
                     for value in payloads:
+                        if record_filter is not None and not record_filter.matches(None, value, ()):
+                            continue  # a 0.7 message: a value, no key, no headers
                         cols["key"].append(None)
                         cols["value"].append(value)
                         cols["topic"].append(task.topic)

@@ -9,6 +9,10 @@ includeControl (control batches are skipped by default, as consumers skip them);
 partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8601);
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
 indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
+Record search (records mode; kseg.decode.search, the same semantics as `kseg dump`): key, value
+(Python bytes regexes, re.search), header (NAME or NAME=REGEX), keyEq (exact key), valueContains;
+all given must hold. A filter `col("key") == b"..."` is pushed down as keyEq (with
+filterPushdown).
 
 The reader object is pickled to executors: it holds plain data only.
 """
@@ -127,6 +131,34 @@ class KsegReader(DataSourceReader):
         self.index_interval_bytes = _int(options, "indexIntervalBytes") or 4096
         self.deep = _bool(options, "deep")
         self.pushed: dict = {}
+        # record search: the options as given (plain data, pickled to the executors), checked
+        # here so that a bad regex fails on the driver
+        self.search = {
+            name: [options[opt]] if options.get(opt) not in (None, "") else None
+            for name, opt in (
+                ("key", "key"),
+                ("value", "value"),
+                ("header", "header"),
+                ("key_eq", "keyeq"),
+                ("value_contains", "valuecontains"),
+            )
+        }
+        if any(self.search.values()) and self.mode != "records":
+            raise ValueError("kseg data source: key/value/header filters need mode=records")
+        self._record_filter()
+
+    def _record_filter(self):
+        """The RecordFilter of the options and of a pushed-down key == bytes (None: no filter)."""
+        from ..decode.search import record_filter
+        from ..exitcodes import BadOption
+
+        search = dict(self.search)
+        if "key_eq" in self.pushed:
+            search["key_eq"] = [*(search["key_eq"] or []), self.pushed["key_eq"]]
+        try:
+            return record_filter(**search)
+        except BadOption as exc:
+            raise ValueError(f"kseg data source: option {exc.option.lstrip('-')}: {exc}") from None
 
     def _prune(self) -> Prune:
         p = self.prune
@@ -161,6 +193,7 @@ class KsegReader(DataSourceReader):
                 task,
                 include_headers=self.include_headers,
                 segment_columns=self.segment_columns,
+                record_filter=self._record_filter(),
                 **self.row_filter,
             )
         elif self.mode == "records":
@@ -171,6 +204,7 @@ class KsegReader(DataSourceReader):
                 include_headers=self.include_headers,
                 segment_columns=self.segment_columns,
                 include_control=self.include_control,
+                record_filter=self._record_filter(),
                 **self.row_filter,
             )
         elif self.mode == "batches":
@@ -206,7 +240,9 @@ class KsegPushdownReader(KsegReader):
         for f in filters:
             col = f.attribute[0] if len(f.attribute) == 1 else None
             value = getattr(f, "value", None)
-            if col == "topic" and isinstance(f, EqualTo):
+            if col == "key" and isinstance(f, EqualTo) and isinstance(value, (bytes, bytearray)):
+                p["key_eq"] = bytes(value)  # a record search: only batches holding it decode
+            elif col == "topic" and isinstance(f, EqualTo):
                 p["topic"] = "^" + re.escape(value) + "$"
             elif col == "partition" and isinstance(f, (EqualTo, In)):
                 p["partitions"] = frozenset([value] if isinstance(f, EqualTo) else value)

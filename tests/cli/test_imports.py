@@ -29,6 +29,8 @@ REPAIR = (
 RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.render.csv")
 # the internal topics' record schemas (dump --decoder, or a __consumer_offsets-like topic)
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
+# record search and kcat's format strings (dump --key ..., --format-string)
+SEARCH = ("kseg.decode.search", "kseg.decode.format_string")
 # a file kind the one-batch partition does not have (a .snapshot): its reader is not imported
 SNAPSHOT = "kseg.format.producer_snapshot"
 
@@ -100,11 +102,17 @@ COMMANDS = {
             *SPARK,
             *SCHEMAS,
             SNAPSHOT,
+            *SEARCH,
             "kseg.verify",
             "kseg.render.text",
             "kseg.render.table",
         ),
         ("kseg.decode.dump_run", "kseg.render.json"),
+    ),
+    "dump-search": (  # the control: a filter and --format-string do import them
+        ("dump", "--key", "k", "--format-string", "%k"),
+        (*REPAIR, *SPARK, *SCHEMAS, SNAPSHOT, "kseg.verify", "kseg.render.table"),
+        SEARCH,
     ),
     "dump-batches": (
         ("dump", "--batches-only"),
@@ -113,6 +121,7 @@ COMMANDS = {
             *SPARK,
             *SCHEMAS,
             SNAPSHOT,
+            *SEARCH,
             "kseg.verify",
             "kseg.render.json",
             "kseg.render.table",
@@ -190,7 +199,7 @@ def test_every_module_named_here_exists():
     """A renamed module would make its absence trivially true: every kseg name above is real."""
     import importlib.util
 
-    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, SNAPSHOT}
+    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, *SEARCH, SNAPSHOT}
     for _args, absent, present in COMMANDS.values():
         named.update(absent, present)
     missing = sorted(

@@ -50,6 +50,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "spark verify",
         "spark stats",
         "stats",
+        "dump --count",
     }
     row = {
         "type": "partition_stats",
@@ -66,6 +67,14 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         'partition topic="t" partition=0 records=3 codecs=gzip,none '
         "codec_shares=gzip:0.2500,none:0.7500 "
         "max_timestamp=1700000000000 (2023-11-14T22:13:20.000Z) transactional_share=0.3333\n"
+    )
+    counts = [
+        {"type": "match_count", "topic": "t", "partition": 0, "matches": 1},
+        {"type": "match_count", "topic": None, "file": "/x/a.log", "matches": 2},
+        {"type": "match_total", "matches": 3, "partitions": 2},
+    ]
+    assert _render("dump --count", counts, "text") == (
+        "t-0: 1 match\n/x/a.log: 2 matches\ntotal: 3 matches in 2 partitions\n"
     )
     evs = [{"type": "stats", "topic": "a", "records": 3}, {"type": "stats", "topic": "b"}]
     lines = _render("spark stats", evs, "json").splitlines()
