@@ -301,25 +301,6 @@ def timed(
     return statistics.median(times), out
 
 
-def timed_cpu(cmd: list[str], repeat: int, kernel: str | None = None) -> tuple[float, float]:
-    """Median wall seconds and median CPU seconds (user + system of the child process): on a
-    shared, noisy machine CPU seconds are the fairer comparison."""
-    import resource
-
-    env = None if kernel is None else {**os.environ, "KSEG_KERNEL": kernel}
-    walls, cpus = [], []
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
-    return statistics.median(walls), statistics.median(cpus)
-
-
 def kseg_cmd(*args: str) -> list[str]:
     return [PY, "-m", "kseg", *args]
 
@@ -580,11 +561,11 @@ def _stats_rows(big: Path, small: Path, size_mb: float, kernels, repeat: int, ro
         (big, size_mb, "16 KiB batches"),
         (small, small.stat().st_size / 1e6, "small batches"),
     ):
-        wall_a, cpu_a = timed_cpu([PY, "-c", CRC_WALK, str(log)], repeat)
+        wall_a, cpu_a, _ = timed_cpu([PY, "-c", CRC_WALK, str(log)], repeat)
         row(f"anchor: crc32c walk ({what}, {mb:.0f} MB)", wall_a, mb, note=f"cpu {cpu_a:.3f} s")
         for kern in kernels:
             tag = f" [{kern}]" if kern else ""
-            wall, cpu = timed_cpu(kseg_cmd("stats", str(log.parent), "-f", "json"), repeat, kern)
+            wall, cpu, _ = timed_cpu(kseg_cmd("stats", str(log.parent), "-f", "json"), repeat, kern)
             row(
                 f"kseg stats ({what}){tag}",
                 wall,
