@@ -613,6 +613,31 @@ class RunChunk(list):
     __slots__ = ("position",)
 
 
+class _KernelWindows:
+    """How far a kernel loop may walk from ``pos``: the run window, clamped to what a buffer read
+    on demand (storage.mapped.ShadowMap) holds, after letting go of the pages passed. A file that
+    shrank gives ``pos`` itself: the core then reads on and says where, as it would."""
+
+    def __init__(self, buf, start: int, limit_end: int) -> None:
+        from ..format.log import _Behind
+
+        self.ensure = getattr(buf, "ensure", None)
+        self.behind = _Behind(buf, start)
+        self.limit_end = limit_end
+
+    def end_from(self, pos: int) -> int:
+        behind = self.behind
+        if pos >= behind.next:
+            behind.passed(pos)
+        window = min(self.limit_end, pos + kernel.RUN_WINDOW)
+        if self.ensure is not None:
+            try:
+                window = min(window, self.ensure(pos, min(window, pos + kernel.READ_WINDOW)))
+            except OSError:
+                window = pos
+        return window
+
+
 def _kernel_runs(
     buf,
     start: int,
@@ -636,27 +661,17 @@ def _kernel_runs(
     one entry, and the kernel carries on after it. A CorruptionError propagates as from
     iter_entries. ``runs``: the JsonRecords whose ``run`` takes the runs (``lines`` itself, or
     with --batches-only one for the batch lines alone, ``lines`` None)."""
-    from ..format.log import _Behind
-
     batch_file = orjson.dumps(name)
     batch_tail = orjson.dumps(tags)[1:-1] if tags else b""
     if batch_tail:
         batch_tail = b"," + batch_tail
     batches_only = opts.batches_only
     filtered = batches_only or _selecting(opts)  # --batches-only: span has every batch shown
-    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
-    behind = _Behind(buf, start)
+    windows = _KernelWindows(buf, start, limit_end)
     run = runs.run
     pos = start
     while pos < end:
-        if pos >= behind.next:
-            behind.passed(pos)
-        window = min(limit_end, pos + kernel.RUN_WINDOW)
-        if ensure is not None:
-            try:
-                window = min(window, ensure(pos, min(window, pos + kernel.READ_WINDOW)))
-            except OSError:  # the file shrank: the core reads on and says where, as it would
-                window = pos
+        window = windows.end_from(pos)
         if window > pos:
             left = budget.left
             text, stop, reason, emitted, lo, hi = run(
@@ -703,23 +718,14 @@ def _search_runs(
     bad CRC or magic, a torn or zero-filled tail, past --max-bytes) goes through the core's
     loop body, one entry, and the kernel carries on after it."""
     from ..format.batch import ATTR_COMPRESSION, ATTR_CONTROL
-    from ..format.log import _Behind
 
     may_match = opts.record_filter.may_match
     from_offset, to_offset, from_time = opts.from_offset, opts.to_offset, opts.from_time
     unpack = kernel.ROW.iter_unpack
-    ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
-    behind = _Behind(buf, start)
+    windows = _KernelWindows(buf, start, limit_end)
     pos = start
     while pos < end:
-        if pos >= behind.next:
-            behind.passed(pos)
-        window = min(limit_end, pos + kernel.RUN_WINDOW)
-        if ensure is not None:
-            try:
-                window = min(window, ensure(pos, min(window, pos + kernel.READ_WINDOW)))
-            except OSError:  # the file shrank: the core reads on and says where, as it would
-                window = pos
+        window = windows.end_from(pos)
         other = True
         if window > pos:
             rows, stop, other = kernel.walk_window(buf, pos, window)
