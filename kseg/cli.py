@@ -117,22 +117,12 @@ def dump(
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
       kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
     """
-    from .decode.dump import DumpOptions
+    from .decode.dump import DumpOptions, search_options
     from .decode.dump_run import DumpRun
     from .lookup.timeexpr import parse_option_time
     from .render import finish_count, finish_dump, finish_format_string
 
-    record_filter = None
-    if key or value or header or key_eq or value_contains:
-        from .decode.search import record_filter as make_filter  # only when searching
-
-        record_filter = make_filter(key, value, header, key_eq, value_contains)
-    parts = None
-    if format_string is not None:
-        from .decode.format_string import compile_format
-
-        parts = tuple(compile_format(format_string))
-
+    record_filter, parts = search_options(key, value, header, key_eq, value_contains, format_string)
     opts = DumpOptions(
         batches_only=batches_only,
         payload=payload.value,

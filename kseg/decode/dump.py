@@ -37,6 +37,21 @@ BAD_MAGIC = "bad_magic"
 USAGE = "usage"
 
 
+def search_options(key, value, header, key_eq, value_contains, format_string):
+    """(record filter or None, compiled --format-string or None) from dump's search options;
+    their modules are imported only when one is given (dump's start-up stays as it was)."""
+    record_filter = parts = None
+    if key or value or header or key_eq or value_contains:
+        from .search import record_filter as make_filter
+
+        record_filter = make_filter(key, value, header, key_eq, value_contains)
+    if format_string is not None:
+        from .format_string import compile_format
+
+        parts = tuple(compile_format(format_string))
+    return record_filter, parts
+
+
 @dataclass(frozen=True, slots=True)
 class DumpOptions:
     batches_only: bool = False
