@@ -38,9 +38,10 @@ Rules, each Kafka's:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..exitcodes import Exit
 from ..format.errors import CorruptionError
@@ -601,27 +602,9 @@ class OffsetsRun:
     def _replay(self, pdir: Path, replay: _Replay) -> Iterator[dict]:
         from ..format.coordinator import consumer_offsets
 
-        try:
-            segments = Partition(pdir).segments
-        except OSError as exc:
-            self.code |= Exit.OPERATIONAL
-            yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
-            return
-        for seg in segments:
-            try:
-                for batch in seg.batches(validate=True):
-                    yield from self._batch(batch, seg.log, replay, consumer_offsets)
-            except CorruptionError as exc:
-                # Kafka's recovery truncates here: what follows is not loaded (answer from the
-                # records before it, and say where)
-                self.code |= Exit.PROBLEMS
-                yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
-                       "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
-                return
-            except OSError as exc:
-                self.code |= Exit.OPERATIONAL
-                yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
-                return
+        yield from self._walk(
+            pdir, lambda batch, log: self._batch(batch, log, replay, consumer_offsets)
+        )
 
     def _batch(self, batch, log: Path, replay: _Replay, decode) -> Iterator[dict]:
         from ..format.coordinator import consumer_offsets_group as group_of
@@ -645,13 +628,8 @@ class OffsetsRun:
                     if rec.timestamp is not None and rec.timestamp >= 0:
                         replay.last_time = max(replay.last_time, rec.timestamp)
                     continue  # another group's record: not decoded
-            try:
-                d = decode(rec.key, rec.value)
-            except CorruptionError as exc:
-                self.code |= Exit.PROBLEMS
-                exc.position, exc.offset = batch.position, rec.offset
-                yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
-                       f"{rec.offset} skipped)"}  # fmt: skip
+            d = yield from self._decoded(decode, rec, batch, log)
+            if d is None:
                 continue
             ts = rec.timestamp
             if ts is None or ts < 0:  # magic 0: no timestamp
@@ -721,40 +699,57 @@ class OffsetsRun:
         (file, batch base offset, offset), timestamp); problems are yielded as failures and
         the list is the generator's return value."""
         got: list[tuple] = []
+
+        def each(batch, log: Path) -> Iterator[dict]:
+            if getattr(batch, "is_control", False):
+                return
+            for rec in batch.records():
+                if self.at is not None and rec.timestamp > self.at:
+                    continue
+                d = yield from self._decoded(decode, rec, batch, log)
+                if d is not None:
+                    where = (str(log), batch.base_offset, rec.offset)
+                    got.append((d, batch.producer_id, where, rec.timestamp))
+
+        yield from self._walk(pdir, each)
+        return got
+
+    def _walk(self, pdir: Path, each: Callable[[Any, Path], Iterator[dict]]) -> Iterator[dict]:
+        """``each(batch, log)`` over every batch of ``pdir``'s segments, in order. A partition or
+        segment that cannot be read ends the walk with a failure (8); so does corruption (4):
+        Kafka's recovery truncates there, so what follows is not loaded (the answer comes from the
+        records before it, and says where)."""
         try:
             segments = Partition(pdir).segments
         except OSError as exc:
             self.code |= Exit.OPERATIONAL
             yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
-            return got
+            return
         for seg in segments:
             try:
                 for batch in seg.batches(validate=True):
-                    if getattr(batch, "is_control", False):
-                        continue
-                    for rec in batch.records():
-                        if self.at is not None and rec.timestamp > self.at:
-                            continue
-                        try:
-                            d = decode(rec.key, rec.value)
-                        except CorruptionError as exc:
-                            self.code |= Exit.PROBLEMS
-                            exc.position, exc.offset = batch.position, rec.offset
-                            yield {"type": "failure", "message": f"{exc.in_file(seg.log)} "
-                                   f"(record at offset {rec.offset} skipped)"}  # fmt: skip
-                            continue
-                        where = (str(seg.log), batch.base_offset, rec.offset)
-                        got.append((d, batch.producer_id, where, rec.timestamp))
+                    yield from each(batch, seg.log)
             except CorruptionError as exc:
                 self.code |= Exit.PROBLEMS
                 yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
                        "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
-                return got
+                return
             except OSError as exc:
                 self.code |= Exit.OPERATIONAL
                 yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
-                return got
-        return got
+                return
+
+    def _decoded(self, decode, rec, batch, log: Path) -> Generator[dict, None, dict | None]:
+        """``decode(key, value)`` of one record; a record that does not decode is a failure (4)
+        and None: it is skipped, the replay goes on."""
+        try:
+            return decode(rec.key, rec.value)
+        except CorruptionError as exc:
+            self.code |= Exit.PROBLEMS
+            exc.position, exc.offset = batch.position, rec.offset
+            yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
+                   f"{rec.offset} skipped)"}  # fmt: skip
+            return None
 
     def _log_ends(self, g: Group) -> Iterator[dict]:
         """Log end offset at ``at`` of each topic-partition the group committed, from the data
