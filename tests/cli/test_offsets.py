@@ -158,6 +158,29 @@ def test_corrupt_bytes_exit_4_and_still_answer(root, tmp_path):
     assert got == {("orders", 0): 110, ("orders", 1): 15, ("txn", 0): 25}
 
 
+def test_a_record_whose_value_lies_is_skipped_with_file_and_byte(tmp_path):
+    """A record inside a valid batch (the CRC holds) whose value claims more bytes than it has:
+    exit 4, one line naming the file, the batch's byte and the record, and the replay goes on."""
+    from kseg import LogWriter, Record
+    from kseg.fixtures.offsets import _commit
+
+    pdir = tmp_path / "data" / "__consumer_offsets-0"
+    key0, value0 = _commit("g", "orders", 0, 10, T0)
+    key1, value1 = _commit("g", "orders", 1, 20, T0 + 1000)
+    with LogWriter(pdir) as w:
+        w.append([Record(key0, value0, T0)])
+        lie = w.append([Record(key1, value1[:2] + b"\x7f\xff\xff\xff", T0 + 1000)])
+        w.append([Record(key1, value1, T0 + 2000)])
+    p = run_kseg("offsets", pdir.parent, "--group", "g", "-f", "json")
+    assert p.returncode == 4, p.stderr
+    log = pdir / "00000000000000000000.log"
+    assert f"kseg: {log}: byte {lie.position}: ".encode() in p.stderr
+    assert b"(record at offset 1 skipped)" in p.stderr
+    got = {(e["topic"], e["partition"]): e["offset"] for e in map(json.loads, p.stdout.splitlines())
+           if e["type"] == "offset"}  # fmt: skip
+    assert got == {("orders", 0): 10, ("orders", 1): 20}
+
+
 def test_unreadable_partition_is_8(root, tmp_path):
     import os
 
