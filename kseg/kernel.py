@@ -294,7 +294,7 @@ def json_records(
     takes a run of plain batches whole — each batch's line (``batch_file``: the file name as JSON,
     ``batch_tail``: the partition tags, ``,"key":value``...) and its record lines, with the same
     selection and a batch-level skip or end as kseg.decode.dump._dump_log — as ``(lines, stop,
-    reason, emitted, lo, hi)``: reason RUN_END (reached ``end``), RUN_FULL (about ``max_out``
+    reason, emitted, lo, hi)``, ``lines`` a ``kseg._kernel.Lines`` (see lines_type): reason RUN_END (reached ``end``), RUN_FULL (about ``max_out``
     bytes: call again from ``stop``), RUN_OTHER (the core takes the entry at ``stop``: anything
     but an uncompressed, non-control v2 batch with a matching CRC and valid records that fits a
     part), RUN_LIMIT (``max_records`` shown). ``batches_only``: batch lines only (--batches-only;
@@ -306,6 +306,14 @@ def json_records(
     if any(b is not None and not _I64[0] <= b <= _I64[1] for b in bounds):
         return None
     return k.JsonRecords(file_json, mode, *bounds)
+
+
+def lines_type() -> type | None:
+    """The type of the lines a JsonRecords ``run`` returns (``kseg._kernel.Lines``: ``len``,
+    ``bytes(lines)``, and ``write_stdout()``, which writes them to descriptor 1 from the
+    kernel's buffer and empties them), or None with no kernel active."""
+    k = compiled()
+    return None if k is None else k.Lines
 
 
 # --- records -> Arrow (the Spark source's decoder) ---------------------------------------------

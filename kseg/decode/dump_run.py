@@ -28,7 +28,7 @@ class DumpRun:
 def _code(chunk: list) -> Exit:
     code = Exit.OK
     for ev in chunk:
-        if type(ev) is bytes or ev["type"] != "error":
+        if type(ev) is not dict or ev["type"] != "error":  # bytes, or the kernel's Lines
             continue
         kind = ev["kind"]
         code |= (

@@ -7,6 +7,9 @@ from typing import BinaryIO
 
 import orjson
 
+from ..kernel import lines_type
+from .streams import lines_writer
+
 _OPTS = orjson.OPT_APPEND_NEWLINE
 
 
@@ -21,10 +24,20 @@ def write_json(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
 
 
 def write_json_chunks(chunks: Iterable[list], out: BinaryIO) -> Iterator[list]:
-    """Chunks of events; an event that is already a JSON line (bytes) is written as it is."""
+    """Chunks of events; an event that is already a JSON line (bytes) is written as it is, and
+    so are lines the compiled kernel rendered (kseg.kernel.lines_type: see
+    streams.lines_writer)."""
     dumps = orjson.dumps
     write = out.write
+    lines = lines_type()
+    put_lines = lines_writer(out)
     for chunk in chunks:
         for ev in chunk:
-            write(ev if type(ev) is bytes else dumps(ev, option=_OPTS))
+            t = type(ev)
+            if t is bytes:
+                write(ev)
+            elif t is lines:
+                put_lines(ev)
+            else:
+                write(dumps(ev, option=_OPTS))
         yield chunk

@@ -360,3 +360,55 @@ def test_the_progress_bar_moves_within_a_run(big, choose):
     size = next(big.glob("*.log")).stat().st_size
     inside = [c for c in bar.seen if 0 < c < size]
     assert len(inside) > 10 and inside == sorted(inside)
+
+
+# --- the lines of a run written to descriptor 1 by the kernel --------------------------------
+
+
+def test_run_lines_written_to_stdout_by_the_kernel(tmp_path, k, capfd):
+    """A run's lines (kseg._kernel.Lines) as bytes, and the same bytes on descriptor 1 from
+    write_stdout (then they are empty: the buffer goes back to its JsonRecords, whose next run
+    gives the same lines again)."""
+    with kseg.LogWriter(tmp_path / "t-0", clock=lambda: TS) as w:
+        for b in range(3):
+            w.append(recs(b * 7, 7))
+    log = next((tmp_path / "t-0").glob("*.log"))
+    data = log.read_bytes()
+    lines = kernel.json_records(b'"x.log"', "base64")
+
+    def run():
+        return lines.run(data, 0, len(data), b'"x.log"', b"", None, 1 << 20, False)
+
+    first = run()
+    assert type(first[0]) is kernel.lines_type() and first[2] == kernel.RUN_END
+    text = bytes(first[0])
+    assert len(first[0]) == len(text) and text.count(b'{"type":"record"') == 21
+    capfd.readouterr()
+    first[0].write_stdout()
+    assert capfd.readouterr().out.encode() == text
+    assert len(first[0]) == 0 and bytes(first[0]) == b""
+    first[0].write_stdout()  # nothing left: writes nothing
+    assert capfd.readouterr().out == ""
+    assert bytes(run()[0]) == text
+
+
+def test_kernel_writes_to_stdout_only_when_it_is_descriptor_1(tmp_path):
+    """streams.lines_writer: straight from the kernel's buffer when kseg's stdout buffer is on
+    descriptor 1 (the CLI tests compare that path byte for byte with the core's); as bytes
+    through any other writer (a file object, a captured stdout)."""
+    import io
+    import subprocess
+    import sys
+
+    code = (
+        "import io, sys\n"
+        "from kseg.render import streams\n"
+        "print(streams.lines_writer(streams.stdout()).__name__,"
+        " streams.lines_writer(io.BytesIO()).__name__, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert proc.stderr.split() == [b"direct", b"<lambda>"]
+    from kseg.render import streams
+
+    streams.reset()
+    assert streams.lines_writer(io.BytesIO()).__name__ == "<lambda>"
