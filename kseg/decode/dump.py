@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from binascii import b2a_base64
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -26,6 +25,7 @@ from ..format.errors import CorruptionError
 from ..format.log import bad_magic_message, iter_entries, v2_crc_matches
 from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.magic import format_of
+from ..format.value_class import FrozenValue, init
 from ..storage import files as F
 from ..storage import tree
 from ..storage.mapped import mapped, read_file
@@ -52,29 +52,86 @@ def search_options(key, value, header, key_eq, value_contains, format_string):
     return record_filter, parts
 
 
-@dataclass(frozen=True, slots=True)
-class DumpOptions:
-    batches_only: bool = False
-    payload: str = "auto"
-    from_offset: int | None = None
-    to_offset: int | None = None
-    from_time: int | None = None
-    to_time: int | None = None
-    limit: int | None = None
-    max_bytes: int | None = None
-    topic: str | None = None
-    partition: int | None = None
-    decoder: str | None = None  # a name in internal_topics.DECODERS, or "none"; None = by topic
-    skip_record_metadata: bool = False  # records as offset + decoded payload only, no batches
-    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+class DumpOptions(FrozenValue):
+    batches_only: bool
+    payload: str
+    from_offset: int | None
+    to_offset: int | None
+    from_time: int | None
+    to_time: int | None
+    limit: int | None
+    max_bytes: int | None
+    topic: str | None
+    partition: int | None
+    decoder: str | None  # a name in internal_topics.DECODERS, or "none"; None = by topic
+    skip_record_metadata: bool  # records as offset + decoded payload only, no batches
+    max_decompressed: int
     # internal: the consumer writes JSON Lines, so record events may arrive as ready lines (bytes)
-    json_lines: bool = False
+    json_lines: bool
     # record search (kseg.decode.search.RecordFilter): only records it keeps, and their batches
-    record_filter: object = None
+    record_filter: object
     # only the number of (matching) records per partition and a total (see dump_chunks)
-    count: bool = False
+    count: bool
     # records only, as bytes in this format (kseg.decode.format_string.compile_format's parts)
-    format_string: tuple | None = None
+    format_string: tuple | None
+
+    __slots__ = (
+        "batches_only",
+        "payload",
+        "from_offset",
+        "to_offset",
+        "from_time",
+        "to_time",
+        "limit",
+        "max_bytes",
+        "topic",
+        "partition",
+        "decoder",
+        "skip_record_metadata",
+        "max_decompressed",
+        "json_lines",
+        "record_filter",
+        "count",
+        "format_string",
+    )
+
+    def __init__(
+        self,
+        batches_only: bool = False,
+        payload: str = "auto",
+        from_offset: int | None = None,
+        to_offset: int | None = None,
+        from_time: int | None = None,
+        to_time: int | None = None,
+        limit: int | None = None,
+        max_bytes: int | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        decoder: str | None = None,
+        skip_record_metadata: bool = False,
+        max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+        json_lines: bool = False,
+        record_filter: object = None,
+        count: bool = False,
+        format_string: tuple | None = None,
+    ) -> None:
+        init(self, "batches_only", batches_only)
+        init(self, "payload", payload)
+        init(self, "from_offset", from_offset)
+        init(self, "to_offset", to_offset)
+        init(self, "from_time", from_time)
+        init(self, "to_time", to_time)
+        init(self, "limit", limit)
+        init(self, "max_bytes", max_bytes)
+        init(self, "topic", topic)
+        init(self, "partition", partition)
+        init(self, "decoder", decoder)
+        init(self, "skip_record_metadata", skip_record_metadata)
+        init(self, "max_decompressed", max_decompressed)
+        init(self, "json_lines", json_lines)
+        init(self, "record_filter", record_filter)
+        init(self, "count", count)
+        init(self, "format_string", format_string)
 
 
 class _Budget:

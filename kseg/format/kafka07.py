@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from . import compression as codecs
 from .crc import crc32
@@ -35,6 +34,7 @@ from .errors import (
     DecompressionError,
 )
 from .log import is_zero
+from .value_class import FrozenValue, init
 
 _FIELDS = {
     0: (
@@ -273,8 +273,7 @@ def entries(
 # --- compressed wrappers -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Inner:
+class Inner(FrozenValue):
     """One message delivered by a 0.7 deep iteration of a wrapper (flattened across nesting)."""
 
     payload: bytes
@@ -283,6 +282,24 @@ class Inner:
     depth: int  # 1: directly inside the top-level wrapper
     position: int  # its position in the decompressed set that holds it
     consumer_offset: int  # what a 0.7 consumer stores for it (see inner_messages)
+
+    __slots__ = ("payload", "magic", "crc", "depth", "position", "consumer_offset")
+
+    def __init__(
+        self,
+        payload: bytes,
+        magic: int,
+        crc: int,
+        depth: int,
+        position: int,
+        consumer_offset: int,
+    ) -> None:
+        init(self, "payload", payload)
+        init(self, "magic", magic)
+        init(self, "crc", crc)
+        init(self, "depth", depth)
+        init(self, "position", position)
+        init(self, "consumer_offset", consumer_offset)
 
 
 class _Budget:

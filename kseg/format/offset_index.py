@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .index import Index, entry_struct
+from .value_class import FrozenValue, init
 
 FIELDS = (
     ("relative_offset", "i"),  # offset - base offset
@@ -15,10 +14,15 @@ ENTRY_SIZE = ENTRY.size  # 8
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetPosition:
+class OffsetPosition(FrozenValue):
     offset: int
     position: int
+
+    __slots__ = ("offset", "position")
+
+    def __init__(self, offset: int, position: int) -> None:
+        init(self, "offset", offset)
+        init(self, "position", position)
 
 
 class OffsetIndex(Index):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .index import Index, entry_struct
+from .value_class import FrozenValue, init
 
 FIELDS = (
     ("timestamp", "q"),  # the largest timestamp seen up to this offset
@@ -15,10 +14,15 @@ ENTRY_SIZE = ENTRY.size  # 12
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024 // ENTRY_SIZE * ENTRY_SIZE  # 10,485,756
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampOffset:
+class TimestampOffset(FrozenValue):
     timestamp: int
     offset: int
+
+    __slots__ = ("timestamp", "offset")
+
+    def __init__(self, timestamp: int, offset: int) -> None:
+        init(self, "timestamp", timestamp)
+        init(self, "offset", offset)
 
 
 class TimeIndex(Index):

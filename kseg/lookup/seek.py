@@ -13,11 +13,11 @@ index and the few batches after the indexed position.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import batch as v2
 from ..format.errors import CorruptionError
+from ..format.value_class import Value
 from ..storage import files as F
 from ..storage.partition import Partition
 
@@ -26,19 +26,58 @@ SPECIAL_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TI
 UNSUPPORTED = {-4: "earliest-local", -5: "latest-tiered", -6: "earliest-pending-upload"}
 
 
-@dataclass(slots=True)
-class SeekResult:
+class SeekResult(Value):
     topic: str | None
     partition: int | None
     target: int
-    offset: int | None = None
-    timestamp: int | None = None
-    leader_epoch: int | None = None
-    segment: str | None = None
-    position: int | None = None
-    error: CorruptionError | None = None
-    warnings: list[str] = field(default_factory=list)
-    bytes_read: int = 0
+    offset: int | None
+    timestamp: int | None
+    leader_epoch: int | None
+    segment: str | None
+    position: int | None
+    error: CorruptionError | None
+    warnings: list[str]
+    bytes_read: int
+
+    __slots__ = (
+        "topic",
+        "partition",
+        "target",
+        "offset",
+        "timestamp",
+        "leader_epoch",
+        "segment",
+        "position",
+        "error",
+        "warnings",
+        "bytes_read",
+    )
+
+    def __init__(
+        self,
+        topic: str | None,
+        partition: int | None,
+        target: int,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        leader_epoch: int | None = None,
+        segment: str | None = None,
+        position: int | None = None,
+        error: CorruptionError | None = None,
+        warnings: list[str] | None = None,
+        bytes_read: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.target = target
+        self.offset = offset
+        self.timestamp = timestamp
+        self.leader_epoch = leader_epoch
+        self.segment = segment
+        self.position = position
+        self.error = error
+        self.warnings = [] if warnings is None else warnings
+        self.bytes_read = bytes_read
 
     def to_event(self) -> dict:
         return {
@@ -145,22 +184,70 @@ def _locate(part: Partition, res: SeekResult, offset: int) -> None:
             return
 
 
-@dataclass(slots=True)
-class OffsetLocation:
+class OffsetLocation(Value):
     topic: str | None
     partition: int | None
     target_offset: int
-    status: str = ""  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
-    offset: int | None = None  # the target, or the next offset that exists
-    segment: str | None = None
-    position: int | None = None
-    batch_base_offset: int | None = None
-    batch_last_offset: int | None = None
-    log_start_offset: int | None = None
-    log_end_offset: int | None = None
-    error: CorruptionError | None = None
-    warnings: list[str] = field(default_factory=list)
-    bytes_read: int = 0
+    status: str  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
+    offset: int | None  # the target, or the next offset that exists
+    segment: str | None
+    position: int | None
+    batch_base_offset: int | None
+    batch_last_offset: int | None
+    log_start_offset: int | None
+    log_end_offset: int | None
+    error: CorruptionError | None
+    warnings: list[str]
+    bytes_read: int
+
+    __slots__ = (
+        "topic",
+        "partition",
+        "target_offset",
+        "status",
+        "offset",
+        "segment",
+        "position",
+        "batch_base_offset",
+        "batch_last_offset",
+        "log_start_offset",
+        "log_end_offset",
+        "error",
+        "warnings",
+        "bytes_read",
+    )
+
+    def __init__(
+        self,
+        topic: str | None,
+        partition: int | None,
+        target_offset: int,
+        status: str = "",
+        offset: int | None = None,
+        segment: str | None = None,
+        position: int | None = None,
+        batch_base_offset: int | None = None,
+        batch_last_offset: int | None = None,
+        log_start_offset: int | None = None,
+        log_end_offset: int | None = None,
+        error: CorruptionError | None = None,
+        warnings: list[str] | None = None,
+        bytes_read: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.target_offset = target_offset
+        self.status = status
+        self.offset = offset
+        self.segment = segment
+        self.position = position
+        self.batch_base_offset = batch_base_offset
+        self.batch_last_offset = batch_last_offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+        self.error = error
+        self.warnings = [] if warnings is None else warnings
+        self.bytes_read = bytes_read
 
     def to_event(self) -> dict:
         out = {"type": "seek_offset"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..format.value_class import FrozenValue, init
 
 LOG, INDEX, TIME_INDEX, TXN_INDEX, SNAPSHOT = "log", "index", "timeindex", "txnindex", "snapshot"
 KRAFT_CHECKPOINT = "kraft_checkpoint"
@@ -56,11 +57,17 @@ _PARTITION_DIR_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FileKind:
+class FileKind(FrozenValue):
     kind: str
-    base_offset: int | None = None  # segment files: the offset in the name
-    temp_suffix: str = ""  # ".deleted", ".cleaned", ".swap" when present
+    base_offset: int | None  # segment files: the offset in the name
+    temp_suffix: str  # ".deleted", ".cleaned", ".swap" when present
+
+    __slots__ = ("kind", "base_offset", "temp_suffix")
+
+    def __init__(self, kind: str, base_offset: int | None = None, temp_suffix: str = "") -> None:
+        init(self, "kind", kind)
+        init(self, "base_offset", base_offset)
+        init(self, "temp_suffix", temp_suffix)
 
 
 def file_kind(path: str | Path) -> FileKind:
@@ -90,11 +97,17 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionName:
+class PartitionName(FrozenValue):
     topic: str
     partition: int
-    state: str | None = None  # "delete", "future", "stray" for renamed dirs
+    state: str | None  # "delete", "future", "stray" for renamed dirs
+
+    __slots__ = ("topic", "partition", "state")
+
+    def __init__(self, topic: str, partition: int, state: str | None = None) -> None:
+        init(self, "topic", topic)
+        init(self, "partition", partition)
+        init(self, "state", state)
 
 
 def parse_partition_dir(name: str) -> PartitionName | None:

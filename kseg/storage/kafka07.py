@@ -9,9 +9,9 @@ refuses to start otherwise (FORMATS.md s10).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..format.value_class import FrozenValue, init
 from . import files as F
 from .mapped import mapped
 from .tree import kafka07_segments
@@ -45,14 +45,21 @@ class Segment07:
         return f"Segment07({self.path.name}, size={self.size})"
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
+class Gap(FrozenValue):
     """Two neighbouring segments whose names and sizes disagree."""
 
     segment: Path  # the earlier one
     next_segment: Path
     expected: int  # segment name + size
     actual: int  # the next segment's name
+
+    __slots__ = ("segment", "next_segment", "expected", "actual")
+
+    def __init__(self, segment: Path, next_segment: Path, expected: int, actual: int) -> None:
+        init(self, "segment", segment)
+        init(self, "next_segment", next_segment)
+        init(self, "expected", expected)
+        init(self, "actual", actual)
 
     @property
     def message(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..format import batch as v2
@@ -145,7 +145,7 @@ class LogWriter:
             if off < nxt:
                 raise ValueError(f"record offset {off} does not increase")
             ts = now if rec.timestamp is None else rec.timestamp
-            assigned.append(replace(rec, offset=off, timestamp=ts, headers=list(rec.headers)))
+            assigned.append(rec.replaced(offset=off, timestamp=ts, headers=list(rec.headers)))
             nxt = off + 1
         if self.timestamp_type == LOG_APPEND_TIME and log_append_time is None:
             log_append_time = now

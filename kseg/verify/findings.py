@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from ..format.value_class import FrozenValue, Value, init
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -37,18 +37,37 @@ def exit_bits(kind: str, severity: str) -> int:
     return 4 if severity in (ERROR, WARNING) else 0
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(Value):
     severity: str
     kind: str
     file: str
     position: int | None
     offset: int | None
     message: str
-    repairable: bool = False  # fixed by truncating, rebuilding indexes or an in-place patch
+    repairable: bool  # fixed by truncating, rebuilding indexes or an in-place patch
+
+    __slots__ = ("severity", "kind", "file", "position", "offset", "message", "repairable")
+
+    def __init__(
+        self,
+        severity: str,
+        kind: str,
+        file: str,
+        position: int | None,
+        offset: int | None,
+        message: str,
+        repairable: bool = False,
+    ) -> None:
+        self.severity = severity
+        self.kind = kind
+        self.file = file
+        self.position = position
+        self.offset = offset
+        self.message = message
+        self.repairable = repairable
 
     def to_event(self) -> dict:
-        return {"type": "finding", **asdict(self)}
+        return {"type": "finding", **self.as_dict()}
 
 
 def from_error(exc, file: str, *, severity: str = ERROR, repairable: bool = True) -> Finding:
@@ -61,8 +80,7 @@ def from_error(exc, file: str, *, severity: str = ERROR, repairable: bool = True
     return Finding(severity, exc.kind, exc.file or file, exc.position, exc.offset, msg, repairable)
 
 
-@dataclass(slots=True, frozen=True)
-class Patch:
+class Patch(FrozenValue):
     """An in-place fix of bytes the CRC does not cover, proven by the CRC over all the others."""
 
     file: str
@@ -70,3 +88,12 @@ class Patch:
     old: bytes
     new: bytes
     reason: str
+
+    __slots__ = ("file", "position", "old", "new", "reason")
+
+    def __init__(self, file: str, position: int, old: bytes, new: bytes, reason: str) -> None:
+        init(self, "file", file)
+        init(self, "position", position)
+        init(self, "old", old)
+        init(self, "new", new)
+        init(self, "reason", reason)

@@ -13,25 +13,39 @@ writes (FORMATS.md section 5):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..format.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from ..format.time_index import TimeIndex
 from ..format.timestamps import with_iso
+from ..format.value_class import Value
 
 IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
 _NEVER = 1 << 62
 
 
-@dataclass(slots=True)
-class IndexStatus:
+class IndexStatus(Value):
     status: str
     entries: int
     rebuilt_entries: int
-    padded_bytes: int = 0
-    first_difference: dict | None = None  # {"entry", "position" (byte in the index), "message"}
+    padded_bytes: int
+    first_difference: dict | None  # {"entry", "position" (byte in the index), "message"}
+
+    __slots__ = ("status", "entries", "rebuilt_entries", "padded_bytes", "first_difference")
+
+    def __init__(
+        self,
+        status: str,
+        entries: int,
+        rebuilt_entries: int,
+        padded_bytes: int = 0,
+        first_difference: dict | None = None,
+    ) -> None:
+        self.status = status
+        self.entries = entries
+        self.rebuilt_entries = rebuilt_entries
+        self.padded_bytes = padded_bytes
+        self.first_difference = first_difference
 
     def to_dict(self) -> dict:
         return {

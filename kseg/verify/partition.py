@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import checkpoint as cp
@@ -12,6 +11,7 @@ from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..format.txn_state import TxnTracker
+from ..format.value_class import Value
 from ..storage import files as F
 from ..storage.mapped import read_file
 from ..storage.partition import Partition
@@ -23,18 +23,48 @@ from .index_check import MISSING, WRONG
 from .segment import EpochRanges, SegmentScan, scan_segment
 
 
-@dataclass(slots=True)
-class PartitionReport:
+class PartitionReport(Value):
     target: Target
-    scans: list[SegmentScan] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)  # partition-level ones
-    log_start_offset: int | None = None  # from <log.dir>/log-start-offset-checkpoint
-    clean_shutdown: bool = False  # <log.dir>/.kafka_cleanshutdown exists
-    recovery_point: int | None = None  # from <log.dir>/recovery-point-offset-checkpoint
-    whole: bool = True  # every segment of the partition was scanned
+    scans: list[SegmentScan]
+    findings: list[Finding]  # partition-level ones
+    log_start_offset: int | None  # from <log.dir>/log-start-offset-checkpoint
+    clean_shutdown: bool  # <log.dir>/.kafka_cleanshutdown exists
+    recovery_point: int | None  # from <log.dir>/recovery-point-offset-checkpoint
+    whole: bool  # every segment of the partition was scanned
     # every scan replayed the partition's transactions from its first segment (verify_target's
     # replay_txns): each scan's rebuilt indexes and aborted list are what `index rebuild` writes
-    txns_replayed: bool = False
+    txns_replayed: bool
+
+    __slots__ = (
+        "target",
+        "scans",
+        "findings",
+        "log_start_offset",
+        "clean_shutdown",
+        "recovery_point",
+        "whole",
+        "txns_replayed",
+    )
+
+    def __init__(
+        self,
+        target: Target,
+        scans: list[SegmentScan] | None = None,
+        findings: list[Finding] | None = None,
+        log_start_offset: int | None = None,
+        clean_shutdown: bool = False,
+        recovery_point: int | None = None,
+        whole: bool = True,
+        txns_replayed: bool = False,
+    ) -> None:
+        self.target = target
+        self.scans = [] if scans is None else scans
+        self.findings = [] if findings is None else findings
+        self.log_start_offset = log_start_offset
+        self.clean_shutdown = clean_shutdown
+        self.recovery_point = recovery_point
+        self.whole = whole
+        self.txns_replayed = txns_replayed
 
     @property
     def all_findings(self) -> list[Finding]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..exitcodes import Exit
+from ..format.value_class import FrozenValue, init
 from ..storage.tree import Selection, Target, resolve
 from . import findings as K
 from .kafka_outcome import kafka_recovery
@@ -23,17 +23,50 @@ if TYPE_CHECKING:
 _COUNTED = (K.ERROR, K.WARNING)
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyOptions:
-    deep: bool = False
-    repair: bool = False
-    dry_run: bool = False
-    keep_later_segments: bool = False
-    quarantine: Path | None = None
-    force: bool = False
-    index_interval_bytes: int = 4096
-    topic: str | None = None
-    partition: int | None = None
+class VerifyOptions(FrozenValue):
+    deep: bool
+    repair: bool
+    dry_run: bool
+    keep_later_segments: bool
+    quarantine: Path | None
+    force: bool
+    index_interval_bytes: int
+    topic: str | None
+    partition: int | None
+
+    __slots__ = (
+        "deep",
+        "repair",
+        "dry_run",
+        "keep_later_segments",
+        "quarantine",
+        "force",
+        "index_interval_bytes",
+        "topic",
+        "partition",
+    )
+
+    def __init__(
+        self,
+        deep: bool = False,
+        repair: bool = False,
+        dry_run: bool = False,
+        keep_later_segments: bool = False,
+        quarantine: Path | None = None,
+        force: bool = False,
+        index_interval_bytes: int = 4096,
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        init(self, "deep", deep)
+        init(self, "repair", repair)
+        init(self, "dry_run", dry_run)
+        init(self, "keep_later_segments", keep_later_segments)
+        init(self, "quarantine", quarantine)
+        init(self, "force", force)
+        init(self, "index_interval_bytes", index_interval_bytes)
+        init(self, "topic", topic)
+        init(self, "partition", partition)
 
 
 class VerifyRun:

@@ -4,7 +4,6 @@ recovery would rebuild. Header-only unless ``deep``; memory bounded by the index
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,6 +19,7 @@ from ..format.time_index import TimeIndex
 from ..format.timestamps import in_date_range, with_iso
 from ..format.txn_index import AbortedTxn
 from ..format.txn_state import TxnTracker
+from ..format.value_class import Value
 from ..kernel import ROW
 from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from . import findings as K
@@ -55,30 +55,96 @@ class EntryHeader(NamedTuple):
     partition_leader_epoch: int
 
 
-@dataclass(slots=True)
-class SegmentScan:
+class SegmentScan(Value):
     log: Path
     base_offset: int
     size: int
-    valid_bytes: int = 0
-    batches: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    max_timestamp: int = -1
-    first_error: Finding | None = None
-    findings: list[Finding] = field(default_factory=list)
-    rebuilt: IndexBuilder | None = None
-    offset_index: IndexStatus | None = None
-    time_index: IndexStatus | None = None
-    aborted: list[AbortedTxn] = field(default_factory=list)
+    valid_bytes: int
+    batches: int
+    first_offset: int | None
+    last_offset: int | None
+    max_timestamp: int
+    first_error: Finding | None
+    findings: list[Finding]
+    rebuilt: IndexBuilder | None
+    offset_index: IndexStatus | None
+    time_index: IndexStatus | None
+    aborted: list[AbortedTxn]
     # in-place fixes of bytes outside the CRC (verify --repair applies them; not truncations)
-    patches: list[Patch] = field(default_factory=list)
+    patches: list[Patch]
     # what Kafka's own recovery does with this segment, where that differs from kseg's view:
-    kafka_stop: int | None = None  # byte where Kafka truncates (None: it keeps every byte)
-    kafka_end: int | None = None  # the segment's next offset after Kafka's truncation
-    kafka_fatal: Finding | None = None  # Kafka fails to start on this (unreadable control)
-    kafka_kept_bad: list[int] = field(default_factory=list)  # bad batches Kafka keeps silently
-    kafka_kept_epoch: list[int] = field(default_factory=list)  # wrong leader epochs it keeps
+    kafka_stop: int | None  # byte where Kafka truncates (None: it keeps every byte)
+    kafka_end: int | None  # the segment's next offset after Kafka's truncation
+    kafka_fatal: Finding | None  # Kafka fails to start on this (unreadable control)
+    kafka_kept_bad: list[int]  # bad batches Kafka keeps silently
+    kafka_kept_epoch: list[int]  # wrong leader epochs it keeps
+
+    __slots__ = (
+        "log",
+        "base_offset",
+        "size",
+        "valid_bytes",
+        "batches",
+        "first_offset",
+        "last_offset",
+        "max_timestamp",
+        "first_error",
+        "findings",
+        "rebuilt",
+        "offset_index",
+        "time_index",
+        "aborted",
+        "patches",
+        "kafka_stop",
+        "kafka_end",
+        "kafka_fatal",
+        "kafka_kept_bad",
+        "kafka_kept_epoch",
+    )
+
+    def __init__(
+        self,
+        log: Path,
+        base_offset: int,
+        size: int,
+        valid_bytes: int = 0,
+        batches: int = 0,
+        first_offset: int | None = None,
+        last_offset: int | None = None,
+        max_timestamp: int = -1,
+        first_error: Finding | None = None,
+        findings: list[Finding] | None = None,
+        rebuilt: IndexBuilder | None = None,
+        offset_index: IndexStatus | None = None,
+        time_index: IndexStatus | None = None,
+        aborted: list[AbortedTxn] | None = None,
+        patches: list[Patch] | None = None,
+        kafka_stop: int | None = None,
+        kafka_end: int | None = None,
+        kafka_fatal: Finding | None = None,
+        kafka_kept_bad: list[int] | None = None,
+        kafka_kept_epoch: list[int] | None = None,
+    ) -> None:
+        self.log = log
+        self.base_offset = base_offset
+        self.size = size
+        self.valid_bytes = valid_bytes
+        self.batches = batches
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.max_timestamp = max_timestamp
+        self.first_error = first_error
+        self.findings = [] if findings is None else findings
+        self.rebuilt = rebuilt
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.aborted = [] if aborted is None else aborted
+        self.patches = [] if patches is None else patches
+        self.kafka_stop = kafka_stop
+        self.kafka_end = kafka_end
+        self.kafka_fatal = kafka_fatal
+        self.kafka_kept_bad = [] if kafka_kept_bad is None else kafka_kept_bad
+        self.kafka_kept_epoch = [] if kafka_kept_epoch is None else kafka_kept_epoch
 
     @property
     def corrupt(self) -> bool:

@@ -5,7 +5,6 @@ after the mutation, so the damage reaches the offset and record checks)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -65,15 +64,15 @@ def plain_rows(monkeypatch):
 def scan_facts(scan) -> dict:
     """Everything a SegmentScan says, in comparable form."""
     out = {}
-    for f in dataclasses.fields(scan):
-        v = getattr(scan, f.name)
-        if f.name == "rebuilt":
+    for name in scan.__slots__:
+        v = getattr(scan, name)
+        if name == "rebuilt":
             v = (bytes(v.offset_index), bytes(v.time_index), v.valid_bytes)
-        elif f.name == "findings":
+        elif name == "findings":
             v = [x.to_event() for x in v]
-        elif f.name in ("first_error", "kafka_fatal"):
+        elif name in ("first_error", "kafka_fatal"):
             v = None if v is None else v.to_event()
-        out[f.name] = v
+        out[name] = v
     return out
 
 
