@@ -97,7 +97,7 @@ def _callback(command: Command):
 
     def run(**kw: Any) -> int:
         try:
-            return fn(**kw)
+            return command.fn(**kw)  # looked up now: tests/cli/test_parse.py swaps it
         except BadOption as exc:
             raise typer.BadParameter(str(exc), param_hint=exc.option) from None
 
