@@ -22,7 +22,7 @@ from types import UnionType
 from typing import Annotated, Any, get_args, get_origin
 
 from .cli_options import Arg, Opt
-from .cli_registry import COMMANDS, EMPTY, GROUPS, Command, parameters
+from .cli_registry import COMMANDS, EMPTY, GROUPS, Command, parameters, version
 
 # what an Opt/Arg may hold for this parser to model it: with anything else (is_eager, callback,
 # count, max, envvar, case_sensitive, ...) the command is typer's
@@ -136,6 +136,9 @@ class Param:
         return self.default
 
 
+VERSION = Command((), version, None)
+
+
 def params(command: Command) -> list[Param]:
     """The parameters of ``command`` as click builds them (Declined: one is not modelled)."""
     return [Param(*p) for p in parameters(command.fn)]
@@ -143,6 +146,8 @@ def params(command: Command) -> list[Param]:
 
 def parse(args: list[str]) -> tuple[Command, dict[str, Any]] | None:
     """The registered command ``args`` runs and its keyword arguments, or None: typer's."""
+    if args in (["--version"], ["-V"]):  # the root's eager option, alone (kseg.cli_typer's _root)
+        return VERSION, {}
     command, rest = _command(args)
     if command is None or command.path[0] == "spark":
         return None

@@ -12,7 +12,16 @@ from typing import Annotated, Any, get_args, get_origin
 import typer
 
 from .cli_options import Arg, Opt
-from .cli_registry import COMMANDS, EMPTY, GROUPS, Command, Path_, load_spark, parameters
+from .cli_registry import (
+    COMMANDS,
+    EMPTY,
+    GROUPS,
+    Command,
+    Path_,
+    load_spark,
+    parameters,
+    version,
+)
 from .exitcodes import BadOption
 
 
@@ -70,10 +79,7 @@ def _typer(path: Path_, commands: list[Path_]) -> typer.Typer:
 
 def _version(value: bool) -> None:
     if value:
-        from .version import version_line
-
-        print(version_line())
-        raise typer.Exit(0)
+        raise typer.Exit(version())
 
 
 def _root(

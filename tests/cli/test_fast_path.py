@@ -41,6 +41,8 @@ def root(tmp_path_factory):
 
 
 CASES = [
+    ("--version",),
+    ("-V",),
     ("verify", "t-0"),
     ("verify", "-f", "json", "t-0", "--deep"),
     ("verify", "-qfjson", "t-0", "--problems-only"),

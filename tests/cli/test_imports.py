@@ -232,6 +232,10 @@ def test_common_commands_do_not_import_typer(one_batch, args):
     assert under(imported(*args, one_batch), TYPER) == []
 
 
+def test_version_does_not_import_typer():
+    assert under(imported("--version"), TYPER) == []
+
+
 def test_help_and_usage_errors_do_import_typer(one_batch):
     """The control: help, and a command line the fast parser declines, are typer's."""
     assert "typer" in imported("--help")

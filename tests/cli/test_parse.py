@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kseg.cli  # noqa: F401 - registers the commands
-from kseg.cli_parse import Declined, _parse, params, parse
-from kseg.cli_registry import COMMANDS, Command, load_spark
+from kseg.cli_parse import VERSION, Declined, _parse, params, parse
+from kseg.cli_registry import COMMANDS, Command, load_spark, version
 from kseg.cli_typer import _callback, app_for
 
 load_spark()
@@ -82,6 +82,15 @@ def test_parameters_equal_what_click_built(path):
         if p.kind is Path:
             assert (p.readable, c.type.exists, c.type.allow_dash) == (c.type.readable, False, False)
             assert (c.type.writable, c.type.resolve_path, c.type.type) == (False, False, None)
+
+
+def test_version_is_the_roots_eager_option():
+    """The bare `kseg --version` / `-V` the parser answers is the root's eager option."""
+    root = typer.main.get_command(app_for(["--version"]))
+    (option,) = [p for p in root.params if p.name == "version"]
+    assert (option.opts, option.is_eager, option.is_flag) == (["--version", "-V"], True, True)
+    assert parse(["--version"]) == parse(["-V"]) == (VERSION, {})
+    assert VERSION.fn is version
 
 
 def typer_kwargs(path, argv: list[str]):
@@ -224,7 +233,9 @@ DECLINED = [
     ("index", "P"),
     ("index", "--help"),
     ("--help",),
-    ("--version",),
+    ("--version", "verify", "P"),
+    ("verify", "--version"),
+    ("-V", "-V"),
     ("spark", "verify", "P"),
     (),
     ("verfy", "P"),
