@@ -27,7 +27,7 @@ from .cli_registry import COMMANDS, EMPTY, GROUPS, Command, parameters, version
 # what an Opt/Arg may hold for this parser to model it: with anything else (is_eager, callback,
 # count, max, envvar, case_sensitive, ...) the command is typer's
 _MODELLED = frozenset({"help", "show_default", "metavar", "min", "readable"})
-_TYPES = (str, int, Path)
+_TYPES = (str, int, Path, bool)
 
 
 class Declined(Exception):
@@ -56,9 +56,7 @@ class Param:
         self.multiple = get_origin(kind) is list
         if self.multiple:
             (kind,) = get_args(kind)
-        if not (
-            kind in _TYPES or kind is bool or isinstance(kind, type) and issubclass(kind, Enum)
-        ):
+        if not (kind in _TYPES or isinstance(kind, type) and issubclass(kind, Enum)):
             raise Declined(name)
         self.name = name
         self.kind = kind
@@ -78,7 +76,9 @@ class Param:
             self.nargs = 1
             if self.required or (self.multiple and (self.flag or default is not None)):
                 raise Declined(name)
-            dashed = name.lower().replace("_", "-")  # typer's option name for a parameter
+            if not meta.decls and "metavar" in meta.kw:
+                raise Declined(name)  # typer may then name the option after the metavar
+            dashed = name.replace("_", "-")  # typer's option name for a parameter
             decls = meta.decls or (
                 (f"--{dashed}/--no-{dashed}",) if self.flag else (f"--{dashed}",)
             )
