@@ -10,53 +10,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from . import cli_options as o
 from .cli_offsets import register_offsets
+from .cli_registry import command, group
 from .cli_stats import register as register_stats
 from .exitcodes import BadOption, help_text
 
-app = typer.Typer(
-    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, powershell)
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Inspect, verify and repair Apache Kafka log segments on disk.\n\n"
+group(
+    (),
+    "Inspect, verify and repair Apache Kafka log segments on disk.\n\n"
     "PATH arguments: a file, a partition dir (<topic>-<n>), a log.dirs root, or a directory of "
     "roots (one per broker); a PATH with no Kafka partition, segment or data file is a usage "
     "error. Data goes to stdout, messages to stderr.\n\n"
     "Example:\n\n\b\n  kseg verify /var/lib/kafka/data && systemctl start kafka\n\n"
     + help_text("\b\n"),
 )
-index_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Rebuild or check `.index`/`.timeindex`/`.txnindex` files offline, exactly as Kafka's recovery writes them.",
+group(
+    ("index",),
+    "Rebuild or check `.index`/`.timeindex`/`.txnindex` files offline, exactly as Kafka's recovery writes them.",
 )
-app.add_typer(index_app, name="index")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from .version import version_line
-
-        print(version_line())
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        "-V",
-        is_eager=True,
-        callback=_version,
-        help="Print the version (and which kernel decodes) and exit.",
-    ),
-) -> None:
-    pass
 
 
 def _selection(paths: list[Path], topic: str | None, partition: int | None):
@@ -74,13 +46,13 @@ def _log_bytes(targets) -> int:
     return log_bytes(targets)
 
 
-def _finish(*args, **kw):
+def _finish(*args, **kw) -> int:
     from .render import finish
 
-    raise typer.Exit(finish(*args, **kw))
+    return finish(*args, **kw)
 
 
-@o.command(app)
+@command("dump")
 def dump(
     paths: o.AnyPathsArg,
     fmt: o.FormatOpt = o.OutputFormat.text,
@@ -104,7 +76,7 @@ def dump(
     count: o.CountOpt = False,
     format_string: o.FormatStringOpt = None,
     quiet: o.QuietOpt = False,
-) -> None:
+) -> int:
     """Decode every file of a Kafka data directory (read-only).
 
     Exit codes: 0 decoded cleanly; 4 something in the input was invalid (reported as an error
@@ -142,13 +114,13 @@ def dump(
         format_string=parts,
     )
     if parts is not None:
-        raise typer.Exit(finish_format_string(DumpRun(paths, opts)))
+        return finish_format_string(DumpRun(paths, opts))
     if count:
-        raise typer.Exit(finish_count(DumpRun(paths, opts), fmt.value))
-    raise typer.Exit(finish_dump(DumpRun(paths, opts), fmt.value, quiet))
+        return finish_count(DumpRun(paths, opts), fmt.value)
+    return finish_dump(DumpRun(paths, opts), fmt.value, quiet)
 
 
-@o.command(index_app, "rebuild")
+@command("index", "rebuild")
 def index_rebuild(
     paths: o.SegmentPathsArg,
     index_interval_bytes: o.IntervalOpt = 4096,
@@ -161,7 +133,7 @@ def index_rebuild(
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
     quiet: o.QuietOpt = False,
-) -> None:
+) -> int:
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would (temp file, fsync, rename).
 
     Stops at the first invalid batch like recovery and reports it (the log is not truncated: that
@@ -186,17 +158,17 @@ def index_rebuild(
         force=force,
     )
     total = lambda: log_bytes(run.targets)  # noqa: E731
-    _finish("index rebuild", run, run.events(), fmt.value, bar_total=total, quiet=quiet)
+    return _finish("index rebuild", run, run.events(), fmt.value, bar_total=total, quiet=quiet)
 
 
-@o.command(index_app, "check")
+@command("index", "check")
 def index_check(
     paths: o.SegmentPathsArg,
     index_interval_bytes: o.IntervalOpt = 4096,
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
-) -> None:
+) -> int:
     """Compare existing indexes with a rebuild: identical, equivalent (different bytes, every lookup
     still correct under Kafka's rules, e.g. live multi-batch appends or follower-written entries),
     wrong (a lookup would go wrong, or sanity fails) or missing.
@@ -212,7 +184,7 @@ def index_check(
 
     sel = _selection(paths, topic, partition)
     run = CheckRun(sel, index_interval_bytes=index_interval_bytes)
-    _finish("index check", run, run.events(), fmt.value)
+    return _finish("index check", run, run.events(), fmt.value)
 
 
 VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; with --repair, fix them
@@ -231,7 +203,7 @@ Example:
 """
 
 
-@o.command(app, help=VERIFY_HELP)
+@command("verify", help=VERIFY_HELP)
 def verify(
     paths: o.SegmentPathsArg,
     repair: o.RepairOpt = False,
@@ -246,7 +218,7 @@ def verify(
     fmt: o.FormatOpt = o.OutputFormat.text,
     problems_only: o.ProblemsOnlyOpt = False,
     quiet: o.QuietOpt = False,
-) -> None:
+) -> int:
     from .render import problems_only as without_ok
     from .verify.run import VerifyOptions, VerifyRun
 
@@ -266,7 +238,7 @@ def verify(
     sel = _selection(paths, topic, partition)  # a wrong path fails up front
     run = VerifyRun(opts)
     events = without_ok(run.events(sel)) if problems_only else run.events(sel)
-    _finish(
+    return _finish(
         "verify",
         run,
         events,
@@ -277,13 +249,13 @@ def verify(
     )
 
 
-@o.command(app)
+@command("restore")
 def restore(
     quarantine_dir: o.QuarantineDirArg,
     force: o.RestoreForceOpt = False,
     base_dir: o.BaseDirOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
-) -> None:
+) -> int:
     """Undo a repair: truncated bytes appended back, quarantined segments and old index files put back.
 
     Everything is checked before anything changes: each file is as the repair left it (or already
@@ -299,10 +271,10 @@ def restore(
     from .verify.restore import RestoreRun
 
     run = RestoreRun(quarantine_dir, force=force, base_dir=base_dir)
-    _finish("restore", run, run.events(), fmt.value)
+    return _finish("restore", run, run.events(), fmt.value)
 
 
-@o.command(app)
+@command("seek")
 def seek(
     paths: o.PartitionPathsArg,
     time_: o.TimeOpt = None,
@@ -312,7 +284,7 @@ def seek(
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.SeekFormatOpt = o.SeekFormat.text,
-) -> None:
+) -> int:
     """Offset for a timestamp, exactly as the broker's ListOffsets answers it; or segment and
     byte position for an offset. Reads index tails, one time index, one offset index and a few batches.
 
@@ -339,13 +311,13 @@ def seek(
     if csv and target is None:
         raise BadOption("reset-csv goes with --time", "--format")
     run = SeekRun(sel, target=target, offset=offset, data_only=data_only, fill_latest=csv)
-    _finish("seek", run, run.reset_events() if csv else run.events(), fmt.value)
+    return _finish("seek", run, run.reset_events() if csv else run.events(), fmt.value)
 
 
-@o.command(app)
+@command("demo")
 def demo(
     directory: o.DemoDirArg = Path("kseg-demo"), fmt: o.FormatOpt = o.OutputFormat.text
-) -> None:
+) -> int:
     """Write a small example data directory (every format and codec) and dump part of it.
 
     DIRECTORY must be new, empty, or an earlier demo (dumped as it is); any other directory is
@@ -365,28 +337,18 @@ def demo(
         streams.say(message)
     streams.say(f"$ kseg dump {directory}/upgrade-0 --limit 12")
     opts = DumpOptions(limit=12, json_lines=fmt is o.OutputFormat.json)
-    raise typer.Exit(finish_dump(DumpRun([directory / "upgrade-0"], opts), fmt.value))
+    return finish_dump(DumpRun([directory / "upgrade-0"], opts), fmt.value)
 
 
-register_offsets(app)  # kseg.cli_offsets: `kseg offsets`
-register_stats(app, _selection)  # `kseg stats` (kseg.cli_stats: cli.py stays a veneer)
-
-
-def _spark_commands() -> None:
-    """Register `kseg spark` (kseg.cli_spark: its options and help), once."""
-    if not any(g.name == "spark" for g in app.registered_groups):
-        from .cli_spark import spark_app
-
-        app.add_typer(spark_app, name="spark")
+register_offsets()  # kseg.cli_offsets: `kseg offsets`
+register_stats(_selection)  # `kseg stats` (kseg.cli_stats: cli.py stays a veneer)
 
 
 def main() -> None:
-    """The process around the app (kseg.entry): every outcome through exit_status."""
-    from .entry import only_the_command, run_app
+    """The process around the commands (kseg.entry): every outcome through exit_status."""
+    from .entry import run_app
 
-    if only_the_command(app) is app:  # help listing every command, completion, `spark`, a typo
-        _spark_commands()
-    run_app(app)
+    run_app()
 
 
 if __name__ == "__main__":

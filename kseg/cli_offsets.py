@@ -3,13 +3,12 @@ library is kseg.lookup.group_offsets, imported only when the command runs."""
 
 from __future__ import annotations
 
-import typer
-
 from . import cli_options as o
+from .cli_registry import command
 
 
-def register_offsets(app: typer.Typer) -> None:
-    @o.command(app)
+def register_offsets() -> None:
+    @command("offsets")
     def offsets(
         paths: o.PartitionPathsArg,
         group: o.GroupOpt = None,
@@ -19,7 +18,7 @@ def register_offsets(app: typer.Typer) -> None:
         retention: o.RetentionOpt = "7d",
         lag: o.LagOpt = False,
         fmt: o.SeekFormatOpt = o.SeekFormat.text,
-    ) -> None:
+    ) -> int:
         """What a consumer group had committed (as of --at), replaying __consumer_offsets as the
         group coordinator loads it: tombstones, group deletion, transactional commits (only once
         COMMITted), expired offsets flagged. Only the __consumer_offsets partition the group maps
@@ -52,4 +51,4 @@ def register_offsets(app: typer.Typer) -> None:
             lag=lag,
             csv=csv,
         )
-        _finish("offsets", run, run.reset_events() if csv else run.events(), fmt.value)
+        return _finish("offsets", run, run.reset_events() if csv else run.events(), fmt.value)

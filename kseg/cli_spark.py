@@ -4,8 +4,6 @@ a wrong path); the jobs are kseg.spark.jobs."""
 
 from __future__ import annotations
 
-import typer
-
 from . import interrupt
 from .cli_options import (
     ConfOpt,
@@ -26,15 +24,14 @@ from .cli_options import (
     SparkPathsArg,
     TopicOpt,
     ToTimeOpt,
-    command,
 )
+from .cli_registry import command, group
 from .exitcodes import BadOption, Exit
 from .render import streams
 
-spark_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Read, verify and export whole data directories on Apache Spark (pip install 'kseg[spark]').",
+group(
+    ("spark",),
+    "Read, verify and export whole data directories on Apache Spark (pip install 'kseg[spark]').",
 )
 
 
@@ -80,13 +77,13 @@ def _bar(spark, quiet: bool, description: str):
     return progress.SparkBar(progress.wanted(quiet), spark, description)
 
 
-def _finish(command: str, code: int, events: list[dict], fmt: str):
+def _finish(command: str, code: int, events: list[dict], fmt: str) -> int:
     from .render import finish
 
-    raise typer.Exit(finish(command, Exit(code), events, fmt))
+    return finish(command, Exit(code), events, fmt)
 
 
-@command(spark_app, "export")
+@command("spark", "export")
 def spark_export(
     inputs: SparkPathsArg,
     out: OutOpt,
@@ -100,7 +97,7 @@ def spark_export(
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
     quiet: QuietOpt = False,
-) -> None:
+) -> int:
     """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
 
     Example:
@@ -138,10 +135,10 @@ def spark_export(
         streams.say(message)
     skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
     streams.say(f"wrote {n} records to {out}{skipped}")
-    raise typer.Exit(int(Exit.OPERATIONAL if unreadable else Exit.OK))
+    return int(Exit.OPERATIONAL if unreadable else Exit.OK)
 
 
-@command(spark_app, "verify")
+@command("spark", "verify")
 def spark_verify(
     inputs: SparkPathsArg,
     out: FindingsOutOpt = None,
@@ -152,7 +149,7 @@ def spark_verify(
     conf: ConfOpt = None,
     fmt: FormatOpt = OutputFormat.text,
     quiet: QuietOpt = False,
-) -> None:
+) -> int:
     """The checks of `kseg verify` on every partition, in parallel; same findings, same exit codes
     (0 clean, 4 problems, 8 operational error, 16 usage). Read-only: repairs stay a local job.
 
@@ -169,10 +166,10 @@ def spark_verify(
         events = verify_events(
             spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
         )
-    _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
+    return _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
 
 
-@command(spark_app, "stats")
+@command("spark", "stats")
 def spark_stats(
     inputs: SparkPathsArg,
     per_hour: PerHourOpt = False,
@@ -181,7 +178,7 @@ def spark_stats(
     conf: ConfOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     quiet: QuietOpt = False,
-) -> None:
+) -> int:
     """Per topic-partition (and hour): records, bytes, codecs and compression ratio, offset and
     timestamp ranges, producers, transactional share.
 
@@ -196,4 +193,4 @@ def spark_stats(
     spark = _session(master, conf, quiet)
     with _bar(spark, quiet, "spark stats"):
         events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
-    _finish("spark stats", 0, events, fmt.value)
+    return _finish("spark stats", 0, events, fmt.value)

@@ -3,15 +3,14 @@ kseg.render -> exit status), in a module of its own so that kseg.cli stays a sho
 
 from __future__ import annotations
 
-import typer
-
 from . import cli_options as o
+from .cli_registry import command
 
 
-def register(app: typer.Typer, selection) -> None:
-    """Add the command to ``app``; ``selection``: kseg.cli's input resolution."""
+def register(selection) -> None:
+    """Register the command; ``selection``: kseg.cli's input resolution."""
 
-    @o.command(app)
+    @command("stats")
     def stats(
         paths: o.SegmentPathsArg,
         by: o.StatsByOpt = o.StatsBy.partition,
@@ -21,7 +20,7 @@ def register(app: typer.Typer, selection) -> None:
         partition: o.PartitionOpt = None,
         fmt: o.StatsFormatOpt = o.StatsFormat.text,
         quiet: o.QuietOpt = False,
-    ) -> None:
+    ) -> int:
         """Records, batches, bytes, codecs, offset and time ranges, producers, transactional share
         per partition (and hour), topic and log dir, from one pass over batch headers.
 
@@ -40,4 +39,4 @@ def register(app: typer.Typer, selection) -> None:
         check_plot(plot)  # a wrong name or no matplotlib fails before any work
         opts = StatsOptions(by is o.StatsBy.hour, uncompressed, timeline=plot is not None)
         run = StatsRun(selection(paths, topic, partition), opts)
-        raise typer.Exit(finish_stats(run, fmt.value, quiet, plot))
+        return finish_stats(run, fmt.value, quiet, plot)

@@ -2,6 +2,10 @@
 usage error, an exception) becomes one line on stderr at most and the exit status from
 kseg.exitcodes.exit_status. Never a traceback.
 
+A common command line is parsed by kseg.cli_parse without importing typer (half of the
+start-up time); help, completion, usage errors and the rest go through the typer app that
+kseg.cli_typer builds from the same declarations.
+
 The console script's ``main`` installs the signal handlers before anything heavy is imported
 (typer, rich and the commands take tens of milliseconds to import): an interrupt at any moment
 after that exits 32 with one line on stderr. Importing this module changes nothing (kseg.cli's
@@ -36,8 +40,8 @@ def main() -> None:
         raise
 
 
-def run_app(app) -> None:
-    """Run the typer ``app`` on sys.argv and exit with the outcome's status."""
+def run_app() -> None:
+    """Run the command on sys.argv and exit with the outcome's status."""
     from .exitcodes import exit_status, track
     from .render import streams
 
@@ -45,7 +49,7 @@ def run_app(app) -> None:
     streams.reset()
     track(None)
     try:
-        code = _run(app)
+        code = _run()
     except interrupt.Interrupted as exc:  # while flushing or reporting
         code = exit_status(exc)
         interrupt.defer()
@@ -55,23 +59,11 @@ def run_app(app) -> None:
     sys.exit(int(code))
 
 
-def _call_app(app) -> int:
-    import typer
-
+def _call_app() -> int:
     from .render import streams
 
     try:
-        try:
-            # the command is invoked directly, not through Click's main(): that one turns a
-            # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
-            # KeyboardInterrupt into a silent exit 130
-            command = typer.main.get_command(only_the_command(app))
-            # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
-            command._main_shell_completion({}, "kseg", None)
-            with command.make_context("kseg", sys.argv[1:]) as ctx:
-                rv = command.invoke(ctx)
-        except typer.Exit as exc:
-            rv = exc.exit_code
+        rv = _call_command()
         streams.flush()
         if interrupt.received():
             # an Interrupted was swallowed on its way up (a cleanup's error replaced it and was
@@ -86,51 +78,56 @@ def _call_app(app) -> int:
     return rv if isinstance(rv, int) else 0
 
 
-def only_the_command(app):
-    """The typer ``app`` with only the command that sys.argv runs: click then builds that
-    command's parameters and no other's (each costs start-up time). ``--version`` builds none.
-    Anything else (no command name first: ``--help``, nothing; an unknown name; shell
-    completion): ``app`` itself, so that help lists every command and a typo gets click's
-    message."""
-    if os.environ.get("_KSEG_COMPLETE"):
-        return app
-    args = sys.argv[1:]
-    if args[:1] in (["--version"], ["-V"]):  # eager: answered before any command is looked at
-        return _with(app, [], [])
-    return _only(app, args)
+class OptionMistake(Exception):
+    """A usage mistake the library found (BadOption) in a command line kseg.cli_parse parsed:
+    worded as click words the typer.BadParameter it becomes on the typer path."""
+
+    kind = "usage"
+
+    def __init__(self, exc, command_path: str) -> None:
+        super().__init__(f"Invalid value for {exc.option}: {exc} (see '{command_path} --help')")
 
 
-def _only(app, args: list[str]):
-    import copy
+def _call_command():
+    """The command's outcome: through kseg.cli_parse if it models the command line, else typer."""
+    from .exitcodes import BadOption
 
+    if not os.environ.get("_KSEG_COMPLETE"):  # shell completion: typer's
+        from .cli_parse import parse
+
+        parsed = parse(sys.argv[1:])
+        if parsed is not None:
+            command, kwargs = parsed
+            try:
+                return command.fn(**kwargs)
+            except BadOption as exc:
+                raise OptionMistake(exc, " ".join(("kseg", *command.path))) from None
+    return _call_typer()
+
+
+def _call_typer():
     import typer
 
-    name = args[0] if args else None
-    for info in app.registered_commands:
-        if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
-            return _with(app, [info], [])
-    for info in app.registered_groups:
-        if info.name == name:
-            sub = copy.copy(info)
-            sub.typer_instance = _only(info.typer_instance, args[1:])
-            return _with(app, [], [sub])
-    return app
+    from .cli_typer import app_for
+
+    try:
+        # the command is invoked directly, not through Click's main(): that one turns a
+        # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
+        # KeyboardInterrupt into a silent exit 130
+        command = typer.main.get_command(app_for(sys.argv[1:]))
+        # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
+        command._main_shell_completion({}, "kseg", None)
+        with command.make_context("kseg", sys.argv[1:]) as ctx:
+            return command.invoke(ctx)
+    except typer.Exit as exc:
+        return exc.exit_code
 
 
-def _with(app, commands: list, groups: list):
-    import copy
-
-    reduced = copy.copy(app)
-    reduced.registered_commands = commands
-    reduced.registered_groups = groups
-    return reduced
-
-
-def _run(app) -> int:
+def _run() -> int:
     from .exitcodes import exit_status, so_far
 
     try:
-        return _call_app(app)
+        return _call_app()
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - every outcome is reported, never a traceback
@@ -159,6 +156,8 @@ def _report(exc: BaseException) -> None:
         # one line, as the README promises: what is wrong, and where the help is
         where = exc.ctx.command_path if exc.ctx is not None else "kseg"
         streams.say(f"{exc.format_message()} (see '{where} --help')")
+    elif isinstance(exc, OptionMistake):
+        streams.say(str(exc))
     elif "Abort" in names:  # EOF on a prompt (kseg has none); Ctrl-C is Interrupted
         pass
     elif isinstance(exc, BrokenPipeError):

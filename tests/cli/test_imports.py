@@ -217,3 +217,27 @@ def test_offsets_imports_only_what_it_needs(tmp_path):
     names = imported("offsets", tmp_path, "--group", GROUP)
     assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.decode.dump")) == []
     assert {"kseg.lookup.group_offsets", "kseg.format.coordinator"} <= names
+
+
+# the commands kseg.cli_parse parses without typer (about half of a command's start-up)
+TYPER = ("typer", "click")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("verify",), ("verify", "-f", "json"), ("dump", "-f", "json"), ("dump", "--batches-only")]
+    + [("seek", "--time", "latest"), ("index", "check"), ("stats",)],
+)
+def test_common_commands_do_not_import_typer(one_batch, args):
+    assert under(imported(*args, one_batch), TYPER) == []
+
+
+def test_version_does_not_import_typer():
+    assert under(imported("--version"), TYPER) == []
+
+
+def test_help_and_usage_errors_do_import_typer(one_batch):
+    """The control: help, and a command line the fast parser declines, are typer's."""
+    assert "typer" in imported("--help")
+    assert "typer" in imported("verify", "--help")
+    assert "typer" in imported("index", "check", one_batch, "--help")
