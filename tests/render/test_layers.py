@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "kseg"
-CLI = {"kseg.cli", "kseg.cli_options", "kseg.cli_spark", "kseg.entry", "kseg.spark_submit"}
+# every command-line module (kseg/cli*.py: the commands, their options, registry, parsers and
+# the typer app), the process around them and the spark-submit entry point
+CLI = {f"kseg.{p.stem}" for p in PKG.glob("cli*.py")} | {"kseg.entry", "kseg.spark_submit"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -50,6 +52,7 @@ def _modules(sub: str) -> list[Path]:
     ],
 )
 def test_imports_point_one_way(layer, forbidden):
+    assert {"kseg.cli", "kseg.cli_parse", "kseg.cli_typer", "kseg.cli_registry"} <= CLI
     for path in _modules(layer):
         bad = {m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in forbidden)}
         assert not bad, f"{path.relative_to(PKG.parent)} imports {sorted(bad)}"
