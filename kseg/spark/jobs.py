@@ -462,8 +462,30 @@ def stop_gateway() -> None:
                 continue
             if ppid == me and b"spark" in cmdline.lower():
                 pids.append(int(d.name))
-    for pid in dict.fromkeys(pids):
+    pids = list(dict.fromkeys(pids))
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
+    # wait (bounded) until they have exited: a JVM still starting up otherwise goes on writing
+    # its start-up warnings to our stderr after kseg's last line; SIGKILL whatever is left
+    import time
+
+    deadline = time.monotonic() + 5
+    while (left := [p for p in pids if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _running(pid: int) -> bool:
+    """Is ``pid`` still running (not gone, not a zombie waiting to be reaped)?"""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
