@@ -311,9 +311,10 @@ def json_records(
 def lines_type() -> type | None:
     """The type of the lines a JsonRecords ``run`` returns (``kseg._kernel.Lines``: ``len``,
     ``bytes(lines)``, and ``write_stdout()``, which writes them to descriptor 1 from the
-    kernel's buffer and empties them), or None with no kernel active."""
-    k = compiled()
-    return None if k is None else k.Lines
+    kernel's buffer and empties them), or None while no kernel is loaded: none can exist then,
+    so this never loads it (nor decides KSEG_KERNEL) itself."""
+    k = _module
+    return None if k is _UNSET or k is None else k.Lines
 
 
 # --- records -> Arrow (the Spark source's decoder) ---------------------------------------------

@@ -29,14 +29,15 @@ def write_json_chunks(chunks: Iterable[list], out: BinaryIO) -> Iterator[list]:
     streams.lines_writer)."""
     dumps = orjson.dumps
     write = out.write
-    lines = lines_type()
     put_lines = lines_writer(out)
     for chunk in chunks:
         for ev in chunk:
             t = type(ev)
             if t is bytes:
                 write(ev)
-            elif t is lines:
+            elif t is dict:
+                write(dumps(ev, option=_OPTS))
+            elif t is lines_type():  # (asked only here: the kernel loads while chunks are made)
                 put_lines(ev)
             else:
                 write(dumps(ev, option=_OPTS))
