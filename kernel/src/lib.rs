@@ -541,34 +541,31 @@ fn write_all_stdout(py: Python<'_>, mut rest: &[u8]) -> PyResult<()> {
         // ends with a newline), so nothing is left in its buffer between calls
         let r = py.allow_threads(|| stdout.lock().write(rest));
         match r {
-            Ok(0) => return Err(os_error(py, EIO, "write returned no bytes")),
+            Ok(0) => return Err(os_error(py, std::io::Error::from_raw_os_error(EIO))),
             Ok(n) => rest = &rest[n.min(rest.len())..],
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => {
-                let text = e.to_string();
-                return Err(os_error(py, e.raw_os_error().unwrap_or(0), &text));
-            }
+            Err(e) => return Err(os_error(py, e)),
         }
         py.check_signals()?;
     }
     py.allow_threads(|| stdout.lock().flush())
-        .map_err(|e| os_error(py, e.raw_os_error().unwrap_or(0), &e.to_string()))
+        .map_err(|e| os_error(py, e))
 }
 
 const EIO: i32 = 5;
 
-/// OSError(errno, strerror) as Python raises it (the subclass for errno: BrokenPipeError...),
-/// its text Python's own for the number.
-fn os_error(py: Python<'_>, errno: i32, fallback: &str) -> PyErr {
+/// The OSError Python's own write raises for `e`: OSError(errno, strerror), so the subclass for
+/// the errno (BrokenPipeError...) with Python's text for the number.
+fn os_error(py: Python<'_>, e: std::io::Error) -> PyErr {
+    let Some(errno) = e.raw_os_error() else {
+        return pyo3::exceptions::PyOSError::new_err(e.to_string());
+    };
     let text = py
         .import("os")
         .and_then(|os| os.getattr("strerror"))
         .and_then(|f| f.call1((errno,)))
         .and_then(|t| t.extract::<String>())
-        .unwrap_or_else(|_| fallback.to_string());
-    if errno == 0 {
-        return pyo3::exceptions::PyOSError::new_err(fallback.to_string());
-    }
+        .unwrap_or_else(|_| e.to_string());
     pyo3::exceptions::PyOSError::new_err((errno, text))
 }
 
