@@ -22,7 +22,7 @@ from types import UnionType
 from typing import Annotated, Any, get_args, get_origin
 
 from .cli_options import Arg, Opt
-from .cli_registry import COMMANDS, EMPTY, GROUPS, Command, parameters, version
+from .cli_registry import COMMANDS, EMPTY, Command, named, parameters, version
 
 # what an Opt/Arg may hold for this parser to model it: with anything else (is_eager, callback,
 # count, max, envvar, case_sensitive, ...) the command is typer's
@@ -160,14 +160,9 @@ def parse(args: list[str]) -> tuple[Command, dict[str, Any]] | None:
 def _command(args: list[str]) -> tuple[Command | None, list[str]]:
     """The command named by the first words (a group's options, ``--help`` included, are not
     modelled: a word starting with '-' before the command name is typer's)."""
-    path: tuple[str, ...] = ()
-    for i, word in enumerate(args):
-        path += (word,)
-        if path in COMMANDS:
-            return COMMANDS[path], args[i + 1 :]
-        if path not in GROUPS:
-            break
-    return None, []
+    path, words = named(args)
+    command = COMMANDS.get(path)
+    return (command, args[words:]) if command is not None else (None, [])
 
 
 def _parse(params: list[Param], args: list[str]) -> dict[str, Any]:

@@ -41,6 +41,19 @@ def command(*path: str, help: str | None = None) -> Callable[[Callable[..., int]
     return register
 
 
+def named(args: list[str]) -> tuple[Path_, int]:
+    """The registered command, else the deepest group, that the first words of ``args`` name
+    (``()``: none), and how many words that is."""
+    path: Path_ = ()
+    for word in args:
+        if path + (word,) in COMMANDS:
+            return path + (word,), len(path) + 1
+        if path + (word,) not in GROUPS:
+            break
+        path += (word,)
+    return path, len(path)
+
+
 EMPTY = object()  # a parameter without a default (a required argument)
 
 

@@ -19,6 +19,7 @@ from .cli_registry import (
     Command,
     Path_,
     load_spark,
+    named,
     parameters,
     version,
 )
@@ -35,23 +36,11 @@ def app_for(args: list[str]) -> typer.Typer:
             return _typer((), [])
         if args[:1] == ["spark"]:
             load_spark()
-        chosen = _chosen(args)
+        chosen = named(args)[0]
         if chosen:
             return _typer((), [p for p in COMMANDS if p[: len(chosen)] == chosen])
     load_spark()
     return _typer((), list(COMMANDS))
-
-
-def _chosen(args: list[str]) -> Path_:
-    """The registered command, or group, that the words of ``args`` name ((): none)."""
-    path: Path_ = ()
-    for word in args:
-        if path + (word,) in COMMANDS:
-            return path + (word,)
-        if path + (word,) not in GROUPS:
-            break
-        path += (word,)
-    return path
 
 
 def _typer(path: Path_, commands: list[Path_]) -> typer.Typer:
