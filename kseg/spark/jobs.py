@@ -455,19 +455,16 @@ def stop_gateway() -> None:
         for d in proc_dir.iterdir():
             if not d.name.isdigit():
                 continue
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                cmdline = (d / "cmdline").read_bytes()
-            except (OSError, IndexError, ValueError):
+            if _stat(d.name)[1:2] != [str(me)]:  # not our child (ppid), or gone
                 continue
-            if ppid == me and b"spark" in cmdline.lower():
+            try:
+                cmdline = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spark" in cmdline.lower():
                 pids.append(int(d.name))
     pids = list(dict.fromkeys(pids))
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
+    _kill(pids, signal.SIGTERM)
     # wait (bounded) until they have exited: a JVM still starting up otherwise goes on writing
     # its start-up warnings to our stderr after kseg's last line; SIGKILL whatever is left
     import time
@@ -475,17 +472,26 @@ def stop_gateway() -> None:
     deadline = time.monotonic() + 5
     while (left := [p for p in pids if _running(p)]) and time.monotonic() < deadline:
         time.sleep(0.02)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    _kill(left, signal.SIGKILL)
+
+
+def _stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...); [] when gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _running(pid: int) -> bool:
     """Is ``pid`` still running (not gone, not a zombie waiting to be reaped)?"""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    stat = _stat(pid)
+    return bool(stat) and stat[0] not in ("Z", "X")
+
+
+def _kill(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
