@@ -351,6 +351,18 @@ for name, n, wall, cpu in rows:
 """
 
 
+def _best_runs(text: str) -> dict[str, tuple[int, float, float]]:
+    """SPARK_EXPORT's output after its first line: per name (noop, spark, arrow) the run with
+    the fewest CPU seconds, as (records, wall s, CPU s)."""
+    best: dict[str, tuple[int, float, float]] = {}
+    for line in filter(None, text.split("\n")[1:]):
+        name, n, wall, cpu = line.split()
+        got = (int(n or 0) if n != "None" else 0, float(wall), float(cpu))
+        if name not in best or got[2] < best[name][2]:
+            best[name] = got
+    return best
+
+
 def _spark_rows(big: Path, size_mb: float, row) -> None:
     try:
         import pyspark  # noqa: F401
@@ -364,14 +376,8 @@ def _spark_rows(big: Path, size_mb: float, row) -> None:
         t, text = timed(
             [PY, "-c", SPARK_EXPORT, str(cores), str(big.parent), str(out)], 1, stdout=None
         )
-        lines = text.split("\n")
-        start = float(lines[0])
-        best: dict[str, tuple[int, float, float]] = {}
-        for line in filter(None, lines[1:]):
-            name, n, wall, cpu = line.split()
-            got = (int(n or 0) if n != "None" else 0, float(wall), float(cpu))
-            if name not in best or got[2] < best[name][2]:
-                best[name] = got
+        start = float(text.split("\n")[0])
+        best = _best_runs(text)
         n = best["spark"][0]
         if cores == 1:
             row(
@@ -394,9 +400,7 @@ def _spark_rows(big: Path, size_mb: float, row) -> None:
             stdout=None,
             kernel="python",
         )
-        runs = [line.split() for line in text.split("\n")[1:] if line.startswith("spark ")]
-        # the run with fewer CPU seconds, as for the other writers
-        today_wall, today = min(((float(r[2]), float(r[3])) for r in runs), key=lambda t: t[1])
+        _, today_wall, today = _best_runs(text)["spark"]
         row(
             f"kseg spark export (parquet, --writer spark), KSEG_KERNEL=python, local[{cores}]",
             today_wall,

@@ -1,7 +1,7 @@
 """Bases for kseg's small data classes: equality, hash and repr over ``__slots__``, written once.
 
 ``@dataclass`` compiles three to six methods per class from generated source each time a module
-is imported: for the 22 classes every ``kseg verify`` loads that was ~14 ms of a ~120 ms start
+is imported: for the 22 classes every ``kseg verify`` loaded that was ~17 ms of a ~120 ms start
 (BENCHMARKS.md, "Start-up"). These classes instead write their ``__init__`` by hand and take the
 rest from here, with dataclass semantics: ``==`` compares the fields of two instances of the
 same class, frozen instances hash by their fields and refuse assignment
