@@ -14,6 +14,7 @@ writes (FORMATS.md section 5):
 from __future__ import annotations
 
 from ..format.errors import CorruptionError
+from ..format.kafka_version import OFFSET_RULE_FIRST
 from ..format.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
@@ -127,6 +128,7 @@ class OffsetIndexChecker:
         self.cur = index.entry(0) if len(index) else None
         self.matched = None  # (n, entry) whose position was a boundary, awaiting its offset
         self.problem: dict | None = None
+        self.rule: str | None = None  # set when an entry follows Kafka 0.8-0.11's rule
 
     @property
     def due(self) -> int:
@@ -145,7 +147,9 @@ class OffsetIndexChecker:
         self.n += 1
         self.cur = self.index.entry(self.n) if self.n < len(self.index) else None
 
-    def on_batch(self, position: int, last_offset: int) -> None:
+    def on_batch(self, position: int, last_offset: int, prev_last: int | None = None) -> None:
+        """The batch at ``position`` ends at ``last_offset``; the batch before it ended at
+        ``prev_last``."""
         if self.matched is not None:
             mn, me = self.matched
             if self.cur is not None and position >= self.cur.position:
@@ -177,6 +181,12 @@ class OffsetIndexChecker:
         self._advance()
         if last_offset == cur.offset:
             self.matched = None
+        elif last_offset > cur.offset and prev_last is not None and cur.offset > prev_last:
+            # Kafka 0.8-0.11 index an entry by its FIRST offset (0.10: entry.firstOffset, a
+            # compressed wrapper's first inner message; 0.11.0: batch.baseOffset): an offset
+            # inside the batch at this position, which every lookup still finds
+            self.matched = None
+            self.rule = OFFSET_RULE_FIRST
         elif last_offset > cur.offset:
             self._wrong(
                 self.n - 1,

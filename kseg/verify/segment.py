@@ -446,7 +446,7 @@ def _check_pass(
                 b = v2.RecordBatch(buf, pos)
                 last, max_ts = b.last_offset, b.max_timestamp
             if pos >= o_due:
-                oc.on_batch(pos, last)
+                oc.on_batch(pos, last, prev_last)
                 o_due = oc.due
             if last >= t_due:
                 tc.on_batch(prev_last, last, max_ts, prefix_max)
@@ -687,7 +687,8 @@ def _index_statuses(scan: SegmentScan, seg: Segment, files, builder: IndexBuilde
         diff = problem or (
             None if same_o else _first_diff(oidx.buf, builder.offset_index, o_size, len(oidx))
         )
-        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff)
+        rule = oc.rule if oc is not None and status == EQUIVALENT else None
+        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff, rule)
     if tidx is None:
         scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
     else:

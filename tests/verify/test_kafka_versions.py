@@ -184,3 +184,24 @@ def test_bad_option_from_the_command_function():
     with pytest.raises(BadOption) as exc:
         _kafka_version("4.9")
     assert exc.value.option == "--kafka-version"
+
+
+def test_an_offset_index_by_the_first_offset_rule_is_equivalent(tmp_path):
+    """Kafka 0.10/0.11's LogSegment.recover indexes a batch by its first offset (0.11.0:
+    batch.baseOffset): every lookup still lands on the right batch."""
+    from kseg.format import offset_index as oi
+
+    pdir = tmp_path / "old-0"
+    with LogWriter(pdir, clock=FixedClock(), index_interval_bytes=100) as w:
+        firsts = [w.append([Record(b"k", b"v" * 40) for _ in range(3)]).base_offset
+                  for _ in range(10)]  # fmt: skip
+    index = pdir / "00000000000000000000.index"
+    entries = list(oi.ENTRY.iter_unpack(index.read_bytes()))
+    assert entries
+    # each entry names the last offset of the batch at its position: name its first instead
+    first_of = {last: first for first, last in zip(firsts, [f + 2 for f in firsts], strict=True)}
+    index.write_bytes(b"".join(oi.ENTRY.pack(first_of[rel], pos) for rel, pos in entries))
+    ev = txn_check(pdir)
+    assert ev["offset_index"]["status"] == "equivalent", ev["offset_index"]
+    assert ev["offset_index"]["rule"] == "0.8-0.11"
+    assert ev["exit_code"] == 0
