@@ -206,7 +206,8 @@ VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; w
 the way Kafka's recovery would, keeping every removed byte.
 
 Exit codes (a bitmask, OR-ed over everything checked):
-0 clean; 1 problems found and all repaired; 4 problems left unrepaired;
+0 clean (warnings and infos: Kafka starts and loses nothing); 1 problems found and
+all repaired; 4 errors left unrepaired;
 8 operational error (unreadable file, broker holds the lock, repair failed);
 16 usage error; 32 interrupted.
 

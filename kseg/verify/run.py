@@ -373,7 +373,8 @@ def _tagged(gen, tags: dict):
 
 
 def _code(found: list[K.Finding]) -> Exit:
-    """A file kseg could not read is an operational error (8), anything else invalid data (4)."""
+    """A file kseg could not read is an operational error (8), any other error invalid data (4),
+    a warning or an info nothing (findings.exit_bits)."""
     code = Exit.OK
     for f in found:
         code |= K.exit_bits(f.kind, f.severity)
