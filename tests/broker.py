@@ -225,6 +225,7 @@ class Broker:
                     f.name.endswith(SEGMENT_SUFFIXES) or f.name == "leader-epoch-checkpoint"
                 ):
                     shutil.copy2(f, dest / f.name)
+                    (dest / f.name).chmod(0o644)
         (self.data / ".kafka_cleanshutdown").unlink(missing_ok=True)
 
     def consume(self, topic: str, partition: int, *, read_committed: bool = False,
@@ -268,6 +269,13 @@ class Broker:
         return {int(p): int(o) for _, p, o in (line.rsplit(":", 2) for line in out.split())}
 
 
+def _copy_writable(src: Path, dest: Path) -> None:
+    """Copy a partition dir so the broker can change it (../shared/real is read-only)."""
+    shutil.copytree(src, dest)
+    for f in dest.iterdir():
+        f.chmod(0o644)
+
+
 @dataclass
 class Recovered:
     """What a broker's recovery left of one partition dir: its files with their sizes, and the
@@ -276,6 +284,7 @@ class Recovered:
     dir: Path | None
     files: dict[str, int]
     log_lines: list[str]
+    started: bool = True  # False: the broker stopped at start-up ("Error starting LogManager")
 
 
 def recover_with_kafka(
@@ -285,13 +294,19 @@ def recover_with_kafka(
     dir), after an unclean shutdown (no ``.kafka_cleanshutdown``, no recovery point), and return
     what Kafka's recovery left of each. The metadata does not know these partitions, so Kafka
     renames each ``<dir>.<uuid>-stray`` after its recovery has run; ``Recovered.dir`` is that dir.
+    A broker that stops during start-up (one partition Kafka cannot load stops them all) gives
+    ``started=False`` for every partition: give such a case a start of its own.
     """
     broker = Broker(home, workdir)
     for name, src in partitions.items():
-        shutil.copytree(src, broker.data / name)
+        _copy_writable(src, broker.data / name)
     (broker.data / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    with broker:
-        pass
+    try:
+        with broker:
+            pass
+        started = True
+    except RuntimeError:
+        started = False
     log = broker.server_log()
     out: dict[str, Recovered] = {}
     for name in partitions:
@@ -301,5 +316,6 @@ def recover_with_kafka(
         d = found[0] if found else None
         files = {f.name: f.stat().st_size for f in sorted(d.iterdir()) if f.is_file()} if d else {}
         pat = re.compile(rf"\b{re.escape(name)}\b")
-        out[name] = Recovered(d, files, [line for line in log.splitlines() if pat.search(line)])
+        lines = [line for line in log.splitlines() if pat.search(line)]
+        out[name] = Recovered(d, files, lines, started)
     return out

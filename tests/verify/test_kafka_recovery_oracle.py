@@ -1,0 +1,148 @@
+"""kseg's `kafka_recovery` prediction against what a real Kafka 4.1.0 broker's recovery does.
+
+Damaged copies of REAL data dirs (../shared/real: written by Kafka 4.1.0, 0.11 and 0.10.1
+brokers) are recovered by one broker start after an unclean shutdown (tests/broker.py
+``recover_with_kafka``: no recovery point, so Kafka's ``LogLoader.recoverLog`` runs
+``LogSegment.recover`` over every segment). For each partition the `.log` files the broker left,
+with their sizes, must be exactly what kseg's prediction says Kafka leaves: a torn tail and a
+flipped byte are truncation points (``LogSegment.recover``: ``batch.ensureValid()`` throws
+``CorruptRecordException``, the segment is truncated at the batch and every later segment
+deleted). Skips where ../shared/kafka is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+
+import pytest
+
+from tests.broker import recover_with_kafka
+from tests.helpers import events, run_kseg
+
+pytestmark = pytest.mark.slow
+
+REAL_41 = "kafka-4.1.0-dev/data"
+
+
+def _batches(log) -> list[dict]:
+    proc = run_kseg("dump", log, "--batches-only", "-f", "json")
+    return [e for e in events(proc.stdout) if e["type"] == "batch"]
+
+
+def _flip_byte(pdir, seg_index: int, batch_index: int, offset_in_batch: int = 70) -> None:
+    log = sorted(pdir.glob("*.log"))[seg_index]
+    b = _batches(log)[batch_index]
+    at = b["position"] + min(offset_in_batch, b["size"] - 1)  # inside this batch, CRC-covered
+    with open(log, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0x40]))
+
+
+def _tear_tail(pdir, cut: int = 7) -> None:
+    log = sorted(pdir.glob("*.log"))[-1]
+    b = _batches(log)[-1]
+    os.truncate(log, b["position"] + min(cut, b["size"] - 1))
+
+
+def _zero_tail(pdir, n: int = 4096) -> None:
+    """What a crash leaves after a preallocated or unflushed tail: zero bytes after the last batch."""
+    log = sorted(pdir.glob("*.log"))[-1]
+    with open(log, "ab") as f:
+        f.write(b"\0" * n)
+
+
+def _lie_base_offset(pdir, seg_index: int, batch_index: int, by: int) -> None:
+    log = sorted(pdir.glob("*.log"))[seg_index]
+    b = _batches(log)[batch_index]
+    with open(log, "r+b") as f:
+        f.seek(b["position"])
+        (base,) = struct.unpack(">q", f.read(8))
+        f.seek(b["position"])
+        f.write(struct.pack(">q", base + by))
+
+
+# name -> (source partition under shared/real, damage)
+CASES = {
+    "flip-none-0": (f"{REAL_41}/dev-none-0", lambda p: _flip_byte(p, 1, 3)),
+    "flip-gzip-0": (f"{REAL_41}/dev-gzip-0", lambda p: _flip_byte(p, 0, 2)),
+    "torn-none-0": (f"{REAL_41}/dev-none-0", _tear_tail),
+    "zeros-zstd-0": (f"{REAL_41}/dev-zstd-0", _zero_tail),
+    "torn-txn-0": (f"{REAL_41}/dev-txn-java-0", lambda p: _tear_tail(p, 30)),
+    "flip-legacy-0": (
+        "xpxwo100__bullShit/tmp/kafka-logs/TEST-TOPIC-0",
+        lambda p: _flip_byte(p, 0, 5000, 20),
+    ),
+    "flip-early-0": ("SharaWeil__kafka-0.11.0/data/test0-0", lambda p: _flip_byte(p, 0, 1)),
+    "clean-lz4-0": (f"{REAL_41}/dev-lz4-0", lambda p: None),
+}
+
+
+@pytest.fixture(scope="module")
+def recovered(real_root, kafka_home, tmp_path_factory):
+    """The damaged copies (a log.dirs root of their own, as the broker found it: no checkpoints,
+    no .kafka_cleanshutdown), kseg's predictions for them, and what the broker's recovery did."""
+    root = tmp_path_factory.mktemp("damaged") / "data"
+    root.mkdir()
+    for name, (src, damage) in CASES.items():
+        dest = root / name
+        shutil.copytree(real_root / src, dest)
+        for f in dest.iterdir():
+            f.chmod(0o644)
+        damage(dest)
+    proc = run_kseg("verify", root, "-f", "json")
+    assert proc.returncode & ~(4 | 8) == 0, proc.stderr
+    predicted = {
+        os.path.basename(e["partition_dir"]): e["actions"]
+        for e in events(proc.stdout)
+        if e["type"] == "kafka_recovery"
+    }
+    result = recover_with_kafka(
+        kafka_home, tmp_path_factory.mktemp("recover"), {n: root / n for n in CASES}
+    )
+    return root, predicted, result
+
+
+def _logs(pdir) -> dict[str, int]:
+    return {f.name: f.stat().st_size for f in sorted(pdir.glob("*.log"))}
+
+
+def _what_kafka_leaves(logs: dict[str, int], actions: list[dict]) -> dict[str, int]:
+    """Apply a kafka_recovery prediction to the `.log` files (name -> size)."""
+    out = dict(logs)
+    names = sorted(out)
+    for a in actions:
+        if a["action"] == "truncate":
+            out[os.path.basename(a["file"])] = a["position"]
+        elif a["action"] == "delete_later_segments":
+            for name in names[len(names) - a["count"] :]:
+                out.pop(name, None)
+        elif a["action"] == "reset_segment":  # emptied to its base offset
+            out[os.path.basename(a["file"])] = 0
+        elif a["action"] == "reset_log":
+            out = {f"{a['offset']:020d}.log": 0}
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kseg_predicts_what_kafka_recovery_leaves(recovered, name):
+    root, predicted, result = recovered
+    got = result[name]
+    assert got.dir is not None, f"the broker left no dir for {name}"
+    kafka = {n: s for n, s in got.files.items() if n.endswith(".log")}
+    ours = _what_kafka_leaves(_logs(root / name), predicted.get(name, []))
+    assert ours == kafka, (
+        f"kseg predicted {json.dumps(predicted.get(name))}\n"
+        f"broker log:\n" + "\n".join(got.log_lines[-15:])
+    )
+
+
+def test_every_damaged_copy_has_a_prediction(recovered):
+    """A damaged copy that Kafka changes is never silently clean in kseg (and the clean copy has
+    no prediction: Kafka changes nothing)."""
+    root, predicted, _ = recovered
+    assert set(predicted) == set(CASES) - {"clean-lz4-0"}
