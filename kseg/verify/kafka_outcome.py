@@ -129,8 +129,8 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
         elif kind == "keep_bad_offsets":
             text = (
                 f"keep the batch at {a['file']} byte {a['position']} whose offsets go backwards"
-                " (no index entry of its recovery refuses them; consumers read it, then skip"
-                " every record below its last offset)"
+                " (no index entry of its recovery refuses them; a consumer receives its records"
+                " where the batch lies, then offsets that go backwards)"
             )
         elif kind == "keep_bad_magic_batch":
             text = f"keep the bad-magic batch at {a['file']} byte {a['position']} silently (consumers fail on it)"
