@@ -127,9 +127,13 @@ class PartitionReport(Value):
                 s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
             ):
                 return None
+            if s.kafka_refused is not None and i >= first:
+                return s.base_offset  # LogLoader.recoverLog: segment.truncateTo(baseOffset)
             if s.kafka_stop is not None and i >= first:
                 return s.kafka_end
         last = self.scans[-1]
+        if last.kafka_end is not None:  # Kafka's walk kept batches kseg's scan does not
+            return last.kafka_end
         return last.base_offset if last.last_offset is None else last.last_offset + 1
 
     @property
