@@ -288,10 +288,16 @@ class Recovered:
 
 
 def recover_with_kafka(
-    home: Path, workdir: Path, partitions: dict[str, Path]
+    home: Path,
+    workdir: Path,
+    partitions: dict[str, Path],
+    *,
+    clean_shutdown: bool = False,
+    recovery_points: dict[str, int] | None = None,
 ) -> dict[str, Recovered]:
     """Start a fresh broker once over copies of ``partitions`` (dir name -> source partition
-    dir), after an unclean shutdown (no ``.kafka_cleanshutdown``, no recovery point), and return
+    dir), after an unclean shutdown (no ``.kafka_cleanshutdown``, no recovery point; or as
+    ``clean_shutdown`` and ``recovery_points`` say), and return
     what Kafka's recovery left of each. The metadata does not know these partitions, so Kafka
     renames each ``<dir>.<uuid>-stray`` after its recovery has run; ``Recovered.dir`` is that dir.
     A broker that stops during start-up (one partition Kafka cannot load stops them all) gives
@@ -300,7 +306,16 @@ def recover_with_kafka(
     broker = Broker(home, workdir)
     for name, src in partitions.items():
         _copy_writable(src, broker.data / name)
-    (broker.data / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    if clean_shutdown:  # as a controlled shutdown leaves it (LogManager reads the broker epoch)
+        (broker.data / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    else:
+        (broker.data / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    if recovery_points:
+        lines = [
+            f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in recovery_points.items()
+        ]
+        text = "\n".join(["0", str(len(lines)), *lines, ""])
+        (broker.data / "recovery-point-offset-checkpoint").write_text(text)
     try:
         with broker:
             pass

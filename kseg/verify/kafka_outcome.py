@@ -31,6 +31,16 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
     first_recovered = report.first_recovered()
     actions: list[dict] = []
     for i, s in enumerate(scans):
+        # LogLoader.loadSegmentFiles recovers a segment without `.index` (or with a partial
+        # `.txnindex`) while loading, on every start: an exception there is not caught (the broker
+        # stops), and a truncation there deletes no later segment; recoverLog then finds nothing
+        # left to cut in it
+        at_load = s.log in report.recovered_at_load
+        if s.kafka_refused is not None and at_load:
+            act = _act("fail_to_start", s, s.kafka_refused.position, EVERY_START)
+            act["cause"] = "invalid_offset"
+            actions.append(act)
+            break
         if s.kafka_refused is not None and i >= first_recovered:
             actions.append(_empty(s))
             later = len(scans) - i - 1
@@ -47,15 +57,22 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
         if (
             s.kafka_fatal is not None
             and (s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop)
-            and not (overflow and i < first_recovered)  # a segment Kafka does not recover
+            and not (overflow and i < first_recovered and not at_load)  # not recovered
         ):
-            act = _act("fail_to_start", s, s.kafka_fatal.position, UNCLEAN)
+            act = _act(
+                "fail_to_start", s, s.kafka_fatal.position, EVERY_START if at_load else UNCLEAN
+            )
             act["cause"] = "offset_overflow" if overflow else "control_record"
             actions.append(act)
             break
         for pos in s.kafka_kept_offsets:
             actions.append(_act("keep_bad_offsets", s, pos, EVERY_START))
         if s.kafka_stop is not None:
+            if at_load:
+                act = _act("truncate", s, s.kafka_stop, EVERY_START)
+                act["reason"] = report.recovered_at_load[s.log]
+                actions.append(act)
+                continue
             if i < first_recovered:
                 actions.append(_act("keep_corrupt_batch", s, s.kafka_stop, EVERY_START, rp=rp))
                 continue
@@ -117,6 +134,13 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
         kind = a["action"]
         if kind == "truncate":
             text = f"truncate {a['file']} at byte {a['position']}"
+            if "reason" in a:
+                what = (
+                    "its .index is missing"
+                    if a["reason"] == "missing_index"
+                    else "its .txnindex ends in a partial entry"
+                )
+                text += f" ({what}: Kafka recovers it while loading the log, keeping the later segments)"
         elif kind == "delete_later_segments":
             text = f"delete {a['count']} later segment{'s' if a['count'] != 1 else ''}"
         elif kind == "empty_segment":
@@ -140,6 +164,13 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
             text = (
                 f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"
                 f" point {a['recovery_point']}: not recovered; readers fail on it)"
+            )
+        elif kind == "fail_to_start" and a.get("cause") == "invalid_offset":
+            text = (
+                f"fail to start on the batch at {a['file']} byte {a['position']}, whose offsets go"
+                " backwards: its segment is recovered while the log loads (its .index is missing or"
+                " its .txnindex partial), where the index's InvalidOffsetException is not caught"
+                " (Error starting LogManager)"
             )
         elif kind == "fail_to_start" and a.get("cause") == "offset_overflow":
             text = (

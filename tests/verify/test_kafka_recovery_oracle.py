@@ -56,6 +56,26 @@ def _zero_tail(pdir, n: int = 4096) -> None:
         f.write(b"\0" * n)
 
 
+def _drop_index(pdir, seg_index: int) -> None:
+    """Remove a segment's `.index` (a crash between creating the .log and its index, or an
+    operator's rm): LogLoader.loadSegmentFiles then recovers that segment while loading."""
+    sorted(pdir.glob("*.index"))[seg_index].unlink()
+
+
+def _partial_txnindex(pdir, seg_index: int) -> None:
+    """A `.txnindex` ending in a partial 34-byte entry (TransactionIndex.sanityCheck fails)."""
+    log = sorted(pdir.glob("*.log"))[seg_index]
+    log.with_suffix(".txnindex").write_bytes(bytes(35))
+
+
+def _both(*damages):
+    def damage(pdir):
+        for d in damages:
+            d(pdir)
+
+    return damage
+
+
 def _lie_base_offset(pdir, seg_index: int, batch_index: int, by: int) -> None:
     log = sorted(pdir.glob("*.log"))[seg_index]
     b = _batches(log)[batch_index]
@@ -87,6 +107,23 @@ CASES = {
     "lie-down-none-0": (f"{REAL_41}/dev-none-0", lambda p: _lie_base_offset(p, 2, 4, -20)),
     "lie-up-gzip-0": (f"{REAL_41}/dev-gzip-0", lambda p: _lie_base_offset(p, 0, 1, 1000)),
     "lie-last-lz4-0": (f"{REAL_41}/dev-lz4-0", lambda p: _lie_base_offset(p, 0, -1, 1000)),
+    # a segment whose .index is missing (or .txnindex partial) is recovered while the log loads
+    # (LogLoader.loadSegmentFiles -> recoverSegment): cut there, the later segments stay
+    "noidx-flip-none-0": (
+        f"{REAL_41}/dev-none-0",
+        _both(lambda p: _drop_index(p, 1), lambda p: _flip_byte(p, 1, 3)),
+    ),
+    "txnpart-flip-none-0": (
+        f"{REAL_41}/dev-none-0",
+        _both(lambda p: _partial_txnindex(p, 2), lambda p: _flip_byte(p, 2, 2)),
+    ),
+}
+
+# After a clean shutdown, with recovery points at the log end (`when: every_start` only)
+CLEAN = {
+    "cs-noidx-flip-none-0": CASES["noidx-flip-none-0"],
+    "cs-flip-none-0": CASES["flip-none-0"],
+    "cs-lie-up-none-0": CASES["lie-up-none-0"],
 }
 
 # Damage that stops the broker at start-up: each needs a broker start of its own
@@ -96,32 +133,75 @@ FATAL = {
     # asks LocalLog.splitOverflowedSegment, whose hasOverflow() looks only at the LAST batch:
     # "Split operation is only permitted for segments with overflow", Error starting LogManager
     "lie-overflow-none-0": (f"{REAL_41}/dev-none-0", lambda p: _lie_base_offset(p, 0, 4, 1 << 40)),
+    # offsets that go backwards in a segment recovered while loading (no .index): the index's
+    # InvalidOffsetException is not caught there (only recoverLog catches it)
+    "noidx-lie-up-none-0": (
+        f"{REAL_41}/dev-none-0",
+        _both(lambda p: _drop_index(p, 1), lambda p: _lie_base_offset(p, 1, 3, 1000)),
+    ),
 }
 
 
-@pytest.fixture(scope="module")
-def recovered(real_root, kafka_home, tmp_path_factory):
-    """The damaged copies (a log.dirs root of their own, as the broker found it: no checkpoints,
-    no .kafka_cleanshutdown), kseg's predictions for them, and what the broker's recovery did."""
+def _damaged_root(real_root, tmp_path_factory, cases) -> tuple:
+    """The damaged copies in a log.dirs root of their own, and kseg's predictions for them."""
     root = tmp_path_factory.mktemp("damaged") / "data"
     root.mkdir()
-    for name, (src, damage) in CASES.items():
+    for name, (src, damage) in cases.items():
         dest = root / name
         shutil.copytree(real_root / src, dest)
         for f in dest.iterdir():
             f.chmod(0o644)
         damage(dest)
+    return root
+
+
+def _predictions(root) -> dict[str, list[dict]]:
     proc = run_kseg("verify", root, "-f", "json")
     assert proc.returncode & ~(4 | 8) == 0, proc.stderr
-    predicted = {
+    return {
         os.path.basename(e["partition_dir"]): e["actions"]
         for e in events(proc.stdout)
         if e["type"] == "kafka_recovery"
     }
+
+
+@pytest.fixture(scope="module")
+def recovered(real_root, kafka_home, tmp_path_factory):
+    """After an unclean shutdown (no checkpoints, no .kafka_cleanshutdown): kseg's predictions,
+    and what the broker's recovery did."""
+    root = _damaged_root(real_root, tmp_path_factory, CASES)
+    predicted = _predictions(root)
     result = recover_with_kafka(
         kafka_home, tmp_path_factory.mktemp("recover"), {n: root / n for n in CASES}
     )
     return root, predicted, result
+
+
+@pytest.fixture(scope="module")
+def recovered_clean(real_root, kafka_home, tmp_path_factory):
+    """After a clean shutdown, every recovery point at the log end: Kafka's recoverLog runs on
+    nothing; only what it does while loading remains."""
+    root = _damaged_root(real_root, tmp_path_factory, CLEAN)
+    (root / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    ends = {n: _log_end(root / n) for n in CLEAN}
+    lines = [f"{n.rsplit('-', 1)[0]} 0 {o}" for n, o in ends.items()]
+    (root / "recovery-point-offset-checkpoint").write_text(
+        "\n".join(["0", str(len(lines)), *lines, ""])
+    )
+    predicted = _predictions(root)
+    result = recover_with_kafka(
+        kafka_home,
+        tmp_path_factory.mktemp("recover-clean"),
+        {n: root / n for n in CLEAN},
+        clean_shutdown=True,
+        recovery_points=ends,
+    )
+    return root, predicted, result
+
+
+def _log_end(pdir) -> int:
+    last = sorted(pdir.glob("*.log"))[-1]
+    return _batches(last)[-1]["last_offset"] + 1
 
 
 def _logs(pdir) -> dict[str, int]:
@@ -147,8 +227,25 @@ def _what_kafka_leaves(logs: dict[str, int], actions: list[dict]) -> dict[str, i
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_kseg_predicts_what_kafka_recovery_leaves(recovered, name):
-    root, predicted, result = recovered
+    _check(*recovered, name)
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_kseg_predicts_what_kafka_does_after_a_clean_shutdown(recovered_clean, name):
+    _check(*recovered_clean, name)
+
+
+def test_after_a_clean_shutdown_only_the_load_time_recovery_happens(recovered_clean):
+    """A corrupt batch in a segment WITH its index is kept (Kafka skips recovery); the same
+    damage in a segment without `.index` is cut while loading, on this very start."""
+    _, predicted, _ = recovered_clean
+    assert [a["when"] for a in predicted["cs-noidx-flip-none-0"]] == ["every_start"]
+    assert [a["action"] for a in predicted["cs-flip-none-0"]] == ["keep_corrupt_batch"]
+
+
+def _check(root, predicted, result, name):
     got = result[name]
+    assert got.started
     assert got.dir is not None, f"the broker left no dir for {name}"
     kafka = {n: s for n, s in got.files.items() if n.endswith(".log")}
     ours = _what_kafka_leaves(_logs(root / name), predicted.get(name, []))
@@ -164,6 +261,18 @@ def test_every_damaged_copy_has_a_prediction(recovered):
     root, predicted, _ = recovered
     # (a raised baseOffset of the LAST batch is a gap Kafka accepts: no reader can tell)
     assert set(predicted) == set(CASES) - {"clean-lz4-0", "lie-last-lz4-0"}
+
+
+def test_a_missing_index_keeps_the_later_segments(recovered):
+    """LogLoader.loadSegmentFiles' truncation deletes nothing after it; recoverLog then finds
+    the segment valid (it was cut already) and goes on: no delete_later_segments."""
+    _, predicted, _ = recovered
+    assert [(a["action"], a.get("reason")) for a in predicted["noidx-flip-none-0"]] == [
+        ("truncate", "missing_index")
+    ]
+    assert [(a["action"], a.get("reason")) for a in predicted["txnpart-flip-none-0"]] == [
+        ("truncate", "partial_txnindex")
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(FATAL))
