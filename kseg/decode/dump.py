@@ -963,10 +963,13 @@ def _entry_events(
                 file=name,
             )
         )
-    if not isinstance(entry, RecordBatch) and not (opts.batches_only and entry.is_compressed):
-        # a wrapper's first offset and count need decompression: not for --batches-only
+    if not isinstance(entry, RecordBatch):
         try:
-            if entry.is_compressed:  # decompressed once: the records below reuse the bytes
+            if opts.batches_only:
+                # a wrapper's first offset and count need it decompressed whole: not here; its
+                # first message only, to judge the wrapper as verify does (check_wrapper)
+                entry.check_wrapper()
+            elif entry.is_compressed:  # decompressed once: the records below reuse the bytes
                 ev["count"], ev["base_offset"] = entry.inner_summary(keep=True)
             else:
                 ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
