@@ -223,7 +223,12 @@ def scan_segment(
                     pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
                 if problem is None:
                     problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
-                if problem is None and want_epoch is not None and ple != want_epoch:
+                if (
+                    problem is None
+                    and want_epoch is not None
+                    and ple != want_epoch
+                    and magic >= V2_MAGIC  # legacy messages carry no leader epoch
+                ):
                     _epoch_check(h, epochs, name, scan, valid)
                 if problem is not None:
                     if valid:
