@@ -67,8 +67,8 @@ class SeekResult(Value):
         position: int | None = None,
         error: CorruptionError | None = None,
         warnings: list[str] | None = None,
-        bytes_read: int = 0,
         problems: list[CorruptionError] | None = None,
+        bytes_read: int = 0,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -237,8 +237,8 @@ class OffsetLocation(Value):
         log_end_offset: int | None = None,
         error: CorruptionError | None = None,
         warnings: list[str] | None = None,
-        bytes_read: int = 0,
         problems: list[CorruptionError] | None = None,
+        bytes_read: int = 0,
     ) -> None:
         self.topic = topic
         self.partition = partition
