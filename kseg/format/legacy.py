@@ -63,6 +63,7 @@ RECORD_OVERHEAD = {m: KEY_LENGTH_POS[m] + 2 * LENGTH.size - LOG_OVERHEAD for m i
 _V0_OVERHEAD = RECORD_OVERHEAD[0]
 _V0_KEY_LENGTH_POS, _V1_KEY_LENGTH_POS = KEY_LENGTH_POS[0], KEY_LENGTH_POS[1]
 ATTR_COMPRESSION = 0x07
+_FIRST_PROBE = 1024  # check_wrapper's first decompression: most first messages fit
 ATTR_TIMESTAMP_TYPE = 0x08
 
 
@@ -255,10 +256,10 @@ class LegacyEntry:
         inner_summary checks every inner message."""
         if not self.is_compressed or self._summary is not None:
             return
-        head = self._decompressed(codecs.decompress_head, PREFIX.size)
-        if len(head) == PREFIX.size:  # then the whole first message, if its size is sane
+        head = self._decompressed(codecs.decompress_head, _FIRST_PROBE)
+        if len(head) == _FIRST_PROBE:  # the first message may be longer: all of it, if sane
             (size,) = LENGTH.unpack_from(head, LOG_OVERHEAD - LENGTH.size)
-            if PREFIX.size < LOG_OVERHEAD + size <= codecs.DEFAULT_MAX_DECOMPRESSED:
+            if _FIRST_PROBE < LOG_OVERHEAD + size <= codecs.DEFAULT_MAX_DECOMPRESSED:
                 head = self._decompressed(codecs.decompress_head, LOG_OVERHEAD + size)
         if not head:
             self._empty()
