@@ -941,7 +941,7 @@ def _entry_events(
         )
     if not isinstance(entry, RecordBatch):
         try:
-            if opts.batches_only:
+            if opts.batches_only and entry.is_compressed:
                 # a wrapper's first offset and count need it decompressed whole: not here; its
                 # first message only, to judge the wrapper as verify does (check_wrapper)
                 entry.check_wrapper()
