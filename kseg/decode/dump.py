@@ -559,16 +559,17 @@ def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
 # --- .log ---------------------------------------------------------------------------------
 
 
-def _start_position(seg: Segment | None, opts: DumpOptions) -> int:
+def _scan_start(seg: Segment | None, buf, opts: DumpOptions) -> tuple[int, CorruptionError | None]:
     """Use the segment's indexes to skip what --from-offset/--from-time exclude (the Segment's
-    lookups: a missing or unusable index only costs speed, a scan from the start)."""
-    if seg is None:
-        return 0  # a KRaft snapshot: no index
+    lookups: a missing or unusable index only costs speed, a scan from the start; an entry that
+    points nowhere valid is invalid data, reported, and costs the same scan)."""
+    if seg is None or (opts.from_offset is None and opts.from_time is None):
+        return 0, None  # nothing to skip, or a KRaft snapshot: no index
     target = opts.from_offset
     if opts.from_time is not None:
         at = seg.offset_for_time(opts.from_time)
         target = at if target is None else max(at, target)
-    return 0 if target is None else seg.position_for(target)
+    return seg.start_for(target, buf)
 
 
 def _decoder_for(
@@ -594,16 +595,9 @@ def _dump_log(
 ) -> Iterator[list[dict]]:
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
-    start = (
-        _start_position(seg, opts)
-        if (opts.from_offset is not None or opts.from_time is not None)
-        else 0
-    )
-    if start:
-        problem = _not_a_batch(buf, start, end, name)
-        if problem is not None:  # the index lies: say so, and scan the segment instead
-            yield [error_event(problem, name)]
-            start = 0
+    start, problem = _scan_start(seg, buf, opts)
+    if problem is not None:  # the index lies: said, and the segment is scanned instead
+        yield [error_event(problem, name)]
     decoder = None if opts.batches_only or opts.count else _decoder_for(path, opts)
     make_event = lines = None
     if opts.count:
@@ -835,24 +829,6 @@ def _search_runs(
         pos += entry.size
 
 
-def _not_a_batch(buf, position: int, end: int, name: str) -> CorruptionError | None:
-    """Why an index's position is not the start of a valid batch (None if it is)."""
-    if position >= end:
-        why = f"past the end of the {end}-byte log"
-    else:
-        try:
-            next(iter_entries(buf, position, end, validate=True, source=name))
-            return None
-        except CorruptionError as exc:
-            why = f"not at a valid batch ({exc.message})"
-    return CorruptionError(
-        f"the index points at byte {position}, {why}: scanned the segment from its start instead",
-        kind="invalid_index",
-        position=position,
-        file=name,
-    )
-
-
 def _first_offset_hint(entry) -> int:
     # v2 knows its base offset from the header; a legacy wrapper's base needs decompression,
     # and its offset (the last) is a safe upper bound for stopping.
@@ -963,10 +939,13 @@ def _entry_events(
                 file=name,
             )
         )
-    if not isinstance(entry, RecordBatch) and not (opts.batches_only and entry.is_compressed):
-        # a wrapper's first offset and count need decompression: not for --batches-only
+    if not isinstance(entry, RecordBatch):
         try:
-            if entry.is_compressed:  # decompressed once: the records below reuse the bytes
+            if opts.batches_only and entry.is_compressed:
+                # a wrapper's first offset and count need it decompressed whole: not here; its
+                # first message only, to judge the wrapper as verify does (check_wrapper)
+                entry.check_wrapper()
+            elif entry.is_compressed:  # decompressed once: the records below reuse the bytes
                 ev["count"], ev["base_offset"] = entry.inner_summary(keep=True)
             else:
                 ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
@@ -1331,6 +1310,8 @@ def _dump_offset_index(
         problem = None
         if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
             problem = f"entry {n} ({e.offset}, {e.position}) does not increase after ({prev.offset}, {prev.position})"
+        elif e.position < 0:
+            problem = f"entry {n} points at byte {e.position}, a negative position"
         elif log_size is not None and e.position >= log_size:
             problem = (
                 f"entry {n} points at byte {e.position}, past the end of the {log_size}-byte log"

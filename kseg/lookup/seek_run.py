@@ -83,6 +83,9 @@ class SeekRun:
                 continue
             for w in res.warnings:
                 yield {"type": "notice", "message": w}
+            for problem in res.problems:  # worked around (the answer stands): invalid data
+                self.code |= Exit.PROBLEMS
+                yield {"type": "failure", "message": str(problem)}
             if res.error is not None:
                 self.code |= Exit.PROBLEMS
                 yield {"type": "failure", "message": f"{pdir}: {res.error}"}

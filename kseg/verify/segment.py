@@ -11,6 +11,7 @@ from .. import kernel
 from ..format import batch as v2
 from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
+from ..format.legacy import ATTR_COMPRESSION, LegacyEntry
 from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
 from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.magic import format_of
@@ -38,6 +39,9 @@ from .kafka_walk import kafka_walk
 INT32_MAX = 0x7FFFFFFF
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _NEVER = 1 << 62
+_LEGACY_CODEC = (
+    ATTR_COMPRESSION  # a legacy wrapper: its messages are checked too (see _wrapper_check)
+)
 
 
 class EntryHeader(NamedTuple):
@@ -225,6 +229,7 @@ def scan_segment(
                 or (ple != want_epoch and want_epoch is not None and magic >= V2_MAGIC)
                 or not ok
                 or magic > V2_MAGIC
+                or (magic < V2_MAGIC and attrs & _LEGACY_CODEC)
                 or first <= prev_last
                 or last - base > INT32_MAX
                 or (
@@ -242,7 +247,12 @@ def scan_segment(
                     problem = liar
                 if problem is None:
                     problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
-                if problem is None and want_epoch is not None and ple != want_epoch:
+                if (
+                    problem is None
+                    and want_epoch is not None
+                    and ple != want_epoch
+                    and magic >= V2_MAGIC  # legacy messages carry no leader epoch
+                ):
                     _epoch_check(h, epochs, name, scan, valid)
                 if problem is not None:
                     if valid:
@@ -647,7 +657,28 @@ def _check_entry(
             return problem
     if deep:
         return _deep_check(h, buf, name, scan)
+    if h.magic < V2_MAGIC and h.attributes & _LEGACY_CODEC:
+        _wrapper_check(h, buf, name, scan)
     return None
+
+
+# Said of every legacy wrapper Kafka's reader refuses: why it is not a truncation point.
+KEPT_WRAPPER = (
+    "; Kafka's recovery keeps it (LogSegment.recover checks only a legacy message's size and"
+    " CRC-32, never what it holds), and consumers fail on it"
+)
+
+
+def _wrapper_check(h, buf, name: str, scan: SegmentScan) -> None:
+    """A legacy compressed wrapper as Kafka's reader (AbstractLegacyRecordBatch) judges it before
+    its first message: not zstd, a value, at least one inner message (LegacyEntry.check_wrapper;
+    --deep checks every inner message). Not a truncation point: Kafka's recovery keeps it."""
+    try:
+        LegacyEntry(buf, h.position, name).check_wrapper()
+    except CorruptionError as exc:
+        f = from_error(exc.in_file(name), name, repairable=False)
+        f.message += KEPT_WRAPPER
+        scan.findings.append(f)
 
 
 def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
@@ -717,7 +748,10 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                 )
             )
     except CorruptionError as exc:
-        scan.findings.append(from_error(exc, name, repairable=False))
+        f = from_error(exc, name, repairable=False)
+        if h.magic < V2_MAGIC:
+            f.message += KEPT_WRAPPER
+        scan.findings.append(f)
     return None
 
 
