@@ -278,13 +278,7 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     total = places = 0
-    for item in sel.items:
-        if item.kind == tree.FILE:
-            chunks = dump_file(item.path, opts, budget)
-        elif item.kind == tree.PARTITION:
-            chunks = _dump_partition(item.path, opts, budget)
-        else:
-            continue  # a root's own files hold no records
+    for item, file, chunks in _count_places(sel, opts, budget):
         n = 0
         for chunk in chunks:
             errors = []
@@ -296,8 +290,8 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
             if errors:
                 yield errors
         ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
-        if item.kind == tree.FILE:
-            ev["file"] = str(item.path)
+        if file is not None:
+            ev["file"] = str(file)
         ev["matches"] = n
         yield [ev]
         total += n
@@ -305,6 +299,21 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
         if budget.spent:
             break
     yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _count_places(sel, opts: DumpOptions, budget: _Budget) -> Iterator[tuple]:
+    """(item, file or None, chunks) for each place --count counts: a partition dir, a file given
+    alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
+    item only without --topic/--partition), each such file on its own, as dump prints them."""
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            yield item, item.path, dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            yield item, None, _dump_partition(item.path, opts, budget)
+        else:
+            for f in tree.root_files(item.path):
+                if F.file_kind(f).kind in _RECORDS:
+                    yield item, f, dump_file(f, opts, budget)
 
 
 def _counted(rec: tuple, name: str) -> bool:
