@@ -663,28 +663,40 @@ def _dump_log(
                 return
             if shown:
                 yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-                if budget.spent:
+                if budget.spent or shown is _LAST:
                     return
     except CorruptionError as exc:
         yield [error_event(exc, name)]
 
 
 _END = None  # _shown: nothing from here on is shown
+_LAST = "last"  # _shown: show this entry, then nothing more
 
 
-def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | None:
-    """Does _dump_log show this entry (True), skip it (False), or end the file here (_END)?"""
+def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | str | None:
+    """Does _dump_log show this entry (True), skip it (False), end the file here (_END), or
+    show it and end the file after it (_LAST)?"""
     if entry.position + entry.size > limit_end:
         return _END  # --max-bytes: only whole batches within the first N bytes
-    if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
-        return _END
+    last = False
+    if opts.to_offset is not None:
+        if isinstance(entry, RecordBatch) or not entry.is_compressed:
+            if entry.base_offset > opts.to_offset:  # a legacy message's offset is exact
+                return _END
+        elif entry.last_offset > opts.to_offset:
+            # a legacy wrapper's offset is its last inner one; its first is known only once
+            # decompressed and may be selected (the records are filtered one by one). Every
+            # later entry starts past the wrapper's last offset: the file ends after it.
+            last = True
     if opts.from_offset is not None and entry.last_offset < opts.from_offset:
-        return False
-    return not (
+        return _END if last else False
+    if (
         opts.from_time is not None
         and entry.max_timestamp < opts.from_time
         and format_of(entry.magic).timestamps
-    )
+    ):
+        return _END if last else False
+    return _LAST if last else True
 
 
 class RunChunk(list):
@@ -783,7 +795,7 @@ def _kernel_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
 
@@ -839,7 +851,7 @@ def _search_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
 
@@ -860,12 +872,6 @@ def _not_a_batch(buf, position: int, end: int, name: str) -> CorruptionError | N
         position=position,
         file=name,
     )
-
-
-def _first_offset_hint(entry) -> int:
-    # v2 knows its base offset from the header; a legacy wrapper's base needs decompression,
-    # and its offset (the last) is a safe upper bound for stopping.
-    return entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
 
 
 def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:
