@@ -310,7 +310,9 @@ def seek(
     csv = fmt is o.SeekFormat.reset_csv
     if csv and target is None:
         raise BadOption("reset-csv goes with --time", "--format")
-    run = SeekRun(sel, target=target, offset=offset, data_only=data_only, fill_latest=csv)
+    run = SeekRun(
+        sel, target=target, offset=offset, data_only=data_only, fill_latest=csv, topic=topic
+    )
     return _finish("seek", run, run.reset_events() if csv else run.events(), fmt.value)
 
 

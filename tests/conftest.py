@@ -18,6 +18,17 @@ def tree(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tree_with_bootstrap(tmp_path_factory) -> Path:
+    """The clean fixture tree plus a root ``bootstrap.checkpoint`` (records of no topic, whose
+    values name the topics `orders` and `txn`): read-only for tests."""
+    from kseg.fixtures.tree import write_bootstrap_checkpoint
+
+    root = build_tree(tmp_path_factory.mktemp("bootstrapped") / "logs")
+    write_bootstrap_checkpoint(root, ("orders", "txn"))
+    return root
+
+
+@pytest.fixture(scope="session")
 def log07(tmp_path_factory) -> Path:
     """A Kafka 0.7 log dir written by Log07Writer (read-only for tests: copy before changing)."""
     return build_kafka07_tree(tmp_path_factory.mktemp("k07") / "logs")

@@ -278,13 +278,7 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     total = places = 0
-    for item in sel.items:
-        if item.kind == tree.FILE:
-            chunks = dump_file(item.path, opts, budget)
-        elif item.kind == tree.PARTITION:
-            chunks = _dump_partition(item.path, opts, budget)
-        else:
-            continue  # a root's own files hold no records
+    for item, file, chunks in _count_places(sel, opts, budget):
         n = 0
         for chunk in chunks:
             errors = []
@@ -296,8 +290,8 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
             if errors:
                 yield errors
         ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
-        if item.kind == tree.FILE:
-            ev["file"] = str(item.path)
+        if file is not None:
+            ev["file"] = str(file)
         ev["matches"] = n
         yield [ev]
         total += n
@@ -305,6 +299,21 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
         if budget.spent:
             break
     yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _count_places(sel, opts: DumpOptions, budget: _Budget) -> Iterator[tuple]:
+    """(item, file or None, chunks) for each place --count counts: a partition dir, a file given
+    alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
+    item only without --topic/--partition), each such file on its own, as dump prints them."""
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            yield item, item.path, dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            yield item, None, _dump_partition(item.path, opts, budget)
+        else:
+            for f in tree.root_files(item.path):
+                if F.file_kind(f).kind in _RECORDS:
+                    yield item, f, dump_file(f, opts, budget)
 
 
 def _counted(rec: tuple, name: str) -> bool:
@@ -648,28 +657,40 @@ def _dump_log(
                 return
             if shown:
                 yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-                if budget.spent:
+                if budget.spent or shown is _LAST:
                     return
     except CorruptionError as exc:
         yield [error_event(exc, name)]
 
 
 _END = None  # _shown: nothing from here on is shown
+_LAST = "last"  # _shown: show this entry, then nothing more
 
 
-def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | None:
-    """Does _dump_log show this entry (True), skip it (False), or end the file here (_END)?"""
+def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | str | None:
+    """Does _dump_log show this entry (True), skip it (False), end the file here (_END), or
+    show it and end the file after it (_LAST)?"""
     if entry.position + entry.size > limit_end:
         return _END  # --max-bytes: only whole batches within the first N bytes
-    if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
-        return _END
+    last = False
+    if opts.to_offset is not None:
+        if isinstance(entry, RecordBatch) or not entry.is_compressed:
+            if entry.base_offset > opts.to_offset:  # a legacy message's offset is exact
+                return _END
+        elif entry.last_offset > opts.to_offset:
+            # a legacy wrapper's offset is its last inner one; its first is known only once
+            # decompressed and may be selected (the records are filtered one by one). Every
+            # later entry starts past the wrapper's last offset: the file ends after it.
+            last = True
     if opts.from_offset is not None and entry.last_offset < opts.from_offset:
-        return False
-    return not (
+        return _END if last else False
+    if (
         opts.from_time is not None
         and entry.max_timestamp < opts.from_time
         and format_of(entry.magic).timestamps
-    )
+    ):
+        return _END if last else False
+    return _LAST if last else True
 
 
 class RunChunk(list):
@@ -768,7 +789,7 @@ def _kernel_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
 
@@ -824,15 +845,9 @@ def _search_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
-
-
-def _first_offset_hint(entry) -> int:
-    # v2 knows its base offset from the header; a legacy wrapper's base needs decompression,
-    # and its offset (the last) is a safe upper bound for stopping.
-    return entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
 
 
 def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:

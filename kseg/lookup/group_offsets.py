@@ -578,7 +578,13 @@ class OffsetsRun:
     def reset_events(self) -> Iterator[dict]:
         """``reset`` rows (topic, partition, offset) for kafka-consumer-groups --reset-offsets
         --from-file: the group's committed offsets, without those the coordinator would have
-        expired (said on stderr)."""
+        expired and those of internal topics (lookup.reset_csv: offsets has no --topic to select
+        them), each said on stderr."""
+        from .reset_csv import for_reset_file
+
+        yield from for_reset_file(self._reset_events(), None, takes_topic=False)
+
+    def _reset_events(self) -> Iterator[dict]:
         for ev in self.events():
             if ev["type"] == "share_offset":
                 yield {"type": "notice", "message": f"{ev['topic']}-{ev['partition']}: a share "

@@ -185,6 +185,8 @@ class VerifyRun:
         unfiltered = self.opts.topic is None and self.opts.partition is None
         for root, reps in reports.items():
             found = verify_root_checkpoints(root, reps)
+            if not unfiltered:  # a selection selects partitions: not the root's own files
+                found = [(f, tags) for f, tags in found if tags["topic"] is not None]
             if not reps and unfiltered:  # say so: "0 partitions" alone looks clean
                 why = "log.dirs root without partition directories: only its root files checked"
                 empty = K.Finding(K.INFO, K.NO_SEGMENTS, str(root), None, None, why)
