@@ -192,8 +192,8 @@ the way Kafka's recovery would, keeping every removed byte.
 
 Exit codes (a bitmask, OR-ed over everything checked):
 0 clean; 1 problems found and all repaired; 4 problems left unrepaired;
-8 operational error (unreadable file, broker holds the lock, repair failed);
-16 usage error; 32 interrupted.
+8 operational error (unreadable file, broker holds the lock: that log dir is then only
+verified, read-only, and its findings reported; repair failed); 16 usage error; 32 interrupted.
 
 Example:
 

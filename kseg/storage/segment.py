@@ -26,6 +26,7 @@ from ..format.log import Entry, indexed_position_problem, iter_entries
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from . import files as F
+from . import walked
 from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
 from .uri import UriPath, as_path
 
@@ -164,12 +165,14 @@ class Segment:
         """The header walk (kseg.format.log.walk_headers: same tuples, same errors) over
         ``buf``, this segment's ``mapped()`` bytes: on the compiled kernel when it is active
         (kseg.kernel), else the pure-Python core."""
-        return kernel.walk_headers(buf, start, end)
+        walk = kernel.walk_headers(buf, start, end)
+        return walked.rows(walk, str(self.log)) if walked.watching() else walk
 
     def walk_blocks(self, buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         """The same walk as blocks of packed rows (kseg.kernel.ROW): no Python object per batch
         on the kernel's path (the core's path packs its tuples: use ``walk_headers`` there)."""
-        return kernel.walk_blocks(buf, start, end)
+        walk = kernel.walk_blocks(buf, start, end)
+        return walked.blocks(walk, str(self.log), kernel.ROW.size) if walked.watching() else walk
 
     # --- indexes -----------------------------------------------------------------------------
     def index(self, kind: str) -> IndexFile:
