@@ -81,6 +81,9 @@ def _spark_errors():
             import traceback
 
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            jvm = getattr(exc, "_stackTrace", None)  # pyspark's captured errors keep it apart
+            if isinstance(jvm, str) and jvm not in str(exc):
+                sys.stderr.write(f"JVM stack trace:\n{jvm.rstrip()}\n")
         if "No module named" in line:
             line += f" (the Python workers run {os.environ.get('PYSPARK_PYTHON', 'python3')})"
         raise OSError(f"Spark failed: {line}") from None
