@@ -40,8 +40,10 @@ def _env(**changes: str) -> dict[str, str]:
 
 @pytest.fixture
 def clean_python_env(monkeypatch):
+    """_worker_python sets PYSPARK_PYTHON: restored after the test (setenv records it)."""
     for name in ("PYSPARK_PYTHON", "PYSPARK_GATEWAY_PORT"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     return monkeypatch
 
 
