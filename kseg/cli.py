@@ -207,9 +207,9 @@ the way Kafka's recovery would, keeping every removed byte.
 
 Exit codes (a bitmask, OR-ed over everything checked):
 0 clean (warnings and infos: Kafka starts and loses nothing); 1 problems found and
-all repaired; 4 errors left unrepaired;
-8 operational error (unreadable file, broker holds the lock, repair failed);
-16 usage error; 32 interrupted.
+all repaired; 4 errors left unrepaired; 8 operational error (unreadable file, broker holds
+the lock: that log dir is then only verified, read-only, and its findings reported; repair
+failed); 16 usage error; 32 interrupted.
 
 Example:
 
@@ -328,7 +328,9 @@ def seek(
     csv = fmt is o.SeekFormat.reset_csv
     if csv and target is None:
         raise BadOption("reset-csv goes with --time", "--format")
-    run = SeekRun(sel, target=target, offset=offset, data_only=data_only, fill_latest=csv)
+    run = SeekRun(
+        sel, target=target, offset=offset, data_only=data_only, fill_latest=csv, topic=topic
+    )
     return _finish("seek", run, run.reset_events() if csv else run.events(), fmt.value)
 
 

@@ -24,11 +24,15 @@ def register_offsets() -> None:
         COMMITted), expired offsets flagged. Only the __consumer_offsets partition the group maps
         to is read when KRaft metadata gives the partition count.
 
+        Expiry is judged at --at, else --now, else at the end of the data (the last record in
+        __consumer_offsets), not today's clock; `--at now` judges against the clock.
+
         reset-csv prints `topic,partition,offset` for `kafka-consumer-groups.sh --reset-offsets
-        --from-file` (expired offsets left out, said on stderr).
+        --from-file` (expired offsets left out, said on stderr; no row left: one line why, 16).
 
         Exit codes: 0 answered; 4 corrupt bytes on the way (answered from what decoded); 8
-        unreadable input; 16 usage (also: no __consumer_offsets partition, or no record of the group).
+        unreadable input; 16 usage (also: no __consumer_offsets partition, no record of the
+        group, or a reset file with no row).
 
         Example:
 

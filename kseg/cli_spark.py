@@ -4,6 +4,10 @@ a wrong path); the jobs are kseg.spark.jobs."""
 
 from __future__ import annotations
 
+import os
+import sys
+from contextlib import contextmanager
+
 from . import interrupt
 from .cli_options import (
     ConfOpt,
@@ -58,6 +62,31 @@ def _session(master: str, conf: list[str] | None, quiet: bool):
     spark = session(None if master == "from-spark-submit" else master, pairs, quiet=quiet)
     interrupt.install()  # pyspark's SparkContext installed its own SIGINT handler
     return spark
+
+
+@contextmanager
+def _spark_errors():
+    """A Spark failure (a failed job, a JVM that did not start) ends the command with one line
+    naming its cause and exit 8 (an OSError); KSEG_DEBUG=1 first prints the whole trace, the
+    JVM's included. Any other exception passes (a kseg bug stays an internal error)."""
+    try:
+        yield
+    except Exception as exc:
+        from .spark.failure import spark_failure
+
+        line = spark_failure(exc)
+        if line is None or interrupt.received():  # an interrupt's consequence: exit 32
+            raise
+        if os.environ.get("KSEG_DEBUG"):
+            import traceback
+
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            jvm = getattr(exc, "_stackTrace", None)  # pyspark's captured errors keep it apart
+            if isinstance(jvm, str) and jvm not in str(exc):
+                sys.stderr.write(f"JVM stack trace:\n{jvm.rstrip()}\n")
+        if "No module named" in line:
+            line += f" (the Python workers run {os.environ.get('PYSPARK_PYTHON', 'python3')})"
+        raise OSError(f"Spark failed: {line}") from None
 
 
 def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
@@ -115,22 +144,23 @@ def spark_export(
     to_ms = parse_option_time(to_time, "--to-time")
     _checked(inputs, topic, records=True)
     _check_writer(writer, fmt, cols, out, conf)
-    spark = _session(master, conf, quiet)
     unreadable: list[str] = []
-    with _bar(spark, quiet, "spark export"):
-        n = export(
-            spark,
-            inputs,
-            out,
-            fmt=fmt,
-            partition_by=cols,
-            include_headers=headers,
-            writer=writer,
-            unreadable=unreadable,
-            topic=topic,
-            fromTime=from_ms,
-            toTime=to_ms,
-        )
+    with _spark_errors():
+        spark = _session(master, conf, quiet)
+        with _bar(spark, quiet, "spark export"):
+            n = export(
+                spark,
+                inputs,
+                out,
+                fmt=fmt,
+                partition_by=cols,
+                include_headers=headers,
+                writer=writer,
+                unreadable=unreadable,
+                topic=topic,
+                fromTime=from_ms,
+                toTime=to_ms,
+            )
     for message in unreadable:
         streams.say(message)
     skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
@@ -161,11 +191,12 @@ def spark_verify(
     from .spark.jobs import verify_events
 
     _checked(inputs, topic, segments=False)
-    spark = _session(master, conf, quiet)
-    with _bar(spark, quiet, "spark verify"):
-        events = verify_events(
-            spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
-        )
+    with _spark_errors():
+        spark = _session(master, conf, quiet)
+        with _bar(spark, quiet, "spark verify"):
+            events = verify_events(
+                spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
+            )
     return _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
 
 
@@ -190,7 +221,8 @@ def spark_stats(
     from .spark.jobs import stats_events
 
     _checked(inputs, topic)
-    spark = _session(master, conf, quiet)
-    with _bar(spark, quiet, "spark stats"):
-        events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
+    with _spark_errors():
+        spark = _session(master, conf, quiet)
+        with _bar(spark, quiet, "spark stats"):
+            events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
     return _finish("spark stats", 0, events, fmt.value)

@@ -3,7 +3,9 @@
 Shown when stderr is a terminal and ``--quiet`` is not given (dump: also only when stdout is not
 the terminal, i.e. dumping to a file or a pipe); otherwise every call is a no-op. Callers update
 it per segment, per file or per chunk of batches, never per record: the bar costs nothing
-measurable on the hot path (rich redraws from its own thread, 5 times a second).
+measurable on the hot path (rich redraws from its own thread, 5 times a second). Within a
+segment it follows the walk (kseg.storage.walked: the position read so far, reported between
+blocks of rows), at most ten times a second, so one large partition moves the bar too.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class Bar:
         self._progress = None
         self._task = None
         self._next = 0.0
+        self._total = total
+        self._done = 0  # bytes of the segments (files) whose event has passed
+        self._reading: dict[str, int] = {}  # log -> bytes walked so far, event still to come
+        self._partial = 0  # sum of _reading
+        self._watched = False
         if not enabled:
             return
         from rich.console import Console
@@ -66,13 +73,46 @@ class Bar:
         )
         self._task = self._progress.add_task(description, total=total)
         self._progress.start()
+        if unit == "bytes":
+            from .storage import walked
 
-    def advance(self, n: int = 1) -> None:
+            self._previous_watcher = walked.watch(self.walked)
+            self._watched = True
+
+    def advance(self, n: int = 1, log: str | None = None) -> None:
+        """``n`` more done (a segment of ``n`` bytes when ``log`` names it: what its walk had
+        already shown is taken back, so it counts once)."""
+        if self._progress is None:
+            return
+        if log is not None and self._reading:
+            self._partial -= self._reading.pop(log, 0)
+        self._done += n
+        self._show()
+
+    def walked(self, log: str, position: int) -> None:
+        """kseg.storage.walked's watcher: ``log`` has been read up to ``position``; the bar
+        moves at most ten times a second."""
+        seen = self._reading.get(log, 0)
+        if position > seen:
+            self._reading[log] = position
+            self._partial += position - seen
+            if self.due():
+                self._show()
+
+    def _show(self) -> None:
         if self._progress is not None:
-            self._progress.advance(self._task, n)
+            shown = self._done + self._partial
+            if self._total is not None:
+                shown = min(shown, self._total)  # a file walked twice never overshoots
+            self._progress.update(self._task, completed=shown)
 
     def update(self, completed: int | None = None, description: str | None = None, **kw) -> None:
         if self._progress is not None:
+            if completed is not None:
+                self._done, self._partial = completed, 0
+                self._reading.clear()
+            if "total" in kw:
+                self._total = kw["total"]
             self._progress.update(self._task, completed=completed, description=description, **kw)
 
     def due(self, every: float = 0.1) -> bool:
@@ -97,6 +137,11 @@ class Bar:
             )
 
     def close(self) -> None:
+        if self._watched:
+            from .storage import walked
+
+            walked.watch(self._previous_watcher)
+            self._watched = False
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
@@ -180,12 +225,13 @@ class SparkBar:
 def per_segment(events, bar: Bar):
     """Pass events through, advancing ``bar`` by each segment's size as its event passes (once
     per segment: verify's ``segment``, index rebuild's ``index_rebuild``; stats' ``progress``
-    events only move the bar and are not shown)."""
+    events only move the bar and are not shown). Meanwhile the walks move it within segments
+    (Bar.walked); each segment's event takes back what its walk had shown."""
     for ev in events:
         t = ev["type"]
         if t == "progress":
-            bar.advance(ev["bytes"])
+            bar.advance(ev["bytes"], ev.get("file"))
             continue
         if t == "segment" or t == "index_rebuild":
-            bar.advance(ev.get("size") or 0)
+            bar.advance(ev.get("size") or 0, ev.get("file"))
         yield ev

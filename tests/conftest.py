@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,17 @@ def tree(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tree_with_bootstrap(tmp_path_factory) -> Path:
+    """The clean fixture tree plus a root ``bootstrap.checkpoint`` (records of no topic, whose
+    values name the topics `orders` and `txn`): read-only for tests."""
+    from kseg.fixtures.tree import write_bootstrap_checkpoint
+
+    root = build_tree(tmp_path_factory.mktemp("bootstrapped") / "logs")
+    write_bootstrap_checkpoint(root, ("orders", "txn"))
+    return root
+
+
+@pytest.fixture(scope="session")
 def log07(tmp_path_factory) -> Path:
     """A Kafka 0.7 log dir written by Log07Writer (read-only for tests: copy before changing)."""
     return build_kafka07_tree(tmp_path_factory.mktemp("k07") / "logs")
@@ -25,6 +37,31 @@ def log07(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def corrupt_cases(tmp_path_factory):
     return build_corrupt_tree(tmp_path_factory.mktemp("corrupt"))
+
+
+@pytest.fixture(scope="session")
+def kafka_home(tmp_path_factory) -> Path:
+    """A real Apache Kafka 4.1.0 (../shared/kafka), unpacked once per session: tests/broker.py."""
+    from tests.broker import KAFKA_TGZ, unpack_kafka
+
+    if not KAFKA_TGZ.is_file():
+        pytest.skip(
+            "../shared/kafka (a real Kafka 4.1.0 to check against) is not beside the project"
+        )
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH to run the real Kafka 4.1.0 broker")
+    return unpack_kafka(tmp_path_factory.mktemp("kafka"))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_home, tmp_path_factory):
+    """One running broker for the whole session, for tool oracles (kafka-consumer-groups,
+    kafka-get-offsets, ...): tests create the topics they need (unique names)."""
+    from tests.broker import Broker
+
+    broker = Broker(kafka_home, tmp_path_factory.mktemp("broker")).start()
+    yield broker
+    broker.stop()
 
 
 @pytest.fixture(scope="session")

@@ -278,13 +278,7 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
     several = sel.several_log_dirs
     budget = _Budget(opts.limit)
     total = places = 0
-    for item in sel.items:
-        if item.kind == tree.FILE:
-            chunks = dump_file(item.path, opts, budget)
-        elif item.kind == tree.PARTITION:
-            chunks = _dump_partition(item.path, opts, budget)
-        else:
-            continue  # a root's own files hold no records
+    for item, file, chunks in _count_places(sel, opts, budget):
         n = 0
         for chunk in chunks:
             errors = []
@@ -296,8 +290,8 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
             if errors:
                 yield errors
         ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
-        if item.kind == tree.FILE:
-            ev["file"] = str(item.path)
+        if file is not None:
+            ev["file"] = str(file)
         ev["matches"] = n
         yield [ev]
         total += n
@@ -305,6 +299,21 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
         if budget.spent:
             break
     yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _count_places(sel, opts: DumpOptions, budget: _Budget) -> Iterator[tuple]:
+    """(item, file or None, chunks) for each place --count counts: a partition dir, a file given
+    alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
+    item only without --topic/--partition), each such file on its own, as dump prints them."""
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            yield item, item.path, dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            yield item, None, _dump_partition(item.path, opts, budget)
+        else:
+            for f in tree.root_files(item.path):
+                if F.file_kind(f).kind in _RECORDS:
+                    yield item, f, dump_file(f, opts, budget)
 
 
 def _counted(rec: tuple, name: str) -> bool:
@@ -559,16 +568,17 @@ def _chunked(events: Iterator[dict], size: int = 1024) -> Iterator[list[dict]]:
 # --- .log ---------------------------------------------------------------------------------
 
 
-def _start_position(seg: Segment | None, opts: DumpOptions) -> int:
+def _scan_start(seg: Segment | None, buf, opts: DumpOptions) -> tuple[int, CorruptionError | None]:
     """Use the segment's indexes to skip what --from-offset/--from-time exclude (the Segment's
-    lookups: a missing or unusable index only costs speed, a scan from the start)."""
-    if seg is None:
-        return 0  # a KRaft snapshot: no index
+    lookups: a missing or unusable index only costs speed, a scan from the start; an entry that
+    points nowhere valid is invalid data, reported, and costs the same scan)."""
+    if seg is None or (opts.from_offset is None and opts.from_time is None):
+        return 0, None  # nothing to skip, or a KRaft snapshot: no index
     target = opts.from_offset
     if opts.from_time is not None:
         at = seg.offset_for_time(opts.from_time)
         target = at if target is None else max(at, target)
-    return 0 if target is None else seg.position_for(target)
+    return seg.start_for(target, buf)
 
 
 def _decoder_for(
@@ -594,16 +604,9 @@ def _dump_log(
 ) -> Iterator[list[dict]]:
     end = len(buf)
     limit_end = end if opts.max_bytes is None else min(end, opts.max_bytes)
-    start = (
-        _start_position(seg, opts)
-        if (opts.from_offset is not None or opts.from_time is not None)
-        else 0
-    )
-    if start:
-        problem = _not_a_batch(buf, start, end, name)
-        if problem is not None:  # the index lies: say so, and scan the segment instead
-            yield [error_event(problem, name)]
-            start = 0
+    start, problem = _scan_start(seg, buf, opts)
+    if problem is not None:  # the index lies: said, and the segment is scanned instead
+        yield [error_event(problem, name)]
     decoder = None if opts.batches_only or opts.count else _decoder_for(path, opts)
     make_event = lines = None
     if opts.count:
@@ -654,28 +657,40 @@ def _dump_log(
                 return
             if shown:
                 yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-                if budget.spent:
+                if budget.spent or shown is _LAST:
                     return
     except CorruptionError as exc:
         yield [error_event(exc, name)]
 
 
 _END = None  # _shown: nothing from here on is shown
+_LAST = "last"  # _shown: show this entry, then nothing more
 
 
-def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | None:
-    """Does _dump_log show this entry (True), skip it (False), or end the file here (_END)?"""
+def _shown(entry, opts: DumpOptions, limit_end: int) -> bool | str | None:
+    """Does _dump_log show this entry (True), skip it (False), end the file here (_END), or
+    show it and end the file after it (_LAST)?"""
     if entry.position + entry.size > limit_end:
         return _END  # --max-bytes: only whole batches within the first N bytes
-    if opts.to_offset is not None and _first_offset_hint(entry) > opts.to_offset:
-        return _END
+    last = False
+    if opts.to_offset is not None:
+        if isinstance(entry, RecordBatch) or not entry.is_compressed:
+            if entry.base_offset > opts.to_offset:  # a legacy message's offset is exact
+                return _END
+        elif entry.last_offset > opts.to_offset:
+            # a legacy wrapper's offset is its last inner one; its first is known only once
+            # decompressed and may be selected (the records are filtered one by one). Every
+            # later entry starts past the wrapper's last offset: the file ends after it.
+            last = True
     if opts.from_offset is not None and entry.last_offset < opts.from_offset:
-        return False
-    return not (
+        return _END if last else False
+    if (
         opts.from_time is not None
         and entry.max_timestamp < opts.from_time
         and format_of(entry.magic).timestamps
-    )
+    ):
+        return _END if last else False
+    return _LAST if last else True
 
 
 class RunChunk(list):
@@ -774,7 +789,7 @@ def _kernel_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event, span, lines)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
 
@@ -830,33 +845,9 @@ def _search_runs(
             return
         if shown:
             yield from _entry_events(entry, name, opts, budget, make_event)
-            if budget.spent:
+            if budget.spent or shown is _LAST:
                 return
         pos += entry.size
-
-
-def _not_a_batch(buf, position: int, end: int, name: str) -> CorruptionError | None:
-    """Why an index's position is not the start of a valid batch (None if it is)."""
-    if position >= end:
-        why = f"past the end of the {end}-byte log"
-    else:
-        try:
-            next(iter_entries(buf, position, end, validate=True, source=name))
-            return None
-        except CorruptionError as exc:
-            why = f"not at a valid batch ({exc.message})"
-    return CorruptionError(
-        f"the index points at byte {position}, {why}: scanned the segment from its start instead",
-        kind="invalid_index",
-        position=position,
-        file=name,
-    )
-
-
-def _first_offset_hint(entry) -> int:
-    # v2 knows its base offset from the header; a legacy wrapper's base needs decompression,
-    # and its offset (the last) is a safe upper bound for stopping.
-    return entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
 
 
 def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:
@@ -963,10 +954,13 @@ def _entry_events(
                 file=name,
             )
         )
-    if not isinstance(entry, RecordBatch) and not (opts.batches_only and entry.is_compressed):
-        # a wrapper's first offset and count need decompression: not for --batches-only
+    if not isinstance(entry, RecordBatch):
         try:
-            if entry.is_compressed:  # decompressed once: the records below reuse the bytes
+            if opts.batches_only and entry.is_compressed:
+                # a wrapper's first offset and count need it decompressed whole: not here; its
+                # first message only, to judge the wrapper as verify does (check_wrapper)
+                entry.check_wrapper()
+            elif entry.is_compressed:  # decompressed once: the records below reuse the bytes
                 ev["count"], ev["base_offset"] = entry.inner_summary(keep=True)
             else:
                 ev["base_offset"], ev["count"] = entry.base_offset, entry.records_count
@@ -1331,6 +1325,8 @@ def _dump_offset_index(
         problem = None
         if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
             problem = f"entry {n} ({e.offset}, {e.position}) does not increase after ({prev.offset}, {prev.position})"
+        elif e.position < 0:
+            problem = f"entry {n} points at byte {e.position}, a negative position"
         elif log_size is not None and e.position >= log_size:
             problem = (
                 f"entry {n} points at byte {e.position}, past the end of the {log_size}-byte log"

@@ -81,6 +81,34 @@ def decompress(cid: int, data, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     raise DecompressionError(f"unknown compression codec id {cid}", kind=UNKNOWN_CODEC)
 
 
+def decompress_head(cid: int, data, n: int, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """The first ``min(n, total)`` bytes of ``data`` decompressed (``n`` at most ``limit``).
+
+    gzip (by far the commonest legacy codec) stops inflating after ``n`` bytes, so a probe of a
+    message set's first entry costs microseconds; the other codecs decompress whole (bounded by
+    ``limit``) and are cut. Raises :class:`DecompressionError` on data that fails before that.
+    """
+    if cid != GZIP:
+        return decompress(cid, data, limit)[:n]
+    out = bytearray()
+    view = memoryview(data)
+    while len(out) < n:
+        d = zlib.decompressobj(47)
+        try:
+            out += d.decompress(view, n - len(out))
+        except zlib.error as exc:
+            raise DecompressionError(f"invalid gzip data: {exc}") from None
+        if len(out) >= n:
+            break
+        if not d.eof:
+            raise DecompressionError("truncated gzip data", kind=DECOMPRESSION_FAILED)
+        rest = d.unused_data
+        if not rest.strip(b"\x00"):  # as _gzip: concatenated members, trailing zeros
+            break
+        view = memoryview(rest)
+    return bytes(out[:n])
+
+
 def _gzip(data, limit: int) -> bytes:
     out = bytearray()
     try:

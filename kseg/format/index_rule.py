@@ -1,8 +1,18 @@
 """The rule by which Kafka adds index entries while it walks a segment (LogSegment.recover).
 
-One implementation, used by the LogWriter (so fixtures carry exactly what recovery would write)
-and by `kseg index rebuild`. Feed it every valid top-level entry in order; it accumulates the
-encoded `.index` and `.timeindex` bytes (8 and 12 bytes an entry: memory stays small).
+One implementation, used by the LogWriter (so fixtures carry exactly what recovery would write),
+by `kseg index rebuild` and by verify's prediction of Kafka's recovery. Feed it every top-level
+entry in order; it accumulates the encoded `.index` and `.timeindex` bytes (8 and 12 bytes an
+entry: memory stays small).
+
+Kafka's indexes refuse an entry that would not grow: OffsetIndex.append throws
+InvalidOffsetException when the offset is not above the last entry's, TimeIndex.maybeAppend when
+the offset is below the last entry's (it checks the offset before it compares timestamps, so a
+refused entry need not have a larger timestamp). LogSegment.recover appends entries only every
+index.interval.bytes (and one final time-index entry), so whether offsets that go backwards
+make recovery throw depends on exactly where those appends fall. The builder records the first
+append Kafka would refuse (``invalid``) and appends nothing after it; a log whose offsets grow
+never has one.
 """
 
 from __future__ import annotations
@@ -11,8 +21,31 @@ from .offset_index import ENTRY as OFFSET_ENTRY
 from .offset_index import OffsetPosition
 from .time_index import ENTRY as TIME_ENTRY
 from .time_index import TimestampOffset
+from .value_class import FrozenValue, init
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+OFFSET, TIME = "offset", "time"  # which index refused an entry
+
+
+class RefusedEntry(FrozenValue):
+    """An index append Kafka refuses with InvalidOffsetException (see the module docstring)."""
+
+    index: str  # OFFSET (OffsetIndex.append) or TIME (TimeIndex.maybeAppend)
+    position: int  # of the batch whose append was refused (the log's end for the final entry)
+    offset: int  # the refused entry's offset
+    last_offset: int  # the index's last entry's offset, which it does not exceed
+    final: bool  # the time-index entry LogSegment.recover appends after its walk
+
+    __slots__ = ("index", "position", "offset", "last_offset", "final")
+
+    def __init__(
+        self, index: str, position: int, offset: int, last_offset: int, final: bool = False
+    ) -> None:
+        init(self, "index", index)
+        init(self, "position", position)
+        init(self, "offset", offset)
+        init(self, "last_offset", last_offset)
+        init(self, "final", final)
 
 
 class IndexBuilder:
@@ -29,31 +62,47 @@ class IndexBuilder:
         self._last_time_ts = -1  # TimeIndex.lastEntry of an empty index: (-1, base)
         self.max_timestamp = -1
         self.max_timestamp_offset = base_offset
+        self.invalid: RefusedEntry | None = None  # the first append Kafka refuses
 
     def add(self, last_offset: int, max_timestamp: int, size: int) -> None:
         """Account for the entry that starts at ``valid_bytes`` and is ``size`` bytes long."""
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.max_timestamp_offset = last_offset
-        if self.valid_bytes - self._last_entry_pos > self.index_interval_bytes:
-            # OffsetIndex.append only accepts a growing offset (a valid log always grows)
-            if self._last_index_offset is None or last_offset > self._last_index_offset:
+        if (
+            self.valid_bytes - self._last_entry_pos > self.index_interval_bytes
+            and self.invalid is None
+        ):
+            # OffsetIndex.append: only a growing offset (a valid log always grows)
+            last = self._last_index_offset
+            if last is not None and last_offset <= last:
+                self.invalid = RefusedEntry(OFFSET, self.valid_bytes, last_offset, last)
+            else:
                 self.offset_index += OFFSET_ENTRY.pack(
                     last_offset - self.base_offset, self.valid_bytes
                 )
                 self._last_index_offset = last_offset
-            self._maybe_append_time(self.max_timestamp, self.max_timestamp_offset)
+                self._maybe_append_time(self.max_timestamp, self.max_timestamp_offset)
             self._last_entry_pos = self.valid_bytes
         self.valid_bytes += size
 
-    def _maybe_append_time(self, timestamp: int, offset: int) -> None:
+    def _maybe_append_time(self, timestamp: int, offset: int, final: bool = False) -> None:
+        """TimeIndex.maybeAppend: an offset below the last entry's is refused (whatever the
+        timestamp); an entry is added only when the timestamp grows."""
+        if self.time_index:  # the last entry's offset, from the bytes (the kernel appends too)
+            last = self.base_offset + int.from_bytes(self.time_index[-4:], "big", signed=True)
+            if offset < last:
+                # add() appends before it counts the batch: valid_bytes is its position
+                self.invalid = RefusedEntry(TIME, self.valid_bytes, offset, last, final)
+                return
         if timestamp > self._last_time_ts:
             self.time_index += TIME_ENTRY.pack(timestamp, offset - self.base_offset)
             self._last_time_ts = timestamp
 
     def finish(self) -> None:
         """The final time-index entry recovery (and a segment roll) always attempts."""
-        self._maybe_append_time(self.max_timestamp, self.max_timestamp_offset)
+        if self.invalid is None:
+            self._maybe_append_time(self.max_timestamp, self.max_timestamp_offset, final=True)
 
     # decoded views, for tests and reports
     @property

@@ -63,6 +63,7 @@ RECORD_OVERHEAD = {m: KEY_LENGTH_POS[m] + 2 * LENGTH.size - LOG_OVERHEAD for m i
 _V0_OVERHEAD = RECORD_OVERHEAD[0]
 _V0_KEY_LENGTH_POS, _V1_KEY_LENGTH_POS = KEY_LENGTH_POS[0], KEY_LENGTH_POS[1]
 ATTR_COMPRESSION = 0x07
+_FIRST_PROBE = 1024  # check_wrapper's first decompression: most first messages fit
 ATTR_TIMESTAMP_TYPE = 0x08
 
 
@@ -200,48 +201,89 @@ class LegacyEntry:
 
     def _inner_data(self, max_decompressed: int) -> bytes:
         """The decompressed value of a wrapper (bounded by ``max_decompressed`` bytes)."""
+        return self._decompressed(codecs.decompress, max_decompressed)
+
+    def _decompressed(self, how, *args) -> bytes:
+        """``how(codec, value, *args)`` on a wrapper's value, refusing what Kafka's reader
+        (AbstractLegacyRecordBatch.DeepRecordsIterator) refuses before decompressing: zstd, which
+        only v2 batches may use, and a null value."""
+        if self.compression_id == codecs.ZSTD:
+            raise self._error(
+                f"zstd compression in a magic {self.magic} wrapper: Kafka allows zstd only in v2"
+                " batches and refuses to read this one",
+                field="attributes",
+            )
         _, value = self.key_value()
         if value is None:
             raise self._error("compressed wrapper message has a null value", field="value")
         try:
-            return codecs.decompress(self.compression_id, value, max_decompressed)
+            return how(self.compression_id, value, *args)
         except DecompressionError as exc:
             exc.field = f"value ({self.compression}, payload byte {exc.position or 0})"
             exc.position, exc.offset = self.position, self.offset
             raise exc.in_file(self.source) if self.source else exc from None
+
+    def _inner_header(self, data, pos: int, n: int) -> tuple[int, int, int, int, int, int]:
+        """Check the inner message at ``data[pos:]`` (of ``n`` bytes) as Kafka's
+        DataLogInputStream and DeepRecordsIterator read it: a size of at least the minimum of ITS
+        magic, inside the data, magic 0 or 1 (not necessarily the wrapper's: Kafka reads a magic-0
+        message in a magic-1 wrapper), not itself compressed. (offset, size, crc, magic,
+        attributes, end)."""
+        if n - pos < PREFIX.size:
+            raise self._error(f"truncated inner message at decompressed byte {pos}", field="value")
+        offset, size, crc, magic, attributes = PREFIX.unpack_from(data, pos)
+        end = pos + LOG_OVERHEAD + size
+        if magic not in RECORD_OVERHEAD:
+            raise self._error(
+                f"inner message at decompressed byte {pos} has magic {magic} (legacy messages"
+                " are magic 0 or 1)",
+                field="value",
+            )
+        if size < RECORD_OVERHEAD[magic] or end > n:
+            raise self._error(
+                f"inner message at decompressed byte {pos} has invalid size {size}",
+                field="value",
+            )
+        if attributes & ATTR_COMPRESSION:
+            raise self._error("compressed inner message inside a compressed wrapper", field="value")
+        return offset, size, crc, magic, attributes, end
+
+    def check_wrapper(self) -> None:
+        """What Kafka's reader checks before it hands out a wrapper's first message, at the cost
+        of decompressing that message only: a codec legacy messages may use (not zstd), a value,
+        and at least one inner message (Kafka: "Found invalid compressed record set with no inner
+        records"). The legacy counterpart of a v2 header's records count, for header-only checks;
+        inner_summary checks every inner message."""
+        if not self.is_compressed or self._summary is not None:
+            return
+        head = self._decompressed(codecs.decompress_head, _FIRST_PROBE)
+        if len(head) == _FIRST_PROBE:  # the first message may be longer: all of it, if sane
+            (size,) = LENGTH.unpack_from(head, LOG_OVERHEAD - LENGTH.size)
+            if _FIRST_PROBE < LOG_OVERHEAD + size <= codecs.DEFAULT_MAX_DECOMPRESSED:
+                head = self._decompressed(codecs.decompress_head, LOG_OVERHEAD + size)
+        if not head:
+            self._empty()
+        self._inner_header(head, 0, len(head))
+
+    def _empty(self):
+        raise self._error(
+            "compressed wrapper message holds no messages (Kafka's reader refuses it: no inner"
+            " records)",
+            field="value",
+        )
 
     def _scan_inner(self, data: bytes) -> tuple[int, int, int]:
         """Check every inner message of ``data`` (size, magic, no nesting, CRC) without building
         an object per message: (count, first inner offset, last inner offset). Nested wrappers are
         refused, as Kafka refuses them, so decompression never recurses."""
         n = len(data)
-        minimum = RECORD_OVERHEAD.get(self.magic, _V0_OVERHEAD)
-        unpack = PREFIX.unpack_from
+        check = self._inner_header
         count = 0
         first = last = 0
         pos = 0
         with memoryview(data) as mv:
             while pos < n:
-                if n - pos < PREFIX.size:
-                    raise self._error(
-                        f"truncated inner message at decompressed byte {pos}", field="value"
-                    )
-                offset, size, crc, magic, attributes = unpack(data, pos)
-                end = pos + LOG_OVERHEAD + size
-                if size < minimum or end > n:
-                    raise self._error(
-                        f"inner message at decompressed byte {pos} has invalid size {size}",
-                        field="value",
-                    )
-                if magic != self.magic:
-                    raise self._error(
-                        f"inner message magic {magic} differs from wrapper magic {self.magic}",
-                        field="value",
-                    )
-                if attributes & ATTR_COMPRESSION:
-                    raise self._error(
-                        "compressed inner message inside a compressed wrapper", field="value"
-                    )
+                offset, size, crc, magic, attributes, end = check(data, pos, n)
                 computed = crc32(mv[pos + CRC_COVERAGE_START : end])
                 if computed != crc:
                     raise CorruptionError(
@@ -260,7 +302,8 @@ class LegacyEntry:
                 count += 1
                 pos = end
         if not count:
-            raise self._error("compressed wrapper message holds no messages", field="value")
+            self._empty()
+        self._shift(last)  # a magic-1 wrapper offset below its last inner offset: refused
         return count, first, last
 
     def inner_summary(
@@ -346,8 +389,13 @@ class LegacyEntry:
         while pos < n:
             entry = LegacyEntry(data, pos)
             key, value = entry.key_value()
-            ts = entry.timestamp if wrapper_ts is None else wrapper_ts
-            out.append((key, value, ts, [], entry.offset + shift, -1, ts_type))
+            if entry.magic == 0:  # no timestamp, whatever the wrapper says (LegacyRecord)
+                out.append(
+                    (key, value, NO_TIMESTAMP, [], entry.offset + shift, -1, NO_TIMESTAMP_TYPE)
+                )
+            else:
+                ts = entry.timestamp if wrapper_ts is None else wrapper_ts
+                out.append((key, value, ts, [], entry.offset + shift, -1, ts_type))
             if len(out) >= RECORD_CHUNK:
                 yield out
                 out = []
@@ -363,15 +411,22 @@ class LegacyEntry:
         return self.inner_summary()[1]
 
     def _shift(self, last_inner_offset: int) -> int:
-        """What turns inner offsets into absolute ones (Kafka's absoluteBaseOffset).
+        """What turns inner offsets into absolute ones (Kafka's absoluteBaseOffset in
+        DeepRecordsIterator).
 
-        Magic 1 inner offsets are relative: wrapper offset - last inner offset. A negative
-        result (a producer-side set, wrapper offset 0) means they are used as they are.
+        Magic 1 inner offsets are relative: wrapper offset - last inner offset. A wrapper offset
+        of 0 (a producer-side set, written so by some librdkafka versions) means they are used as
+        they are; any other wrapper offset below the last inner offset is invalid.
         """
-        if self.magic == 0:
+        if self.magic == 0 or self.offset == 0:
             return 0
-        base = self.offset - last_inner_offset
-        return base if base >= 0 else 0
+        if self.offset < last_inner_offset:
+            raise self._error(
+                f"wrapper offset {self.offset} is below its last inner offset {last_inner_offset}"
+                " (and not 0): Kafka refuses this magic 1 message set",
+                field="offset",
+            )
+        return self.offset - last_inner_offset
 
     @property
     def records_count(self) -> int:
@@ -410,21 +465,34 @@ def build_entries(
     compression_id: int = codecs.NONE,
     log_append_time: int | None = None,
     xerial_snappy: bool = True,
+    inner_magic: int | None = None,
+    wrapper_offset: int | None = None,
+    allow_zstd: bool = False,
 ) -> bytes:
     """Messages as a broker stores them: one per record, or one compressed wrapper for all.
 
-    Records carry assigned absolute offsets (gaps allowed) and timestamps.
+    Records carry assigned absolute offsets (gaps allowed) and timestamps. For fixtures, shapes
+    Kafka's reader judges (AbstractLegacyRecordBatch): ``inner_magic`` writes a compressed
+    wrapper's messages in another magic (valid: Kafka reads a magic-0 message in a magic-1
+    wrapper); no records with a codec and ``wrapper_offset`` writes a wrapper holding no message
+    (invalid); ``allow_zstd`` writes a zstd wrapper (invalid: zstd is for v2 only).
     """
     if magic not in (0, 1):
         raise ValueError("legacy magic must be 0 or 1")
-    if compression_id == codecs.ZSTD:
+    inner_magic = magic if inner_magic is None else inner_magic
+    if inner_magic not in (0, 1):
+        raise ValueError("legacy inner magic must be 0 or 1")
+    if compression_id == codecs.ZSTD and not allow_zstd:
         raise ValueError("zstd needs magic 2")
-    if not records:
+    empty_wrapper = not records and compression_id != codecs.NONE and wrapper_offset is not None
+    if not records and not empty_wrapper:
         raise ValueError("a legacy message set needs at least one record")
+    if wrapper_offset is not None and not empty_wrapper:
+        raise ValueError("wrapper_offset is only for a compressed wrapper holding no message")
     ts_attr = ATTR_TIMESTAMP_TYPE if (log_append_time is not None and magic >= 1) else 0
 
-    def ts_of(rec: Record) -> int:
-        return NO_TIMESTAMP if magic == 0 else rec.timestamp
+    def ts_of(rec: Record, m: int = magic) -> int:
+        return NO_TIMESTAMP if m == 0 else rec.timestamp
 
     if compression_id == codecs.NONE:
         out = bytearray()
@@ -433,13 +501,16 @@ def build_entries(
             out += encode_message(rec.offset, magic, ts_attr, ts, rec.key, rec.value)
         return bytes(out)
 
-    first = records[0].offset
     inner = bytearray()
     for rec in records:
-        inner_offset = rec.offset if magic == 0 else rec.offset - first
-        inner += encode_message(inner_offset, magic, 0, ts_of(rec), rec.key, rec.value)
+        inner_offset = rec.offset if magic == 0 else rec.offset - records[0].offset
+        inner += encode_message(
+            inner_offset, inner_magic, 0, ts_of(rec, inner_magic), rec.key, rec.value
+        )
     payload = codecs.compress(compression_id, inner, magic=magic, xerial_snappy=xerial_snappy)
-    wrapper_ts = log_append_time if ts_attr else max(ts_of(r) for r in records)
-    return encode_message(
-        records[-1].offset, magic, compression_id | ts_attr, wrapper_ts, None, payload
-    )
+    if ts_attr:
+        wrapper_ts = log_append_time
+    else:
+        wrapper_ts = max((ts_of(r) for r in records), default=NO_TIMESTAMP)
+    last = wrapper_offset if empty_wrapper else records[-1].offset
+    return encode_message(last, magic, compression_id | ts_attr, wrapper_ts, None, payload)

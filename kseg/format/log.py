@@ -144,6 +144,29 @@ def check_entry_header(buf, pos: int, end: int) -> None:
         )
 
 
+def indexed_position_problem(buf, offset: int, position: int, end: int) -> str | None:
+    """Why an offset-index entry (``offset``, ``position``) cannot be a start for a scan of the
+    log ``buf[:end]`` (None: it can). Kafka writes an entry (O, P) only where a batch starts
+    whose last offset is O or below (the last batch of one append may end at O: LogSegment.append
+    and recover), so anything else is a lie a lookup must not follow: a negative position, one at
+    or past the end of the log, one where no valid batch starts (size, magic, CRC), or one whose
+    batch holds offsets past O (a scan from there would skip the offsets before it)."""
+    if position < 0:
+        return f"position {position} is negative"
+    if position >= end:
+        return f"position {position} is at or past the end of the {end}-byte log"
+    try:
+        entry = next(iter_entries(buf, position, end, validate=True))
+    except CorruptionError as exc:
+        return f"position {position} is not the start of a valid batch ({exc.message})"
+    if entry.last_offset > offset:
+        return (
+            f"the batch at byte {position} ends at offset {entry.last_offset}, past the"
+            f" entry's offset {offset}"
+        )
+    return None
+
+
 def iter_entries(
     buf,
     start: int = 0,

@@ -50,6 +50,11 @@ class OffsetIndex(Index):
         """Largest entry with offset <= ``offset``, else (base offset, 0)."""
         return self._lookup(offset - self.base_offset)
 
+    def lookup_entry(self, offset: int) -> int:
+        """The number of the entry ``lookup(offset)`` answers with (-1: none, (base offset, 0));
+        its byte in the file is ``n * ENTRY_SIZE``."""
+        return self._search(offset - self.base_offset)
+
     # sanity_check (Kafka's OffsetIndex.sanityCheck): size a multiple of 8; last offset >= base
 
 

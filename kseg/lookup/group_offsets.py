@@ -448,18 +448,38 @@ class OffsetsRun:
         *,
         group: str | None = None,
         at: int | None = None,
-        now: int,
+        now: int | None = None,
         retention_ms: int = DEFAULT_RETENTION_MS,
         lag: bool = False,
     ) -> None:
         self.sel = sel
         self.group_id = group
         self.at = at
-        self.now = now
+        self.now = now  # None: expiry is judged at the end of the data (see expiry_time)
         self.retention_ms = retention_ms
         self.lag = lag
         self.code = Exit.OK
         self.groups: dict[str, Group] = {}
+        self.data_end = -1  # the latest record time in the partitions read
+        # when expiry was judged, and why then (set by events())
+        self.expiry_at: int | None = None
+        self.expiry_basis = ""
+
+    def expiry_time(self) -> tuple[int, str]:
+        """When the coordinator's retention check is judged, and why then: at ``--at``; else at
+        ``--now`` when given; else, offline, at the end of the data (the time of the last record
+        in the `__consumer_offsets` partitions read: a copy is judged as of when it was taken,
+        not against today's clock, so an old copy does not come out all expired); the clock only
+        when no record carries a time."""
+        import time
+
+        if self.at is not None:
+            return self.at, "--at"
+        if self.now is not None:
+            return self.now, "--now"
+        if self.data_end >= 0:
+            return self.data_end, f"the end of the data (the last record in {TOPIC})"
+        return int(time.time() * 1000), f"the clock (no record in {TOPIC} carries a time)"
 
     # the __consumer_offsets partitions to read, and what to say about the choice
     def plan(self) -> tuple[list[Path], list[str]]:
@@ -534,7 +554,9 @@ class OffsetsRun:
             for pend in replay.pending.values():
                 for gid, topic, part in pend:
                     pending_parts.setdefault(gid, set()).add((topic, part))
-        at = self.at if self.at is not None else self.now
+            self.data_end = max(self.data_end, replay.last_time)
+        at, self.expiry_basis = self.expiry_time()
+        self.expiry_at = at
         for gid, g in self.groups.items():
             mark_expired(g, at, self.retention_ms, pending_parts.get(gid, set()))
         if self.group_id is None:
@@ -578,23 +600,65 @@ class OffsetsRun:
     def reset_events(self) -> Iterator[dict]:
         """``reset`` rows (topic, partition, offset) for kafka-consumer-groups --reset-offsets
         --from-file: the group's committed offsets, without those the coordinator would have
-        expired (said on stderr)."""
+        expired and those of internal topics (lookup.reset_csv: offsets has no --topic to select
+        them), each said on stderr. A reset file never comes out empty with exit 0: when no row
+        is left (every offset expired, or the group holds none, or only internal topics') one
+        line says why and the status gets 16 (the question as asked, its time and retention,
+        selects nothing to reset to)."""
+        from ..format.timestamps import with_iso
+        from .reset_csv import for_reset_file
+
+        seen: dict = {"offsets": 0, "left_out": [], "group": None}
+        rows = 0
+        for ev in for_reset_file(self._reset_rows(seen), None, takes_topic=False):
+            rows += ev["type"] == "reset"
+            yield ev
+        left_out, offsets, group = seen["left_out"], seen["offsets"], seen["group"]
+        if rows:
+            for ev in left_out:
+                yield {
+                    "type": "notice",
+                    "message": f"{ev['topic']}-{ev['partition']}: offset {ev['offset']} left out "
+                    f"of the reset file: expired ({ev['expired_reason']})",
+                }
+            return
+        self.code |= Exit.USAGE
+        gid = self.group_id
+        if left_out and len(left_out) == offsets:
+            why = sorted({ev["expired_reason"] for ev in left_out})
+            message = (
+                f"group {gid!r}: no reset file: every committed offset ({offsets}) had expired "
+                f"({'; '.join(why)}) as of {self.expiry_basis} {with_iso(self.expiry_at)}; give "
+                "--at before they expired, or the cluster's --retention"
+            )
+        else:
+            what = "none is left"
+            if offsets:
+                what = "only internal topics' offsets are left, and no reset file names those"
+            elif group is not None and group["group_type"] == "share":
+                what = "a share group commits none"
+            elif group is not None and group["deleted"]:
+                what = "the group was deleted"
+            message = f"group {gid!r}: no reset file: no committed offset ({what})"
+        yield {"type": "failure", "message": message}
+
+    def _reset_rows(self, seen: dict) -> Iterator[dict]:
+        """The group's unexpired offsets as ``reset`` rows; counts what it saw into ``seen``."""
         for ev in self.events():
             if ev["type"] == "share_offset":
                 yield {"type": "notice", "message": f"{ev['topic']}-{ev['partition']}: a share "
                        "group's share-partition start offset is no consumer offset: not in the "
                        "reset file"}  # fmt: skip
                 continue
+            if ev["type"] == "group":
+                seen["group"] = ev
             if ev["type"] != "offset":
                 if ev["type"] in ("failure", "notice"):
                     yield ev
                 continue
+            seen["offsets"] += 1
             if ev["expired"]:
-                yield {
-                    "type": "notice",
-                    "message": f"{ev['topic']}-{ev['partition']}: offset {ev['offset']} left out "
-                    f"of the reset file: expired ({ev['expired_reason']})",
-                }
+                seen["left_out"].append(ev)
                 continue
             yield {"type": "reset", "topic": ev["topic"], "partition": ev["partition"],
                    "offset": ev["offset"]}  # fmt: skip
@@ -614,6 +678,7 @@ class OffsetsRun:
         if getattr(batch, "is_control", False):
             ctl = batch.control_record()
             ts = batch.max_timestamp
+            replay.last_time = max(replay.last_time, ts)
             if ctl is None or (at is not None and ts > at):
                 return
             if ctl.is_end_txn:
@@ -799,13 +864,11 @@ def offsets_run(
         raise BadOption("give exactly one of --group and --list", "--group/--list")
     if list_groups and (csv or lag):
         raise BadOption("reset-csv and --lag go with --group", "--list")
-    now_ms = parse_option_time(now, "--now")
-    if now_ms is None:
-        now_ms = int(time.time() * 1000)
+    now_ms = parse_option_time(now, "--now")  # None: expiry judged at the end of the data
     at_ms = None
     if at is not None:
-        try:
-            at_ms = parse_time(at, now_ms)
+        try:  # `now` and relative times count from --now, or the clock
+            at_ms = parse_time(at, now_ms if now_ms is not None else int(time.time() * 1000))
         except ValueError as exc:
             raise BadOption(str(exc), "--at") from None
     try:

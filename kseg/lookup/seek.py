@@ -37,6 +37,7 @@ class SeekResult(Value):
     position: int | None
     error: CorruptionError | None
     warnings: list[str]
+    problems: list[CorruptionError]  # invalid data worked around (a lying index entry)
     bytes_read: int
 
     __slots__ = (
@@ -50,6 +51,7 @@ class SeekResult(Value):
         "position",
         "error",
         "warnings",
+        "problems",
         "bytes_read",
     )
 
@@ -65,6 +67,7 @@ class SeekResult(Value):
         position: int | None = None,
         error: CorruptionError | None = None,
         warnings: list[str] | None = None,
+        problems: list[CorruptionError] | None = None,
         bytes_read: int = 0,
     ) -> None:
         self.topic = topic
@@ -77,6 +80,7 @@ class SeekResult(Value):
         self.position = position
         self.error = error
         self.warnings = [] if warnings is None else warnings
+        self.problems = [] if problems is None else problems
         self.bytes_read = bytes_read
 
     def to_event(self) -> dict:
@@ -120,7 +124,7 @@ def seek_time(pdir: Path, target: int, *, data_only: bool = False) -> SeekResult
             raise ValueError(f"unknown special target {target}")
     except CorruptionError as exc:
         res.error = exc
-    res.warnings = part.warnings
+    res.warnings, res.problems = part.warnings, part.problems
     res.bytes_read = part.bytes_read
     return res
 
@@ -131,8 +135,7 @@ def _by_time(part: Partition, res: SeekResult, target: int, data_only: bool) -> 
         if part.max_timestamp(seg) < target:
             continue
         from_offset = part.time_start_offset(seg, target)
-        position = part.start_position(seg, max(from_offset, start_offset))
-        for entry in part.batches_from(seg, position):
+        for entry in part.batches_for(seg, max(from_offset, start_offset)):
             if entry.max_timestamp < target or (data_only and entry.is_control):
                 continue
             for rec in entry.records():
@@ -156,7 +159,7 @@ def _max_timestamp(part: Partition, res: SeekResult, data_only: bool) -> None:
     if best_seg is None:
         return
     from_offset = part.time_start_offset(best_seg, best - 1)
-    for entry in part.batches_from(best_seg, part.start_position(best_seg, from_offset)):
+    for entry in part.batches_for(best_seg, from_offset):
         if entry.max_timestamp != best or (data_only and entry.is_control):
             continue
         for rec in entry.records():
@@ -174,7 +177,7 @@ def _locate(part: Partition, res: SeekResult, offset: int) -> None:
     seg = part.segment_for(offset)
     if seg is None:
         return
-    for entry in part.batches_from(seg, part.start_position(seg, offset)):
+    for entry in part.batches_for(seg, offset):
         if entry.last_offset >= offset:
             res.segment, res.position, res.leader_epoch = (
                 str(seg.log),
@@ -198,6 +201,7 @@ class OffsetLocation(Value):
     log_end_offset: int | None
     error: CorruptionError | None
     warnings: list[str]
+    problems: list[CorruptionError]  # invalid data worked around (a lying index entry)
     bytes_read: int
 
     __slots__ = (
@@ -214,6 +218,7 @@ class OffsetLocation(Value):
         "log_end_offset",
         "error",
         "warnings",
+        "problems",
         "bytes_read",
     )
 
@@ -232,6 +237,7 @@ class OffsetLocation(Value):
         log_end_offset: int | None = None,
         error: CorruptionError | None = None,
         warnings: list[str] | None = None,
+        problems: list[CorruptionError] | None = None,
         bytes_read: int = 0,
     ) -> None:
         self.topic = topic
@@ -247,12 +253,13 @@ class OffsetLocation(Value):
         self.log_end_offset = log_end_offset
         self.error = error
         self.warnings = [] if warnings is None else warnings
+        self.problems = [] if problems is None else problems
         self.bytes_read = bytes_read
 
     def to_event(self) -> dict:
         out = {"type": "seek_offset"}
         for k in self.__slots__:
-            if k in ("warnings", "bytes_read"):
+            if k in ("warnings", "problems", "bytes_read"):
                 continue
             v = getattr(self, k)
             out[k] = str(v) if isinstance(v, CorruptionError) else v
@@ -285,7 +292,7 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
         else:
             seg = part.segment_for(offset)
             while seg is not None:
-                for entry in part.batches_from(seg, part.start_position(seg, offset)):
+                for entry in part.batches_for(seg, offset):
                     if entry.last_offset < offset:
                         continue
                     first, nxt = _first_and_next(entry, offset)
@@ -307,7 +314,7 @@ def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
     except CorruptionError as exc:
         res.error = exc
         res.status = "corrupt"
-    res.warnings, res.bytes_read = part.warnings, part.bytes_read
+    res.warnings, res.problems, res.bytes_read = part.warnings, part.problems, part.bytes_read
     return res
 
 

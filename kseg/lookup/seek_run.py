@@ -48,8 +48,10 @@ class SeekRun:
         offset: int | None = None,
         data_only: bool = False,
         fill_latest: bool = False,
+        topic: str | None = None,
     ) -> None:
         self.targets = sel.required_targets("seek in")
+        self.topic = topic  # the --topic regex: which internal topics reset-csv may name
         self.several = sel.several_log_dirs
         self.target, self.offset = target, offset
         self.data_only = data_only
@@ -83,6 +85,9 @@ class SeekRun:
                 continue
             for w in res.warnings:
                 yield {"type": "notice", "message": w}
+            for problem in res.problems:  # worked around (the answer stands): invalid data
+                self.code |= Exit.PROBLEMS
+                yield {"type": "failure", "message": str(problem)}
             if res.error is not None:
                 self.code |= Exit.PROBLEMS
                 yield {"type": "failure", "message": f"{pdir}: {res.error}"}
@@ -98,7 +103,13 @@ class SeekRun:
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` events (topic, partition, offset), one per topic-partition however many
-        replicas were read (see lookup.seek.reset_rows), and the messages on the way."""
+        replicas were read (see lookup.seek.reset_rows), and the messages on the way. Internal
+        topics only when --topic selects them explicitly (lookup.reset_csv)."""
+        from .reset_csv import for_reset_file
+
+        yield from for_reset_file(self._reset_events(), self.topic)
+
+    def _reset_events(self) -> Iterator[dict]:
         said: list[dict] = []
 
         def answers():

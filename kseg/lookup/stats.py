@@ -430,7 +430,7 @@ class PartitionCount:
             yield from problems
             if stop is not None:
                 yield {"type": "failure", "message": stop}
-            yield {"type": "progress", "bytes": size}
+            yield {"type": "progress", "bytes": size, "file": str(seg.log)}
 
     def _stopped(self, mark: SegmentMark, position: int | None, kind: str) -> None:
         self.code |= Exit.PROBLEMS

@@ -40,7 +40,15 @@ def safe_path(path: str) -> str:
     return path if path.isprintable() else orjson.dumps(path).decode()
 
 
+def bool_text(b: bool) -> str:
+    """A boolean as every text-like output writes it: ``true``/``false`` (as JSON and
+    kafka-dump-log's ``isTransactional: true``), never Python's ``True``."""
+    return "true" if b else "false"
+
+
 def field_text(key: str, v: object) -> str:
+    if type(v) is bool:
+        return bool_text(v)
     if isinstance(v, (str, list, dict)):
         return quoted(v)
     if key in TIME_FIELDS and type(v) is int and v >= 0:  # negatives: -1 "none", -2 earliest...

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import orjson
 
 from ..format.timestamps import iso_ms
-from .fields import TIME_FIELDS, safe_path
+from .fields import TIME_FIELDS, bool_text, safe_path
 
 CHUNK = 256  # rows formatted and written together
 _ELLIPSIS = "…"
@@ -209,7 +209,7 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
         )
     offset = ev.get("offset", ev.get("start_offset"))
     rest = " ".join(
-        f"{k} {orjson.dumps(v).decode() if isinstance(v, (str, list, dict)) else v}"
+        f"{k} {orjson.dumps(v).decode() if isinstance(v, (str, list, dict, bool)) else v}"
         for k, v in ev.items()
         if k not in ("type", "file", "offset", "start_offset")
     )
@@ -427,6 +427,8 @@ _FLEXIBLE = (
 def _cell(key: str, v: object) -> str:
     if v is None:
         return ""
+    if type(v) is bool:  # the word text output uses (isTransactional: true), not Python's True
+        return bool_text(v)
     if key in TIME_FIELDS and type(v) is int and v >= 0:
         iso = iso_ms(v)
         return f"{v} {iso}" if iso else str(v)

@@ -13,15 +13,12 @@ from typing import BinaryIO
 from ..format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
 from ..format.timestamps import with_iso
 from .fields import PATH_FIELDS, field_text, one_line, safe_path
+from .fields import bool_text as _bool
 from .fields import quoted as _q
 
 
 def _n(v: object) -> str:
     return "null" if v is None else str(v)
-
-
-def _bool(b: bool) -> str:
-    return "true" if b else "false"
 
 
 def _payload(value: object, encoding: str | None) -> str:

@@ -165,6 +165,65 @@ def _start_quiet_gateway(options: dict[str, str]) -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
+class BadInterpreter(ValueError):
+    """The Python workers' interpreter is a relative path with no executable file behind it: a
+    usage mistake, said before any Spark job (executors start elsewhere, where a relative path
+    means nothing)."""
+
+    kind = "usage"
+
+
+_ARCHIVES = ("spark.archives", "spark.yarn.dist.archives")
+
+
+def _worker_python(master: str | None, conf: dict[str, str]) -> None:
+    """Set PYSPARK_PYTHON, the interpreter pyspark gives every Python worker, before the
+    SparkContext starts. ``spark.pyspark.python`` (in ``conf``) wins over PYSPARK_PYTHON, as in
+    Spark; neither given, local mode and spark-submit run this interpreter. A relative path is
+    resolved against the working directory (executors run in their own: as given, it would name
+    nothing there), or refused (BadInterpreter) when no executable file is behind it; one
+    inside an archive shipped with the job (``--archives env.tar.gz#env`` with
+    ``./env/bin/python``) is meant for the executors' directories and stays as it is."""
+    name, value = "spark.pyspark.python", conf.get("spark.pyspark.python")
+    if not value:
+        name, value = "PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON")
+    if not value:
+        if master is None or master.startswith("local"):
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+        return
+    # an absolute path, or a bare name looked up on each node's PATH, stays as given
+    relative = not os.path.isabs(value) and os.sep in value
+    if relative and Path(value).parts[0] not in _archive_dirs(conf):
+        path = os.path.abspath(value)  # not realpath: a venv's python is a symlink
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise BadInterpreter(
+                f"{name}={value}: no executable file at {path} (a relative interpreter path is "
+                "taken from the working directory); give the path of a Python that has kseg "
+                "installed"
+            )
+        value = path
+    os.environ["PYSPARK_PYTHON"] = value
+
+
+def _archive_dirs(conf: dict[str, str]) -> set[str]:
+    """The directories the job's archives are unpacked into in each executor's working
+    directory (``file.tar.gz#dir``, or the file's name), from ``conf`` and, under spark-submit,
+    from its configuration."""
+    values = [conf[k] for k in _ARCHIVES if conf.get(k)]
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM holds --archives
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
+        values += [v for k in _ARCHIVES if (v := submitted.get(k))]
+    dirs = set()
+    for value in values:
+        for item in filter(None, (i.strip() for i in value.split(","))):
+            path, _, alias = item.partition("#")
+            dirs.add(alias or path.rstrip("/").rsplit("/", 1)[-1])
+    return dirs
+
+
 def session(
     master: str | None = "local[*]",
     conf: dict[str, str] | None = None,
@@ -174,13 +233,19 @@ def session(
 ):
     """A SparkSession with the kseg source registered. ``master=None`` keeps what spark-submit
     chose. In local mode Python workers must run this interpreter (kseg's native codecs live in
-    its environment), so PYSPARK_PYTHON defaults to it. ``quiet``: the JVM logs errors only,
-    from its first line on."""
+    its environment), so PYSPARK_PYTHON defaults to it; a relative one is made absolute or
+    refused (_worker_python). ``quiet``: the JVM logs errors only, from its first line on."""
     from pyspark.sql import SparkSession
 
+    _worker_python(master, conf or {})
     if master is None or master.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Spark starts every Python worker (on executors, and on the driver for the data source's
+    # planning) as `python -m pyspark.daemon|...`, and `-m` puts the working directory first on
+    # sys.path: a `kseg/` there (a checkout's parent, another version) would be imported instead
+    # of the installed kseg. PYTHONSAFEPATH (Python >= 3.11) leaves it out; pyspark passes
+    # spark.executorEnv.* to every Python worker it starts, in local mode too.
+    conf = {"spark.executorEnv.PYTHONSAFEPATH": "1", **(conf or {})}
     log4j = _quiet_jvm() if quiet else None
     builder = SparkSession.builder.appName(app_name)
     if master is not None:

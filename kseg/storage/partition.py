@@ -3,8 +3,9 @@ offset order, log start and end, the leader-epoch checkpoint, and the two lookup
 needs: offset -> (segment, byte position) and timestamp -> offset to scan from.
 
 Indexes are used as the broker uses them, and never trusted blindly: a missing or unusable index
-(one text, :meth:`kseg.storage.segment.IndexFile.warning`), or one pointing where no valid batch
-starts, costs a scan of the segment and a warning, never a wrong answer. ``bytes_read`` counts
+(one text, :meth:`kseg.storage.segment.IndexFile.warning`) costs a scan of the segment and a
+warning; an entry pointing where no valid batch starts (Segment.start_for) costs the same scan
+and is invalid data (``problems``); never a wrong answer. ``bytes_read`` counts
 what the lookups examined (seek reports it).
 """
 
@@ -46,6 +47,10 @@ class Partition:
         ]
         self.bytes_read = 0
         self._warnings: dict[str, None] = {}  # ordered and without repeats
+        # invalid data the lookups met and worked around (an index entry pointing nowhere
+        # valid: Segment.start_for), ordered and without repeats: the answer stands, but the
+        # files are not clean
+        self._problems: dict[str, CorruptionError] = {}
         self._counted: set[tuple[int, str]] = set()  # indexes whose lookups bytes_read holds
         self._max_timestamps: dict[int, int] = {}  # base offset -> max timestamp
 
@@ -59,6 +64,10 @@ class Partition:
 
     def warn(self, message: str) -> None:
         self._warnings[message] = None
+
+    @property
+    def problems(self) -> list[CorruptionError]:
+        return list(self._problems.values())
 
     # --- checkpoints -------------------------------------------------------------------------
     def checkpointed_log_start(self) -> int | None:
@@ -102,28 +111,24 @@ class Partition:
         return self.segments[0].base_offset
 
     def _last_offset(self, seg: Segment) -> int | None:
-        start = 0
-        idx = self.offset_index(seg)
-        if idx is not None and len(idx):
-            start = idx.entry(len(idx) - 1).position
         last = None
         with seg.mapped() as buf:
-            if start >= len(buf):
-                start = 0
+            idx = self.offset_index(seg)
+            start = 0
+            if idx is not None and len(idx):
+                start = self.start_position(seg, idx.entry(len(idx) - 1).offset, buf)
             for h in self._tail_headers(seg, buf, start):
                 last = h[4]  # last_offset
         return last
 
     def _tail_headers(self, seg: Segment, buf, start: int) -> Iterator[tuple]:
-        """Header rows from ``start`` to the end of ``seg``'s log. A batch that fails its CRC
-        or a structural problem (a torn or garbage tail) raises CorruptionError naming the
-        file and byte: an answer taken from the valid part would be what Kafka says only
-        after it truncated the damage, so it is no answer from these files (never a false
-        "clean"; `kseg verify` says what recovery would do)."""
-        first = True
+        """Header rows from ``start`` (a checked index position) to the end of ``seg``'s log. A
+        batch that fails its CRC or a structural problem (a torn or garbage tail) raises
+        CorruptionError naming the file and byte: an answer taken from the valid part would be
+        what Kafka says only after it truncated the damage, so it is no answer from these files
+        (never a false "clean"; `kseg verify` says what recovery would do)."""
         try:
             for h in walk_headers(buf, start):
-                first = False
                 self.bytes_read += HEADER_SIZE  # a header-only walk
                 if not h[9]:  # crc_ok
                     raise CorruptionError(
@@ -132,15 +137,8 @@ class Partition:
                         position=h[0],
                     )
                 yield h
-            return
         except CorruptionError as exc:
-            if not (first and start and exc.position == start):
-                raise exc.in_file(seg.log) from None
-            self.warn(
-                f"{seg.file(OFFSET_INDEX)}: points at byte {start}, not at a valid "
-                f"batch ({exc.message}); scanning the segment instead"
-            )
-        yield from self._tail_headers(seg, buf, 0)
+            raise exc.in_file(seg.log) from None
 
     # --- indexes -----------------------------------------------------------------------------
     def _index(self, seg: Segment, kind: str):
@@ -177,13 +175,11 @@ class Partition:
             best = self._max_timestamps[seg.base_offset] = tidx.last_entry().timestamp
             return best
         best, start = -1, 0
-        if tidx is not None and len(tidx):
-            last = tidx.last_entry()
-            best = last.timestamp
-            start = self.start_position(seg, last.offset)
         with seg.mapped() as buf:
-            if start >= len(buf):
-                start = 0
+            if tidx is not None and len(tidx):
+                last = tidx.last_entry()
+                best = last.timestamp
+                start = self.start_position(seg, last.offset, buf)
             for h in self._tail_headers(seg, buf, start):
                 best = max(best, h[5])  # max_timestamp
         self._max_timestamps[seg.base_offset] = best
@@ -215,10 +211,16 @@ class Partition:
         i = self.segments.index(seg)
         return self.segments[i + 1] if i + 1 < len(self.segments) else None
 
-    def start_position(self, seg: Segment, offset: int) -> int:
-        """Where to scan ``seg`` from for ``offset`` (offset index; 0 without one)."""
-        idx = self.offset_index(seg)
-        return idx.lookup(offset).position if idx is not None else 0
+    def start_position(self, seg: Segment, offset: int, buf=None) -> int:
+        """Where to scan ``seg`` from for ``offset``: Segment.start_for (the offset index's
+        entry, checked; 0 without one). An entry pointing nowhere valid is kept in ``problems``
+        and costs a scan from the segment's start. ``buf``: ``seg.mapped()`` if held."""
+        if self.offset_index(seg) is None:  # missing or unusable: said once, as a warning
+            return 0
+        found = seg.start_for(offset, buf)
+        if found.problem is not None:
+            self._problems.setdefault(str(found.problem), found.problem)
+        return found.position
 
     def time_start_offset(self, seg: Segment, timestamp: int) -> int:
         """The offset to scan ``seg`` from for the first record at or after ``timestamp`` (time
@@ -226,31 +228,11 @@ class Partition:
         tidx = self.time_index(seg)
         return tidx.lookup(timestamp).offset if tidx is not None else seg.base_offset
 
-    def batches_from(self, seg: Segment, position: int) -> Iterator:
-        """Entries from ``position`` (from an index) on; an index position past the log or not
-        at a valid batch only costs a scan from the segment's start, with a warning."""
-        index_path = seg.file(OFFSET_INDEX)
+    def batches_for(self, seg: Segment, offset: int) -> Iterator:
+        """Entries of ``seg`` from where a scan for ``offset`` starts (``start_position``) on,
+        CRC-checked: a bad one raises CorruptionError naming the file and byte."""
         with seg.mapped() as buf:
-            if position >= len(buf) and position:
-                self.warn(
-                    f"{index_path}: points at byte {position}, past the end of "
-                    f"the {len(buf)}-byte log; scanning the segment instead"
-                )
-                position = 0
-            first = True
-            try:
-                for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
-                    first = False
-                    self.bytes_read += entry.size
-                    yield entry
-                return
-            except CorruptionError as exc:
-                if not (first and position and exc.position == position):
-                    raise
-                self.warn(
-                    f"{index_path}: points at byte {position}, not at a valid "
-                    f"batch ({exc.message}); scanning the segment instead"
-                )
-            for entry in iter_entries(buf, 0, validate=True, source=str(seg.log)):
+            position = self.start_position(seg, offset, buf)
+            for entry in iter_entries(buf, position, validate=True, source=str(seg.log)):
                 self.bytes_read += entry.size
                 yield entry

@@ -17,14 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import kernel
 from ..format import txn_index as tx
-from ..format.errors import CorruptionError
-from ..format.log import Entry, iter_entries
+from ..format.errors import INVALID_INDEX, CorruptionError
+from ..format.log import Entry, indexed_position_problem, iter_entries
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import TimeIndex
 from . import files as F
+from . import walked
 from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
 from .uri import UriPath, as_path
 
@@ -80,6 +82,13 @@ class IndexFile:
         if why is None:
             return None
         return f"{self.path}: unusable ({why}); scanning the segment instead"
+
+
+class ScanStart(NamedTuple):
+    """Where a scan for an offset starts in a segment's log (:meth:`Segment.start_for`)."""
+
+    position: int  # the offset index entry's position, or 0
+    problem: CorruptionError | None  # the entry that could not be followed (invalid data)
 
 
 class Segment:
@@ -156,12 +165,14 @@ class Segment:
         """The header walk (kseg.format.log.walk_headers: same tuples, same errors) over
         ``buf``, this segment's ``mapped()`` bytes: on the compiled kernel when it is active
         (kseg.kernel), else the pure-Python core."""
-        return kernel.walk_headers(buf, start, end)
+        walk = kernel.walk_headers(buf, start, end)
+        return walked.rows(walk, str(self.log)) if walked.watching() else walk
 
     def walk_blocks(self, buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         """The same walk as blocks of packed rows (kseg.kernel.ROW): no Python object per batch
         on the kernel's path (the core's path packs its tuples: use ``walk_headers`` there)."""
-        return kernel.walk_blocks(buf, start, end)
+        walk = kernel.walk_blocks(buf, start, end)
+        return walked.blocks(walk, str(self.log), kernel.ROW.size) if walked.watching() else walk
 
     # --- indexes -----------------------------------------------------------------------------
     def index(self, kind: str) -> IndexFile:
@@ -204,11 +215,36 @@ class Segment:
         return tx.read_entries(idx.view)
 
     # --- lookups (Kafka: LogSegment.translateOffset / findOffsetByTimestamp) -----------------
-    def position_for(self, offset: int) -> int:
-        """Byte position to scan from for ``offset``: the offset index's largest entry at or
-        below it, or 0 without a usable index."""
+    def start_for(self, offset: int, buf=None) -> ScanStart:
+        """Where a scan for ``offset`` starts (Kafka's LogSegment.translateOffset): the offset
+        index's largest entry at or below it, or 0 without a usable index. The one place an
+        index position is trusted, so it is checked here, for every reader: an entry whose
+        position is negative, past the log, not where a valid batch starts, or at a batch
+        holding offsets past the entry's (format.log.indexed_position_problem) is invalid data,
+        returned as ``problem`` (kind invalid_index, naming the index file and the entry's byte)
+        with position 0: the scan from the segment's start gives the right answer anyway.
+        ``buf``: this segment's ``mapped()`` bytes, if the caller holds them."""
         idx = self.offset_index()
-        return idx.lookup(offset).position if idx is not None else 0
+        n = idx.lookup_entry(offset) if idx is not None else -1
+        if n < 0:
+            return ScanStart(0, None)
+        entry = idx.entry(n)
+        if buf is None:
+            with self.mapped() as buf:
+                why = indexed_position_problem(buf, entry.offset, entry.position, len(buf))
+        else:
+            why = indexed_position_problem(buf, entry.offset, entry.position, len(buf))
+        if why is None:
+            return ScanStart(entry.position, None)
+        problem = CorruptionError(
+            f"entry {n} ({entry.offset}, {entry.position}): {why}; the lookup scans the"
+            " segment from its start instead",
+            kind=INVALID_INDEX,
+            position=n * idx.ENTRY_SIZE,
+            offset=entry.offset,
+            file=str(self.file(OFFSET_INDEX)),
+        )
+        return ScanStart(0, problem)
 
     def offset_for_time(self, timestamp: int) -> int:
         """Offset to scan from for the first record at or after ``timestamp``: the time

@@ -424,7 +424,9 @@ class Selection(FrozenValue):
 
     @property
     def log_dirs(self) -> list[Path]:
-        seen: dict[Path, None] = {}
+        """Every root given or found (also one a selection took nothing from: the input named
+        it), then the log dirs of partitions and files given by path."""
+        seen: dict[Path, None] = dict.fromkeys(self.roots)
         for it in self.items:
             if it.log_dir is not None:
                 seen.setdefault(it.log_dir)
@@ -483,6 +485,11 @@ def resolve(
 ) -> Selection:
     """Resolve every input up front (so a wrong path fails before any work starts).
 
+    ``topic``/``partition`` (a selection) select partition dirs within roots: a root's own
+    files (checkpoints, ``meta.properties``, ``bootstrap.checkpoint``) are an item (ROOT) only
+    when neither is given; a partition dir or file named as a PATH is always an item. Every
+    command decides what it works on from these items, so they all agree.
+
     ``logs_only``: a file given by path must be a segment `.log` (verify, seek, index). Raises
     InputError: a missing path, a directory with nothing Kafka in it, a file kseg does not know,
     an unreadable directory, or filters that match no partition.
@@ -527,7 +534,8 @@ def resolve(
             continue
         for root in lay.roots:
             roots.append(Path(root))
-            items.append(Item(ROOT, Path(root), Path(root)))
+            if not filtered:  # a selection selects partitions: a root's own files without one
+                items.append(Item(ROOT, Path(root), Path(root)))
             mine = [t for t in lay.partitions if t[0] == root]
             items.extend(
                 Item(PARTITION, Path(p), Path(r), n) for r, p, n in select(mine, topic, partition)

@@ -18,6 +18,7 @@ from ..format import compression, control, legacy
 from ..format import offset_index as oi
 from ..format import time_index as ti
 from ..format.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+from ..format.compression import NONE as NO_CODEC
 from ..format.errors import KsegError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
@@ -120,6 +121,8 @@ class LogWriter:
         log_append_time: int | None = None,
         partition_leader_epoch: int | None = None,
         control: bool = False,
+        inner_magic: int | None = None,
+        allow_zstd: bool = False,
     ) -> AppendInfo:
         """Append one batch (magic 2) or one message set (magic 0/1: a wrapper when compressed).
 
@@ -129,7 +132,10 @@ class LogWriter:
         writes what Kafka 4.x group and share coordinators write. ``control=True`` makes a
         control batch of the records as given (KRaft's control records, or markers of any shape
         for fixtures); it is not replayed into the producer state (use append_control for a
-        marker that is). Returns where the batch went.
+        marker that is). Legacy shapes for fixtures (see legacy.build_entries): ``inner_magic``
+        for a compressed wrapper's messages, no records with a codec and ``last_offset`` for a
+        wrapper holding no message, ``allow_zstd`` for a zstd wrapper. Returns where the batch
+        went.
         """
         magic = self.magic if magic is None else magic
         cid = _codec(self.compression if compression is None else compression)
@@ -171,11 +177,12 @@ class LogWriter:
             batch = v2.RecordBatch(data, 0)
             last = batch.last_offset
         else:
+            empty_wrapper = not assigned and cid != NO_CODEC and last_offset is not None
             if (
                 producer_id != v2.NO_PRODUCER_ID
                 or transactional
                 or control
-                or last_offset is not None
+                or (last_offset is not None and not empty_wrapper)
             ):
                 raise ValueError("producer ids, transactions and empty batches need magic 2")
             data = legacy.build_entries(
@@ -184,8 +191,11 @@ class LogWriter:
                 compression_id=cid,
                 log_append_time=log_append_time,
                 xerial_snappy=self.xerial_snappy,
+                inner_magic=inner_magic,
+                wrapper_offset=last_offset if empty_wrapper else None,
+                allow_zstd=allow_zstd,
             )
-            last = assigned[-1].offset
+            last = last_offset if empty_wrapper else assigned[-1].offset
         info = self._write(data, base, last, magic)
         if magic == 2:
             self._track_epoch(epoch, base)

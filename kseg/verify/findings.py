@@ -8,6 +8,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 
 # kinds beyond the format core's CorruptionError kinds
 OFFSETS_NOT_INCREASING = "offsets_not_increasing"
+BAD_BASE_OFFSET = "bad_base_offset"  # a v2 batch whose baseOffset (outside the CRC) lies
 OFFSET_OUT_OF_RANGE = "offset_out_of_range"
 INVALID_BATCH = "invalid_batch"
 INDEX_MISMATCH = "index_mismatch"

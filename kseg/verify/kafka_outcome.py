@@ -17,6 +17,7 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
 
 from __future__ import annotations
 
+from . import findings as K
 from .partition import PartitionReport
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
@@ -30,18 +31,48 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
     first_recovered = report.first_recovered()
     actions: list[dict] = []
     for i, s in enumerate(scans):
+        # LogLoader.loadSegmentFiles recovers a segment without `.index` (or with a partial
+        # `.txnindex`) while loading, on every start: an exception there is not caught (the broker
+        # stops), and a truncation there deletes no later segment; recoverLog then finds nothing
+        # left to cut in it
+        at_load = s.log in report.recovered_at_load
+        if s.kafka_refused is not None and at_load:
+            act = _act("fail_to_start", s, s.kafka_refused.position, EVERY_START)
+            act["cause"] = "invalid_offset"
+            actions.append(act)
+            break
+        if s.kafka_refused is not None and i >= first_recovered:
+            actions.append(_empty(s))
+            later = len(scans) - i - 1
+            if later and report.whole:
+                actions.append({"action": "delete_later_segments", "count": later, "when": UNCLEAN})
+            break
         for pos in s.kafka_kept_bad:
             if s.kafka_stop is None or pos < s.kafka_stop:
                 actions.append(_act("keep_bad_magic_batch", s, pos, EVERY_START))
         for pos in s.kafka_kept_epoch:
             if s.kafka_stop is None or pos < s.kafka_stop:
                 actions.append(_act("keep_bad_leader_epoch", s, pos, EVERY_START))
-        if s.kafka_fatal is not None and (
-            s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
+        overflow = s.kafka_fatal is not None and s.kafka_fatal.kind == K.OFFSET_OUT_OF_RANGE
+        if (
+            s.kafka_fatal is not None
+            and (s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop)
+            and not (overflow and i < first_recovered and not at_load)  # not recovered
         ):
-            actions.append(_act("fail_to_start", s, s.kafka_fatal.position, UNCLEAN))
+            act = _act(
+                "fail_to_start", s, s.kafka_fatal.position, EVERY_START if at_load else UNCLEAN
+            )
+            act["cause"] = "offset_overflow" if overflow else "control_record"
+            actions.append(act)
             break
+        for pos in s.kafka_kept_offsets:
+            actions.append(_act("keep_bad_offsets", s, pos, EVERY_START))
         if s.kafka_stop is not None:
+            if at_load:
+                act = _act("truncate", s, s.kafka_stop, EVERY_START)
+                act["reason"] = report.recovered_at_load[s.log]
+                actions.append(act)
+                continue
             if i < first_recovered:
                 actions.append(_act("keep_corrupt_batch", s, s.kafka_stop, EVERY_START, rp=rp))
                 continue
@@ -73,6 +104,23 @@ def _end(scan) -> int:
     return scan.base_offset if scan.last_offset is None else scan.last_offset + 1
 
 
+def _empty(scan) -> dict:
+    """LogLoader.recoverLog: an InvalidOffsetException out of LogSegment.recover (an index
+    append refused an entry) -> segment.truncateTo(baseOffset), then the later unflushed
+    segments are deleted."""
+    r = scan.kafka_refused
+    return {
+        "action": "empty_segment",
+        "file": str(scan.log),
+        "offset": scan.base_offset,
+        "position": r.position,
+        "index": r.index,
+        "refused_offset": r.offset,
+        "last_index_offset": r.last_offset,
+        "when": UNCLEAN,
+    }
+
+
 def _act(action: str, scan, position: int, when: str, rp: int | None = None) -> dict:
     out = {"action": action, "file": str(scan.log), "position": position, "when": when}
     if rp is not None:
@@ -86,8 +134,28 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
         kind = a["action"]
         if kind == "truncate":
             text = f"truncate {a['file']} at byte {a['position']}"
+            if "reason" in a:
+                what = (
+                    "its .index is missing"
+                    if a["reason"] == "missing_index"
+                    else "its .txnindex ends in a partial entry"
+                )
+                text += f" ({what}: Kafka recovers it while loading the log, keeping the later segments)"
         elif kind == "delete_later_segments":
             text = f"delete {a['count']} later segment{'s' if a['count'] != 1 else ''}"
+        elif kind == "empty_segment":
+            text = (
+                f"reset {a['file']} to an empty segment at its base offset {a['offset']}"
+                f" (its {a['index']} index refuses the entry for offset {a['refused_offset']}"
+                f" at byte {a['position']}, not above its last entry's {a['last_index_offset']}:"
+                " InvalidOffsetException)"
+            )
+        elif kind == "keep_bad_offsets":
+            text = (
+                f"keep the batch at {a['file']} byte {a['position']} whose offsets go backwards"
+                " (no index entry of its recovery refuses them; a consumer receives its records"
+                " where the batch lies, then offsets that go backwards)"
+            )
         elif kind == "keep_bad_magic_batch":
             text = f"keep the bad-magic batch at {a['file']} byte {a['position']} silently (consumers fail on it)"
         elif kind == "keep_bad_leader_epoch":
@@ -96,6 +164,19 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
             text = (
                 f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"
                 f" point {a['recovery_point']}: not recovered; readers fail on it)"
+            )
+        elif kind == "fail_to_start" and a.get("cause") == "invalid_offset":
+            text = (
+                f"fail to start on the batch at {a['file']} byte {a['position']}, whose offsets go"
+                " backwards: its segment is recovered while the log loads (its .index is missing or"
+                " its .txnindex partial), where the index's InvalidOffsetException is not caught"
+                " (Error starting LogManager)"
+            )
+        elif kind == "fail_to_start" and a.get("cause") == "offset_overflow":
+            text = (
+                f"fail to start on the batch at {a['file']} byte {a['position']}, whose last offset"
+                " does not fit the segment's 32-bit relative offsets (LogSegmentOffsetOverflowException;"
+                " the segment split refuses it: Error starting LogManager)"
             )
         elif kind == "fail_to_start":
             text = f"fail to start on the unreadable control record at {a['file']} byte {a['position']}"

@@ -34,6 +34,13 @@ class PartitionReport(Value):
     # every scan replayed the partition's transactions from its first segment (verify_target's
     # replay_txns): each scan's rebuilt indexes and aborted list are what `index rebuild` writes
     txns_replayed: bool
+    # the `.log`s Kafka recovers while LOADING the partition, on every start, whatever the
+    # shutdown and the recovery point: LogLoader.loadSegmentFiles runs recoverSegment on a segment
+    # whose LogSegment.sanityCheck throws, i.e. whose `.index` is missing (NoSuchFileException) or
+    # whose `.txnindex` is not a whole number of entries (TransactionIndex.sanityCheck:
+    # CorruptIndexException). That truncation deletes no later segment. Value: why
+    # ("missing_index" or "partial_txnindex").
+    recovered_at_load: dict[Path, str]
 
     __slots__ = (
         "target",
@@ -44,6 +51,7 @@ class PartitionReport(Value):
         "recovery_point",
         "whole",
         "txns_replayed",
+        "recovered_at_load",
     )
 
     def __init__(
@@ -56,6 +64,7 @@ class PartitionReport(Value):
         recovery_point: int | None = None,
         whole: bool = True,
         txns_replayed: bool = False,
+        recovered_at_load: dict[Path, str] | None = None,
     ) -> None:
         self.target = target
         self.scans = [] if scans is None else scans
@@ -65,6 +74,7 @@ class PartitionReport(Value):
         self.recovery_point = recovery_point
         self.whole = whole
         self.txns_replayed = txns_replayed
+        self.recovered_at_load = {} if recovered_at_load is None else recovered_at_load
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -127,9 +137,15 @@ class PartitionReport(Value):
                 s.kafka_stop is None or s.kafka_fatal.position < s.kafka_stop
             ):
                 return None
+            if s.log in self.recovered_at_load:
+                continue  # cut while loading (or fatal, above); the later segments stay
+            if s.kafka_refused is not None and i >= first:
+                return s.base_offset  # LogLoader.recoverLog: segment.truncateTo(baseOffset)
             if s.kafka_stop is not None and i >= first:
                 return s.kafka_end
         last = self.scans[-1]
+        if last.kafka_end is not None:  # Kafka's walk kept batches kseg's scan does not
+            return last.kafka_end
         return last.base_offset if last.last_offset is None else last.last_offset + 1
 
     @property
@@ -190,6 +206,9 @@ def verify_target(
                     epochs=epochs,
                     txn=txn,
                 )
+                why = _recovered_at_load(seg)
+                if why is not None:
+                    report.recovered_at_load[log] = why
             finally:
                 seg.release()  # one segment's indexes in memory at a time
         except OSError as exc:  # name the file that failed: the log or one of its indexes
@@ -213,6 +232,15 @@ def verify_target(
         _partition_files(report, part)
         _below_log_start(report)
     return report
+
+
+def _recovered_at_load(seg: Segment) -> str | None:
+    """Why Kafka's LogSegment.sanityCheck fails on load (see PartitionReport.recovered_at_load):
+    the `.index` is missing, or the `.txnindex` holds a partial entry; None: it passes."""
+    if seg.index(F.INDEX).missing:
+        return "missing_index"
+    txn = seg.index(F.TXN_INDEX).view
+    return "partial_txnindex" if txn is not None and len(txn) % tx.ENTRY_SIZE else None
 
 
 def _recovery_point(part: Partition) -> int | None:

@@ -120,10 +120,11 @@ class VerifyRun:
         from .locking import lock_log_dirs
 
         self._locks = LogDirLocks(force=self.opts.force)
-        self._refused, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
+        self._locked_out, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
         for ev in said:
             if ev["type"] == "failure":
                 self.code |= Exit.OPERATIONAL
+                ev["message"] += " (verified read-only: every finding is still reported)"
             yield ev
 
     def _check_quarantine(self, tlist: list[Target]) -> Iterator[dict]:
@@ -133,7 +134,7 @@ class VerifyRun:
         if q is not None:
             from .locking import inside_message, is_inside
 
-            for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused:
+            for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused - self._locked_out:
                 if is_inside(q, log_dir):
                     self._refused.add(log_dir)
                     self.code |= Exit.USAGE
@@ -168,7 +169,9 @@ class VerifyRun:
         several = sel.several_log_dirs
         reports: dict[Path, list[PartitionReport]] = {r: [] for r in sel.roots}
         tlist = self.targets(sel)
-        self._refused: set[Path] = set()
+        self._refused: set[Path] = set()  # not verified at all (--quarantine inside them)
+        # held by someone else: verified read-only, as without --repair (nothing planned)
+        self._locked_out: set[Path] = set()
         if self.writing:  # every lock before anything is verified or planned
             tlist = list(tlist)
             yield from self._lock_log_dirs(tlist)
@@ -185,12 +188,15 @@ class VerifyRun:
             }
             if several:
                 tags["log_dir"] = str(t.log_dir)
-            report = yield from _tagged(self._target(t), tags)
+            read_only = t.log_dir.resolve() in self._locked_out
+            report = yield from _tagged(self._target(t, read_only), tags)
             if report is not None and t.log_dir in reports:
                 reports[t.log_dir].append(report)
         unfiltered = self.opts.topic is None and self.opts.partition is None
         for root, reps in reports.items():
             found = verify_root_checkpoints(root, reps)
+            if not unfiltered:  # a selection selects partitions: not the root's own files
+                found = [(f, tags) for f, tags in found if tags["topic"] is not None]
             if not reps and unfiltered:  # say so: "0 partitions" alone looks clean
                 why = "log.dirs root without partition directories: only its root files checked"
                 empty = K.Finding(K.INFO, K.NO_SEGMENTS, str(root), None, None, why)
@@ -210,10 +216,14 @@ class VerifyRun:
             "exit_code": int(self.code),
         }
 
-    def _target(self, t: Target):
+    def _target(self, t: Target, read_only: bool = False):
+        """Verify one partition, and with --repair plan (and unless --dry-run apply) its repair;
+        ``read_only``: its log dir's lock is held by someone else, so it is only verified (its
+        findings reported, no plan), as without --repair."""
         opts = self.opts
         self.partitions += 1
-        writing = self.writing
+        writing = self.writing and not read_only
+        repair = opts.repair and not read_only
         if writing:
             from .manifest import RESTORING
             from .repair import RepairFailed, resume, unfinished_work
@@ -255,11 +265,11 @@ class VerifyRun:
                 yield self._finding(f)
             plan = (
                 plan_repair07(report, keep_later_segments=opts.keep_later_segments)
-                if opts.repair
+                if repair
                 else None
             )
         else:
-            if opts.repair:
+            if repair:
                 from .repair import plan_repair
             report = verify_target(
                 t,
@@ -279,7 +289,7 @@ class VerifyRun:
                     index_interval_bytes=opts.index_interval_bytes,
                     kafka_version=opts.kafka_version,
                 )
-                if opts.repair
+                if repair
                 else None
             )
         after = report

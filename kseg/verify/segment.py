@@ -10,7 +10,8 @@ from typing import NamedTuple
 from .. import kernel
 from ..format import batch as v2
 from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
-from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
+from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
+from ..format.legacy import ATTR_COMPRESSION, LegacyEntry
 from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
 from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.magic import format_of
@@ -33,10 +34,14 @@ from .index_check import (
     OffsetIndexChecker,
     TimeIndexChecker,
 )
+from .kafka_walk import kafka_walk
 
 INT32_MAX = 0x7FFFFFFF
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _NEVER = 1 << 62
+_LEGACY_CODEC = (
+    ATTR_COMPRESSION  # a legacy wrapper: its messages are checked too (see _wrapper_check)
+)
 
 
 class EntryHeader(NamedTuple):
@@ -80,6 +85,9 @@ class SegmentScan(Value):
     kafka_fatal: Finding | None  # Kafka fails to start on this (unreadable control)
     kafka_kept_bad: list[int]  # bad batches Kafka keeps silently
     kafka_kept_epoch: list[int]  # wrong leader epochs it keeps
+    kafka_kept_offsets: list[int]  # batches whose offsets go backwards, which Kafka keeps
+    kafka_refused: RefusedEntry | None  # an index append Kafka refuses: it empties the segment
+    kafka_overflow: int | None  # byte of a batch past 2^31-1 of the base: Kafka splits
 
     __slots__ = (
         "log",
@@ -103,6 +111,9 @@ class SegmentScan(Value):
         "kafka_fatal",
         "kafka_kept_bad",
         "kafka_kept_epoch",
+        "kafka_kept_offsets",
+        "kafka_refused",
+        "kafka_overflow",
     )
 
     def __init__(
@@ -128,6 +139,9 @@ class SegmentScan(Value):
         kafka_fatal: Finding | None = None,
         kafka_kept_bad: list[int] | None = None,
         kafka_kept_epoch: list[int] | None = None,
+        kafka_kept_offsets: list[int] | None = None,
+        kafka_refused: RefusedEntry | None = None,
+        kafka_overflow: int | None = None,
     ) -> None:
         self.log = log
         self.base_offset = base_offset
@@ -150,6 +164,9 @@ class SegmentScan(Value):
         self.kafka_fatal = kafka_fatal
         self.kafka_kept_bad = [] if kafka_kept_bad is None else kafka_kept_bad
         self.kafka_kept_epoch = [] if kafka_kept_epoch is None else kafka_kept_epoch
+        self.kafka_kept_offsets = [] if kafka_kept_offsets is None else kafka_kept_offsets
+        self.kafka_refused = kafka_refused
+        self.kafka_overflow = kafka_overflow
 
     @property
     def corrupt(self) -> bool:
@@ -172,6 +189,7 @@ def scan_segment(
     prev_last_offset: int | None = None,
     kafka_view: bool = False,
     epochs: EpochRanges | None = None,
+    liar: Finding | None = None,
 ) -> SegmentScan:
     """Scan ``log``. ``valid_bytes`` is where kseg's repair truncates: where Kafka's recovery
     does, except that a v2 batch whose only wrong byte lies outside the CRC is kept (and
@@ -180,6 +198,11 @@ def scan_segment(
 
     After the first invalid batch, later batches are still CRC-checked and reported (so one run
     shows every damaged batch) as long as the structure lets the walk continue.
+
+    Offsets that go backwards: the batch to blame is found first (``_find_liar``: a batch whose
+    baseOffset, outside the CRC, does not fit between neighbours that agree with each other) and
+    the segment is scanned again with that batch as its first problem (``liar``), so the valid
+    prefix ends AT it. What Kafka does with such a segment is its own walk (kafka_walk.py).
     """
     seg = log if isinstance(log, Segment) else Segment(log, whole_indexes=True)
     log, base = seg.log, seg.base_offset
@@ -194,6 +217,8 @@ def scan_segment(
     valid_last = None
     epochs = epochs or EpochRanges([])
     want_epoch, epoch_next = None, -(1 << 63)
+    liar_pos = -1 if liar is None else liar.position
+    txn_start = None if txn is None else dict(txn.ongoing)  # for a scan again (rare)
     with seg.mapped(sequential=True) as buf:
 
         def look(t: tuple) -> None:
@@ -205,9 +230,11 @@ def scan_segment(
             # fast path: a good, ordinary batch needs no further look
             if (
                 deep
+                or pos == liar_pos
                 or (ple != want_epoch and want_epoch is not None and magic >= V2_MAGIC)
                 or not ok
                 or magic > V2_MAGIC
+                or (magic < V2_MAGIC and attrs & _LEGACY_CODEC)
                 or first <= prev_last
                 or last - base > INT32_MAX
                 or (
@@ -221,9 +248,16 @@ def scan_segment(
                     h, problem = _magic_check(h, buf, name, scan, valid, kafka_view, prev_last)
                     t = h
                     pos, size, magic, first, last, max_ts, count, attrs, pid, ok, ple = h
+                if problem is None and pos == liar_pos:
+                    problem = liar
                 if problem is None:
                     problem = _check_entry(h, buf, base, prev_last, name, deep, scan)
-                if problem is None and want_epoch is not None and ple != want_epoch:
+                if (
+                    problem is None
+                    and want_epoch is not None
+                    and ple != want_epoch
+                    and magic >= V2_MAGIC  # legacy messages carry no leader epoch
+                ):
                     _epoch_check(h, epochs, name, scan, valid)
                 if problem is not None:
                     if valid:
@@ -233,7 +267,8 @@ def scan_segment(
                         valid = False
                     else:
                         scan.findings.append(problem)
-                    prev_last = max(prev_last, last)
+                    if problem is not liar and problem.kind != K.OFFSET_OUT_OF_RANGE:
+                        prev_last = max(prev_last, last)  # (a lying offset says nothing)
                     return
             prev_last = last
             if not valid:
@@ -249,7 +284,11 @@ def scan_segment(
             if txn is not None and magic >= V2_MAGIC and pid >= 0:
                 _track_txn(txn, EntryHeader(*t), buf, scan)
 
-        plain_run = None if deep or not _I64_MIN <= base <= _I64_MAX else kernel.plain_runner()
+        plain_run = (
+            None
+            if deep or liar is not None or not _I64_MIN <= base <= _I64_MAX
+            else kernel.plain_runner()
+        )
         try:
             if plain_run is None:  # the core's walk (or --deep: every batch gets a look)
                 for t in seg.walk_headers(buf):
@@ -290,12 +329,36 @@ def scan_segment(
                 _stop(scan, f)
             else:
                 scan.findings.append(f)
+        stop = scan.first_error
+        if liar is None and stop is not None and stop.kind == K.OFFSETS_NOT_INCREASING:
+            found = _find_liar(seg, buf, stop.position, name)
+            if found is not None:  # scan again, the lying batch first (rare: a corrupt segment)
+                if txn is not None:
+                    txn.ongoing = txn_start
+                return scan_segment(
+                    seg,
+                    index_interval_bytes=index_interval_bytes,
+                    deep=deep,
+                    check_indexes=check_indexes,
+                    txn=txn,
+                    prev_last_offset=prev_last_offset,
+                    kafka_view=kafka_view,
+                    epochs=epochs,
+                    liar=found,
+                )
+        backwards = next((f for f in scan.findings if f.kind in _OFFSET_KINDS), None)
+        if (
+            backwards is not None
+            and (stop is None or stop.kind in _OFFSET_KINDS)  # else Kafka stops before it
+            and _before_kafka_stop(scan, backwards.position)
+        ):
+            _kafka_offsets(scan, seg, buf, index_interval_bytes)
     builder.finish()
     scan.last_offset = valid_last
     scan.valid_bytes = builder.valid_bytes
-    stop = scan.first_error
     if (
         stop is not None
+        and stop.kind not in _OFFSET_KINDS  # Kafka's own walk (kafka_walk) says what it does
         and scan.kafka_fatal is not stop
         and (scan.kafka_stop is None or stop.position < scan.kafka_stop)
     ):
@@ -304,6 +367,90 @@ def scan_segment(
     if index_views is not None:
         _index_statuses(scan, seg, index_views, builder)
     return scan
+
+
+_OVERFLOW_MESSAGE = (
+    "offset {offset} does not fit 0..2^31-1 past the segment's base offset {base}: Kafka's recovery"
+    " (LogSegment.ensureOffsetInRange) throws LogSegmentOffsetOverflowException, and the segment"
+    " split that follows refuses the segment (LocalLog.splitOverflowedSegment: 'Split operation"
+    " is only permitted for segments with overflow'): the broker does not start"
+)
+_OFFSET_KINDS = (K.BAD_BASE_OFFSET, K.OFFSETS_NOT_INCREASING, K.OFFSET_OUT_OF_RANGE)
+
+
+def _before_kafka_stop(scan: SegmentScan, position: int) -> bool:
+    return scan.kafka_stop is None or position < scan.kafka_stop
+
+
+def _kafka_offsets(scan: SegmentScan, seg: Segment, buf, index_interval_bytes: int) -> None:
+    """What Kafka's LogSegment.recover does with a segment whose offsets go backwards before its
+    first invalid batch (kafka_walk): it empties the segment when an index append refuses an
+    entry, splits it when an offset leaves the 32-bit range, else keeps every batch."""
+    walk = kafka_walk(seg, buf, index_interval_bytes)
+    scan.kafka_stop, scan.kafka_end = walk.stop, walk.next_offset
+    scan.kafka_refused = walk.refused
+    scan.kafka_overflow = walk.overflow
+    if walk.overflow is not None:  # LogLoader.retryOnOffsetOverflow -> splitOverflowedSegment
+        scan.kafka_fatal = Finding(
+            K.ERROR,
+            K.OFFSET_OUT_OF_RANGE,
+            str(scan.log),
+            walk.overflow,
+            walk.overflow_offset,
+            _OVERFLOW_MESSAGE.format(offset=walk.overflow_offset, base=scan.base_offset),
+        )
+    end = min(p for p in (walk.stop, walk.overflow, 1 << 62) if p is not None)
+    scan.kafka_kept_offsets = sorted(
+        {
+            f.position
+            for f in scan.findings
+            if f.kind in (K.BAD_BASE_OFFSET, K.OFFSETS_NOT_INCREASING) and f.position < end
+        }
+    )
+
+
+def _find_liar(seg: Segment, buf, position: int, name: str) -> Finding | None:
+    """The batch to blame when the batch at ``position`` (B) starts at or below the previous
+    batch's (A) last offset. baseOffset lies outside the CRC (the broker rewrites it), so a CRC
+    that matches proves everything but it. The liar is the batch whose offsets do not fit
+    between two neighbours that agree with each other: A when B follows A's predecessor (A's
+    base offset was raised), else B when the batch after B follows A (B's was lowered); A
+    when both fit (a small shift: cutting earlier keeps only what is proven). None when
+    neither does (e.g. a run of batches that go back): B stays the first problem."""
+    window: list[tuple] = []  # (position, first, last), up to the batch after B
+    try:
+        for t in seg.walk_headers(buf):
+            if not t[9]:  # a batch whose CRC fails proves nothing
+                break
+            window.append((t[0], t[3], t[4]))
+            if len(window) > 4:
+                window.pop(0)
+            if t[0] > position:
+                break
+    except CorruptionError:
+        pass
+    at = next((i for i, w in enumerate(window) if w[0] == position), None)
+    if at is None or at == 0:
+        return None
+    a, b = window[at - 1], window[at]
+    before_a = window[at - 2][2] if at >= 2 else seg.base_offset - 1
+    after_b = window[at + 1][1] if at + 1 < len(window) else None
+    if at < 2 and a[0] != 0:  # A's predecessor fell out of the window: not known
+        return None
+    if b[1] > before_a:  # B follows A's predecessor: A was raised
+        liar, prev_last, next_first = a, before_a, b[1]
+    elif after_b is None or after_b > a[2]:  # the batch after B follows A: B was lowered
+        liar, prev_last, next_first = b, a[2], after_b
+    else:
+        return None
+    pos, first, last = liar
+    after = "" if next_first is None else f", the batch after it starts at {next_first}"
+    message = (
+        f"base_offset {first} (outside the CRC) is wrong: this batch's offsets {first}..{last}"
+        f" do not fit between its neighbours', which agree with each other (the batch before it"
+        f" ends at {prev_last}{after})"
+    )
+    return Finding(K.ERROR, K.BAD_BASE_OFFSET, name, pos, first, message, True)
 
 
 class EpochRanges:
@@ -506,7 +653,7 @@ def _check_entry(
             name,
             h.position,
             h.last_offset,
-            f"offset {h.last_offset} is more than 2^31-1 past the base offset {base} (Kafka would split the segment)",
+            _OVERFLOW_MESSAGE.format(offset=h.last_offset, base=base),
             True,
         )
     if h.magic == V2_MAGIC and h.attributes & v2.ATTR_CONTROL and h.producer_id >= 0:
@@ -515,7 +662,28 @@ def _check_entry(
             return problem
     if deep:
         return _deep_check(h, buf, name, scan)
+    if h.magic < V2_MAGIC and h.attributes & _LEGACY_CODEC:
+        _wrapper_check(h, buf, name, scan)
     return None
+
+
+# Said of every legacy wrapper Kafka's reader refuses: why it is not a truncation point.
+KEPT_WRAPPER = (
+    "; Kafka's recovery keeps it (LogSegment.recover checks only a legacy message's size and"
+    " CRC-32, never what it holds), and consumers fail on it"
+)
+
+
+def _wrapper_check(h, buf, name: str, scan: SegmentScan) -> None:
+    """A legacy compressed wrapper as Kafka's reader (AbstractLegacyRecordBatch) judges it before
+    its first message: not zstd, a value, at least one inner message (LegacyEntry.check_wrapper;
+    --deep checks every inner message). Not a truncation point: Kafka's recovery keeps it."""
+    try:
+        LegacyEntry(buf, h.position, name).check_wrapper()
+    except CorruptionError as exc:
+        f = from_error(exc.in_file(name), name, repairable=False)
+        f.message += KEPT_WRAPPER
+        scan.findings.append(f)
 
 
 def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
@@ -585,7 +753,10 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                 )
             )
     except CorruptionError as exc:
-        scan.findings.append(from_error(exc, name, repairable=False))
+        f = from_error(exc, name, repairable=False)
+        if h.magic < V2_MAGIC:
+            f.message += KEPT_WRAPPER
+        scan.findings.append(f)
     return None
 
 

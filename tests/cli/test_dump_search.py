@@ -279,4 +279,7 @@ def test_real_data_matches_kafka_python(real_root):
         )
         proc = run_kseg("dump", root, "--count", "-f", "json", "--value", "[0-9]", timeout=300)
         assert proc.returncode in (0, 4), proc.stderr
-        assert _json(proc)[-1]["matches"] == len(want), root
+        # kafka-python reads the partitions' logs; a root's bootstrap.checkpoint is counted
+        # on its own line (no topic)
+        counts = [e for e in _json(proc) if e["type"] == "match_count"]
+        assert sum(e["matches"] for e in counts if e.get("topic")) == len(want), root

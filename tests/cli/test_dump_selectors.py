@@ -99,3 +99,19 @@ def test_index_files_dumped_alone(busy):
     tidx = sorted(busy.glob("*.timeindex"))[0]
     evs = _dump(tidx, "--from-time", str(T0 + 3000), "--to-time", str(T0 + 4000))
     assert [e["timestamp"] for e in evs if e["type"] == "timeindex_entry"] == [T0 + 3000, T0 + 4000]
+
+
+@pytest.mark.parametrize("to", [3, 4])
+def test_to_offset_inside_a_legacy_wrapper_keeps_its_records_up_to_it(tree, to):
+    """A magic 0/1 compressed wrapper carries its LAST inner offset; its first is known only
+    once decompressed. --to-offset inside it keeps the inner records up to the offset (the file
+    ends after the wrapper), in every mode: logappend-0 offsets 3-5 are one gzip magic-1 wrapper."""
+    log = tree / "logappend-0" / "00000000000000000000.log"
+    wrapper = next(e for e in _dump(log) if e["type"] == "batch" and e["last_offset"] == 5)
+    assert (wrapper["magic"], wrapper["compression"], wrapper["base_offset"]) == (1, "gzip", 3)
+    for extra in ((), ("--value", "^order"), ("--count",)):
+        evs = _dump(log, "--to-offset", str(to), *extra)
+        if "--count" in extra:
+            assert evs[-1]["matches"] == to + 1
+        else:
+            assert [e["offset"] for e in evs if e["type"] == "record"] == list(range(to + 1))

@@ -75,12 +75,91 @@ def test_reset_csv_is_what_kafka_consumer_groups_reads(root):
     assert _reset_plan(p.stdout.decode()) == EXPECTED
 
 
-def test_reset_csv_leaves_expired_offsets_out_and_says_so(root):
+def test_reset_csv_leaves_expired_offsets_out_and_says_so(tmp_path):
+    """Some offsets expired, others not: the file holds the others (exit 0), and stderr names
+    each one left out."""
+    from kseg import LogWriter, Record
+    from kseg.fixtures.offsets import _commit
+
+    pdir = tmp_path / "data" / "__consumer_offsets-0"
+    with LogWriter(pdir) as w:  # a simple group (offsets only): retention counts from each commit
+        for part, ts in ((0, T0), (1, T0 + 3600_000)):
+            w.append([Record(*_commit("g", "orders", part, 10 + part, ts), ts)])
+    p = run_kseg("offsets", pdir.parent, "--group", "g", "-f", "reset-csv", "--retention", "1h",
+                 "--now", T0 + 3600_000 + 1)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert _reset_plan(p.stdout.decode()) == {("orders", 1): 11}
+    assert p.stderr.count(b"left out of the reset file: expired") == 1
+    assert b"orders-0: offset 10 left out" in p.stderr
+
+
+def _why(stderr: bytes) -> list[bytes]:
+    return [line for line in stderr.splitlines() if b"no reset file" in line]
+
+
+def test_a_reset_file_never_comes_out_empty_with_exit_0(root):
+    """Every offset expired at the time asked: no rows, one `kseg:` line saying why (when, and
+    on what basis), exit 16 (the question as asked selects nothing to reset to)."""
     p = run_kseg("offsets", root, "--group", GROUP, "-f", "reset-csv", "--retention", "1m",
                  "--now", T0 + 3600_000)  # fmt: skip
-    assert p.returncode == 0
-    assert _reset_plan(p.stdout.decode()) == {}
-    assert p.stderr.count(b"left out of the reset file: expired") == 2
+    assert (p.returncode, p.stdout) == (16, b""), p.stderr
+    (why,) = _why(p.stderr)
+    assert why.startswith(b"kseg: group 'orders-app': no reset file: every committed offset (2) ")
+    assert b"(retention passed since the group became Empty) as of --now 1700003600000 (2023" in why
+    assert b"left out of the reset file" not in p.stderr  # one line, not one per offset
+    # a deleted group holds no offset: no file either
+    p = run_kseg("offsets", root, "--group", "old-app", "-f", "reset-csv")
+    assert (p.returncode, p.stdout) == (16, b"")
+    assert _why(p.stderr) == [b"kseg: group 'old-app': no reset file: no committed offset (the "
+                              b"group was deleted)"]  # fmt: skip
+
+
+FORMATS_EXPIRED = {  # what each format shows of an expired offset
+    "text": lambda out: b" EXPIRED (" in out,
+    "json": lambda out: b'"expired":true' in out,
+    "table": lambda out: re.search(rb"\btrue\b", out) is not None,
+}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "table", "reset-csv"])
+def test_expiry_is_judged_at_the_end_of_the_data_by_default(tmp_path, fmt):
+    """Offline, "now" is the end of the data (the last record in __consumer_offsets), so a copy
+    older than the retention (the demo's records are from 2023) is answered as it stood when it
+    was taken, in every format; `--at now` judges against the clock."""
+    demo = tmp_path / "demo"
+    assert run_kseg("demo", demo).returncode == 0
+    p = run_kseg("offsets", demo, "--group", GROUP, "-f", fmt)
+    assert p.returncode == 0, p.stderr
+    if fmt == "reset-csv":
+        assert _reset_plan(p.stdout.decode()) == EXPECTED
+    else:
+        assert not FORMATS_EXPIRED[fmt](p.stdout)
+    p = run_kseg("offsets", demo, "--group", GROUP, "-f", fmt, "--at", "now")
+    if fmt == "reset-csv":
+        assert (p.returncode, p.stdout) == (16, b"")
+        (why,) = _why(p.stderr)
+        assert b"(retention passed since the group became Empty) as of --at " in why
+    else:
+        assert p.returncode == 0 and FORMATS_EXPIRED[fmt](p.stdout)
+
+
+def test_default_expiry_on_real_41(real_root):
+    """The real 4.1.0 copy, judged with a 1-day retention: as of its own end (commits minutes
+    apart) nothing has expired; against the clock (the copy is days old) everything has."""
+    data = real_root / "kafka-4.1.0-dev" / "data"
+    for group, plan in (("dev-g-classic", {("dev-gzip", 0): 700, ("dev-none", 0): 850}),
+                        ("dev-g-848", {("dev-snappy", 0): 558, ("dev-zstd", 0): 342}),
+                        ("dev-g-java", {("dev-lz4", 0): 100})):  # fmt: skip
+        p = run_kseg("offsets", data, "--group", group, "--retention", "1d", "-f", "reset-csv")
+        assert p.returncode == 0, p.stderr
+        assert _reset_plan(p.stdout.decode()) == plan
+        p = run_kseg("offsets", data, "--group", group, "--retention", "1d", "-f", "json")
+        offs = [e for e in map(json.loads, p.stdout.splitlines()) if e["type"] == "offset"]
+        assert len(offs) == len(plan) and not any(e["expired"] for e in offs)
+        p = run_kseg("offsets", data, "--group", group, "--retention", "1d", "-f", "reset-csv",
+                     "--at", "now")  # fmt: skip
+        assert (p.returncode, p.stdout) == (16, b"")
+        assert len(_why(p.stderr)) == 1
 
 
 def test_list(root):

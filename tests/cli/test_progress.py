@@ -154,3 +154,81 @@ def test_problems_only_leaves_out_ok_segments(tree, bad_copy):
     assert full.count(": ok (") > 10
     proc = run_kseg("verify", bad_copy, "--problems-only", "-f", "json")
     assert b'"status":"corrupt"' in proc.stdout and b'"status":"ok"' not in proc.stdout
+
+
+# --- the bar follows the walk within a segment ---------------------------------------------
+
+
+class _Shown:
+    """Stands in for rich's Progress: records every ``completed`` the bar shows."""
+
+    def __init__(self) -> None:
+        self.shown: list[int] = []
+
+    def update(self, task, completed=None, **kw) -> None:
+        if completed is not None:
+            self.shown.append(completed)
+
+    def stop(self) -> None:
+        pass
+
+
+def _one_segment(tmp_path):
+    from kseg import LogWriter, Record
+
+    pdir = tmp_path / "logs" / "big-0"
+    with LogWriter(pdir, clock=lambda: 1_700_000_000_000) as w:
+        for i in range(300):
+            w.append([Record(b"k%d" % i, b"v" * 200, 1_700_000_000_000 + i)])
+    (log,) = pdir.glob("*.log")
+    return pdir, log
+
+
+def _runs(pdir):
+    from kseg.lookup.stats import StatsOptions, StatsRun
+    from kseg.storage.tree import resolve
+    from kseg.verify.index_run import RebuildRun
+    from kseg.verify.run import VerifyOptions, VerifyRun
+
+    opts = VerifyOptions(deep=False, repair=False, dry_run=False, keep_later_segments=False,
+                         quarantine=None, force=False, index_interval_bytes=4096, topic=None,
+                         partition=None)  # fmt: skip
+    return {
+        "verify": lambda: VerifyRun(opts).events([pdir]),
+        "stats": lambda: StatsRun(resolve([pdir]), StatsOptions()).events(),
+        "index rebuild": lambda: RebuildRun(resolve([pdir]), dry_run=True).events(),
+    }
+
+
+@pytest.mark.parametrize("command", ["verify", "stats", "index rebuild"])
+def test_the_bar_moves_within_a_segment(tmp_path, monkeypatch, command):
+    """One large segment no longer holds the bar at 0 until its end: the walk reports how far
+    it has read between blocks of rows (here blocks of 16 batches), the bar shows it, and the
+    segment's own event then counts it once (the bar ends at the total, not past it)."""
+    from kseg import kernel, progress
+    from kseg.storage import walked
+
+    monkeypatch.setattr(kernel, "_CHUNK_BATCHES", 16)
+    monkeypatch.setattr(walked, "_EVERY_ROWS", 16)
+    pdir, log = _one_segment(tmp_path)
+    size = log.stat().st_size
+    bar = progress.Bar(False, command, size)
+    shown = _Shown()
+    bar._progress, bar._task = shown, 0  # a drawn bar, minus the drawing
+    monkeypatch.setattr(bar, "due", lambda every=0.1: True)  # the 10/s throttle is a clock
+    bar._previous_watcher, bar._watched = walked.watch(bar.walked), True
+    before_event = None
+    try:
+        for ev in progress.per_segment(_runs(pdir)[command](), bar):
+            if (
+                ev["type"] in ("segment", "index_rebuild", "partition_stats")
+                and before_event is None
+            ):
+                before_event = list(shown.shown)
+    finally:
+        bar.close()
+    assert not walked.watching()  # closing the bar stops the watching
+    inside = sorted({n for n in before_event if 0 < n < size})
+    assert len(inside) >= 5, before_event  # moved several times within the one segment
+    assert shown.shown == sorted(shown.shown)  # never backwards
+    assert shown.shown[-1] == size and not bar._reading  # counted once, nothing left over

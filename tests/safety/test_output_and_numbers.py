@@ -120,24 +120,29 @@ def test_an_index_pointing_nowhere_falls_back_to_a_scan(tree, tmp_path, where):
     assert clean.returncode == 0
     log_size = sorted(pdir.glob("*.log"))[1].stat().st_size
     # past the end, or 14 bytes before it: inside the last batch
-    _, offset = _point_last_index_entry_at(
+    index, offset = _point_last_index_entry_at(
         pdir, 10**9 if where == "past-the-end" else log_size - 14
     )
     want = run_kseg("dump", pdir, "-f", "json", "--payload", "none")
     records = {e["offset"]: e for e in events(want.stdout.decode()) if e["type"] == "record"}
     assert offset in records
 
+    # the entry is invalid data (exit 4, the index file and the entry's byte named), and the
+    # answer is still right: the segment is scanned from its start instead
     proc = run_kseg("seek", pdir, "--offset", offset, "-f", "json")
     assert_clean_failure_modes(proc)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr
     (ev,) = events(proc.stdout.decode())
     assert ev["status"] == "found" and ev["offset"] == offset
-    assert b"scanning the segment instead" in proc.stderr
+    assert f"kseg: {index}: byte ".encode() in proc.stderr
+    assert b"the lookup scans the segment from its start instead" in proc.stderr
 
     ts = records[offset]["timestamp"]
     proc = run_kseg("seek", pdir, "--time", ts, "-f", "json")
     assert_clean_failure_modes(proc)
-    assert proc.returncode == 0 and events(proc.stdout.decode())[0]["offset"] <= offset
+    assert events(proc.stdout.decode())[0]["offset"] <= offset
+    assert proc.returncode in (0, 4)  # 4 exactly when the lookup met the entry, and named it
+    assert (proc.returncode == 4) == (str(index).encode() in proc.stderr), proc.stderr
 
     for sel in (("--from-offset", offset), ("--from-time", ts)):
         proc = run_kseg("dump", pdir, *sel, "--limit", "1", "-f", "json", "--payload", "none")

@@ -121,8 +121,9 @@ class Cluster:
     env: dict[str, str]
     service: Service
 
-    def submit(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        """``spark-submit --master spark://... kseg/spark_submit.py ARGS`` (the README's way)."""
+    def submit(self, *args: str, timeout: float = 600, cwd=None) -> subprocess.CompletedProcess:
+        """``spark-submit --master spark://... kseg/spark_submit.py ARGS`` (the README's way),
+        from ``cwd`` (this process's working directory by default)."""
         import kseg.spark_submit
 
         argv = [
@@ -144,7 +145,7 @@ class Cluster:
             kseg.spark_submit.__file__,
             *args,
         ]
-        return subprocess.run(argv, capture_output=True, env=self.env, timeout=timeout)
+        return subprocess.run(argv, capture_output=True, env=self.env, timeout=timeout, cwd=cwd)
 
 
 def start_cluster(workdir: Path, extra_env: dict[str, str]) -> Cluster:

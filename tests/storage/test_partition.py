@@ -57,10 +57,9 @@ def test_offset_lookups_agree_with_a_brute_force_scan(tree):
         for seg, b in batches:
             for off in {b.last_offset, *(r.offset for r in b.records())}:
                 assert part.segment_for(off) is seg, (name, off)
-                start = part.start_position(seg, off)
-                got = next(x for x in part.batches_from(seg, start) if x.last_offset >= off)
+                got = next(x for x in part.batches_for(seg, off) if x.last_offset >= off)
                 assert got.position == b.position, (name, off)
-        assert part.warnings == [], name
+        assert part.warnings == [] and part.problems == [], name
         assert part.segment_for(part.segments[0].base_offset - 1) is None
 
 
@@ -93,7 +92,9 @@ def test_each_index_is_opened_once_per_partition(tree, monkeypatch):
     assert sorted(opened) == sorted(set(opened)) and opened
 
 
-def test_a_lying_index_costs_a_scan_and_a_warning(tree, tmp_path):
+def test_a_lying_index_costs_a_scan_and_is_invalid_data(tree, tmp_path):
+    """Segment.start_for: an offset-index entry pointing past the log is not followed; the
+    problem names the index file and the entry's byte, and the scan starts at 0."""
     pdir = tmp_path / "logs" / "orders-0"
     shutil.copytree(tree / "orders-0", pdir)
     seg = Partition(pdir).segments[0]
@@ -105,12 +106,14 @@ def test_a_lying_index_costs_a_scan_and_a_warning(tree, tmp_path):
     part = Partition(pdir)
     seg = part.segments[0]
     target = Segment(seg.log).index(OFFSET_INDEX).view.entry(0).offset
-    found = next(b for b in part.batches_from(seg, part.start_position(seg, target)))
+    found = next(b for b in part.batches_for(seg, target))
     assert found.position == 0
-    assert part.warnings == [
-        f"{path}: points at byte {seg.size() + 100}, past the end of the {seg.size()}-byte log;"
-        " scanning the segment instead"
-    ]
+    assert part.warnings == []
+    (problem,) = part.problems
+    assert (problem.kind, problem.file, problem.position) == ("invalid_index", str(path), 0)
+    assert f"position {seg.size() + 100} is at or past the end of the {seg.size()}-byte log" in (
+        problem.message
+    )
 
 
 def test_leader_epochs(tree, tmp_path):
@@ -138,6 +141,7 @@ def test_real_partitions(real_root):
         assert part.log_end_offset() == batches[-1][1].last_offset + 1, pdir
         for seg, b in batches[:: max(1, len(batches) // 25)]:
             assert part.segment_for(b.last_offset) is seg
-            start = part.start_position(seg, b.last_offset)
-            got = next(x for x in part.batches_from(seg, start) if x.last_offset >= b.last_offset)
+            got = next(
+                x for x in part.batches_for(seg, b.last_offset) if x.last_offset >= b.last_offset
+            )
             assert got.position == b.position, (pdir, b.last_offset)

@@ -70,7 +70,7 @@ def test_nothing_is_opened_until_asked_and_each_index_once(tree, monkeypatch):
     offsets = [b.last_offset for b in seg.batches()]
     assert opened == []  # the .log goes through storage.mapped, never the index opener
     for off in offsets:
-        seg.position_for(off)
+        assert seg.start_for(off).problem is None
         seg.offset_for_time(0)
     assert seg.offset_index() is seg.offset_index() is not None
     assert opened == [seg.file(OFFSET_INDEX), seg.file(TIME_INDEX)]
@@ -103,7 +103,7 @@ def test_missing_index_is_one_text_for_every_reader(tree, tmp_path):
     assert idx.missing and idx.view is None and not idx.usable
     assert idx.warning() == f"{seg.file(OFFSET_INDEX)}: missing; scanning the segment instead"
     assert Segment(seg.log).offset_index() is None
-    assert Segment(seg.log).position_for(10**6) == 0  # no index: scan from the start
+    assert Segment(seg.log).start_for(10**6).position == 0  # no index: scan from the start
     res = seek_time(pdir, 0)
     assert idx.warning() in res.warnings
     assert scan_segment(seg.log).offset_index.status == "missing"
@@ -150,7 +150,7 @@ def test_offset_lookup_agrees_with_a_brute_force_scan(tree):
             for b in batches:
                 for off in {b.last_offset, b.last_offset - 1, *(r.offset for r in b.records())}:
                     want = next(x.position for x in batches if x.last_offset >= off)
-                    start = seg.position_for(off)
+                    start = seg.start_for(off).position
                     assert start <= want, (name, off)
                     # a batch starts there, and none between it and the answer holds the offset
                     got = next(x for x in seg.batches(start=start) if x.last_offset >= off)
@@ -199,7 +199,7 @@ def test_real_segments_open_their_indexes(real_root):
         for b in batches[:: max(1, len(batches) // 20)]:
             got = next(
                 x
-                for x in seg.batches(start=seg.position_for(b.last_offset))
+                for x in seg.batches(start=seg.start_for(b.last_offset).position)
                 if x.last_offset >= b.last_offset
             )
             assert got.position == b.position, (log, b.last_offset)

@@ -87,7 +87,7 @@ def _partition_facts(p: str, root: str) -> dict:
     for s in segs:
         for off in (s.base_offset, s.base_offset + 3, s.base_offset + 50):
             pos = part.start_position(s, off)
-            looks.append((off, pos, [e.position for e in part.batches_from(s, pos)][:3]))
+            looks.append((off, pos, [e.position for e in part.batches_for(s, off)][:3]))
         for ts in (0, 1_700_000_000_000, 1_700_000_030_000, 1 << 62):
             looks.append((ts, part.time_start_offset(s, ts)))
     facts["lookups"] = looks
@@ -190,7 +190,7 @@ def test_a_uri_index_is_size_checked_before_it_is_read(tree, monkeypatch):
     assert isinstance(idx.error, OSError) and idx.error.errno == errno.EFBIG
     assert not idx.usable and seg.offset_index() is None
     assert idx.warning().startswith(f"file://{log.with_suffix('.index')}: unusable (")
-    assert seg.position_for(10) == 0  # a lookup then scans from the start
+    assert seg.start_for(10).position == 0  # a lookup then scans from the start
 
 
 def test_missing_files_and_bad_uris(tree, tmp_path):

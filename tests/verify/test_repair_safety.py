@@ -140,8 +140,15 @@ class _Holder:
         self.proc.wait()
 
 
+def _found(proc) -> list[dict]:
+    """The findings and segments of a run's JSON (what plain `verify` reports)."""
+    return [e for e in events(proc.stdout.decode()) if e["type"] in ("finding", "segment")]
+
+
 @pytest.mark.parametrize("how", sorted(HOLDERS))
-def test_held_lock_of_any_kind_is_one_line_and_exit_8(corrupt_cases, tmp_path, how):
+def test_held_lock_of_any_kind_is_one_line_and_exit_12(corrupt_cases, tmp_path, how):
+    """A held lock refuses the repair (8, one line per log dir) but not the verification: every
+    finding is reported read-only, exactly as plain `verify` reports it (4): 12."""
     if how == "ofd" and not hasattr(__import__("fcntl"), "F_OFD_SETLK"):
         pytest.skip("no OFD locks on this platform")
     root = tmp_path / "logs"
@@ -150,19 +157,77 @@ def test_held_lock_of_any_kind_is_one_line_and_exit_8(corrupt_cases, tmp_path, h
     lock = root / ".lock"
     lock.write_bytes(b"")  # as a broker leaves it
     before = snapshot_tree(root)
+    plain = run_kseg("verify", root, "-f", "json")
+    assert plain.returncode == 4
+    dry = run_kseg("verify", root, "--repair", "--dry-run", "-f", "json")
     with _Holder(lock, how):
         proc = _repair(root)
-        assert proc.returncode == 8, proc.stderr  # 8 only: nothing was verified, nothing planned
+        assert proc.returncode == 8 | 4, proc.stderr
         (line,) = _stderr_lines(proc)
-        assert f"{lock} is held" in line and "--force" in line
-        assert [e["type"] for e in events(proc.stdout.decode())] == ["summary"]
-        # every writing command refuses the same way
+        assert f"{lock} is held" in line and "--force" in line and "read-only" in line
+        assert _found(proc) == _found(plain) and _found(proc)  # every finding, nothing planned
+        assert not [e for e in events(proc.stdout.decode()) if e["type"].startswith("repair")]
+        # index rebuild refuses the same way
         proc = run_kseg("index", "rebuild", root)
         assert proc.returncode == 8 and len(_stderr_lines(proc)) == 1
-        # the dry run writes nothing and needs no lock
-        assert run_kseg("verify", root, "--repair", "--dry-run").returncode == 4
+        # the dry run writes nothing and takes no lock: exactly as without the holder
+        held_dry = run_kseg("verify", root, "--repair", "--dry-run", "-f", "json")
+        assert (held_dry.returncode, held_dry.stdout, held_dry.stderr) == (
+            4, dry.stdout, dry.stderr)  # fmt: skip
     assert snapshot_tree(root) == before
     assert not (tmp_path / "kseg-quarantine").exists()
+
+
+def test_of_several_roots_the_locked_one_is_verified_the_other_repaired(corrupt_cases, tmp_path):
+    """Two log dirs, a broker holding one: that one is verified read-only (its findings, one
+    refusal line, 8 | 4), the other repaired (1): 13. Nothing in the locked one changes."""
+    case = next(c for c in corrupt_cases if c.name == "crc-flip")
+    held, free = tmp_path / "kafka-logs-1", tmp_path / "kafka-logs-2"
+    for root in (held, free):
+        copy_partition(case.partition_dir, root)
+    (held / ".lock").write_bytes(b"")
+    before = snapshot_tree(held)
+    with _Holder(held / ".lock", "fcntl"):
+        proc = run_kseg("verify", held, free, "--repair", "-f", "json")
+    assert proc.returncode == 1 | 4 | 8, proc.stderr
+    (line,) = _stderr_lines(proc)
+    assert f"{held / '.lock'} is held" in line
+    evs = events(proc.stdout.decode())
+    by_root = {}
+    for e in evs:
+        if "log_dir" in e:
+            by_root.setdefault(e["log_dir"], []).append(e)
+    assert [e for e in by_root[str(held)] if e["type"] == "finding" and e["severity"] == "error"]
+    assert not [e for e in by_root[str(held)] if e["type"].startswith("repair")]
+    assert [e["type"] for e in by_root[str(free)] if e["type"] == "repair_done"] == ["repair_done"]
+    assert snapshot_tree(held) == before
+    assert run_kseg("verify", free).returncode == 0
+    # without the holder the same run repairs the first too
+    assert run_kseg("verify", held, free, "--repair").returncode == 1
+
+
+def test_a_running_broker_s_log_dir_is_verified_not_repaired(kafka_broker, corrupt_cases):
+    """The real Kafka 4.1.0 broker holds its log dir's `.lock`: `verify --repair` there reports
+    a damaged partition's findings (a copy put beside the broker's own after it started, which
+    a running broker never loads) and refuses the repair: 12, nothing changed."""
+    import shutil
+
+    case = next(c for c in corrupt_cases if c.name == "crc-flip")
+    data = kafka_broker.data
+    pdir = data / "kseg-locked-probe-0"
+    shutil.copytree(case.partition_dir, pdir)
+    try:
+        before = snapshot_tree(pdir)
+        proc = run_kseg("verify", data, "--repair", "-f", "json", "--partition", "0")
+        assert proc.returncode == 8 | 4, proc.stderr
+        (line,) = _stderr_lines(proc)
+        assert f"{data / '.lock'} is held" in line
+        errors = [e for e in events(proc.stdout.decode())
+                  if e["type"] == "finding" and e["severity"] == "error"]  # fmt: skip
+        assert errors and {e["topic"] for e in errors} == {"kseg-locked-probe"}
+        assert snapshot_tree(pdir) == before
+    finally:
+        shutil.rmtree(pdir)
 
 
 def test_restore_refuses_while_the_lock_is_held(corrupt_cases, tmp_path):
@@ -496,7 +561,7 @@ def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path, reference)
             )
             assert probe.returncode != 0 and b"BlockingIOError" in probe.stderr, how
         second = run_kseg("verify", pdir, "--repair")
-        assert second.returncode == 8, second.stderr
+        assert second.returncode == 8 | 4, second.stderr  # refused; the damage still reported
         (line,) = _stderr_lines(second)
         assert ".lock is held" in line
         first.stdin.close()
@@ -524,7 +589,8 @@ def test_tightly_timed_concurrent_repairs_leave_a_clean_partition(tree, tmp_path
         for p in procs:
             p.stdout.close()
             p.stderr.close()
-        assert codes in ([0, 1], [1, 8]), codes  # one repairs; the other refuses or finds it clean
+        # one repairs; the other finds it clean, or refuses (8) and reports what it read (| 4)
+        assert codes in ([0, 1], [1, 8], [1, 12]), codes
         assert snapshot_tree(pdir) == expected
         assert run_kseg("verify", pdir).returncode == 0
 

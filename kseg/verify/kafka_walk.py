@@ -1,0 +1,70 @@
+"""Kafka's own walk over a segment (LogSegment.recover), for a segment whose offsets go backwards.
+
+kseg's scan stops at the first batch whose offsets contradict the log; Kafka's recovery does not
+look at offsets that way. It walks every batch that passes ``RecordBatch.ensureValid`` (sizes,
+CRC), checks only that the batch's last offset fits the segment's 32-bit relative offsets
+(``ensureOffsetInRange``: else LogSegmentOffsetOverflowException, and LogLoader splits the
+segment), and appends index entries by the index-append rule (kseg.format.index_rule, the same
+code the LogWriter and `index rebuild` use). Offsets that go backwards matter to Kafka only when
+an index append refuses them (InvalidOffsetException): then LogLoader.recoverLog truncates the
+whole segment to its base offset ("Found invalid offset during recovery. Deleting the corrupt
+segment and creating an empty one with starting offset N") and deletes every later unflushed
+segment. Otherwise Kafka keeps every batch, the lying ones too.
+
+Run only on segments whose offsets go backwards before Kafka's first invalid batch (rare), so
+the plain header walk of the core is good enough here.
+"""
+
+from __future__ import annotations
+
+from ..format.errors import CorruptionError
+from ..format.index_rule import IndexBuilder, RefusedEntry
+from ..format.magic import CURRENT_MAGIC as V2_MAGIC
+from ..format.value_class import Value
+
+INT32_MAX = 0x7FFFFFFF
+
+
+class KafkaWalk(Value):
+    stop: int | None  # byte where Kafka's walk meets an invalid batch (None: the end)
+    next_offset: int  # LogSegment.readNextOffset after the walk (if nothing is refused)
+    refused: RefusedEntry | None  # the index append Kafka refuses: the segment is emptied
+    overflow: int | None  # byte of the batch Kafka's ensureOffsetInRange refuses (a split)
+    overflow_offset: int | None
+
+    __slots__ = ("stop", "next_offset", "refused", "overflow", "overflow_offset")
+
+    def __init__(self, next_offset: int) -> None:
+        self.stop = None
+        self.next_offset = next_offset
+        self.refused = None
+        self.overflow = None
+        self.overflow_offset = None
+
+
+def kafka_walk(seg, buf, index_interval_bytes: int) -> KafkaWalk:
+    """What LogSegment.recover does with ``seg`` (mapped as ``buf``)."""
+    base = seg.base_offset
+    out = KafkaWalk(base)
+    builder = IndexBuilder(base, index_interval_bytes)
+    try:
+        for pos, size, magic, first, last, max_ts, count, _a, _p, ok, _e in seg.walk_headers(buf):
+            if not ok:  # ensureValid: the CRC (a v2 batch whose magic says 0/1 fails CRC-32)
+                out.stop = pos
+                break
+            if magic == V2_MAGIC and not 0 <= count <= last - first + 1:
+                out.stop = pos  # as kseg's scan (a CRC-valid producer bug): see segment.py
+                break
+            if not 0 <= last - base <= INT32_MAX:  # LogSegment.ensureOffsetInRange
+                out.overflow, out.overflow_offset = pos, last
+                return out
+            builder.add(last, max_ts, size)
+            if builder.invalid is not None:
+                out.refused = builder.invalid
+                return out
+            out.next_offset = last + 1
+    except CorruptionError as exc:
+        out.stop = exc.position
+    builder.finish()  # the final time-index entry: refused too when its offset went backwards
+    out.refused = builder.invalid
+    return out
