@@ -38,6 +38,16 @@ def _selection(paths: list[Path], topic: str | None, partition: int | None):
     return resolve(paths, topic, partition, logs_only=True)
 
 
+def _kafka_version(text: str | None):
+    """--kafka-version as the library's KafkaVersion (a bad value: a usage error, exit 16)."""
+    from .format.kafka_version import parse_kafka_version
+
+    try:
+        return parse_kafka_version(text)
+    except ValueError as exc:
+        raise BadOption(str(exc), "--kafka-version") from None
+
+
 def _log_bytes(targets) -> int:
     """The progress bar's total (only when a bar is drawn: kseg.verify.index_run is not
     imported otherwise)."""
@@ -124,6 +134,7 @@ def dump(
 def index_rebuild(
     paths: o.SegmentPathsArg,
     index_interval_bytes: o.IntervalOpt = 4096,
+    kafka_version: o.KafkaVersionOpt = None,
     preallocate: o.PreallocateOpt = False,
     segment_index_bytes: o.SegmentIndexBytesOpt = 10 * 1024 * 1024,
     dry_run: o.DryRunOpt = False,
@@ -148,8 +159,10 @@ def index_rebuild(
     """
     from .verify.index_run import RebuildRun, log_bytes
 
+    version = _kafka_version(kafka_version)
     run = RebuildRun(
         _selection(paths, topic, partition),
+        kafka_version=version,
         index_interval_bytes=index_interval_bytes,
         preallocate=preallocate,
         segment_index_bytes=segment_index_bytes,
@@ -165,6 +178,7 @@ def index_rebuild(
 def index_check(
     paths: o.SegmentPathsArg,
     index_interval_bytes: o.IntervalOpt = 4096,
+    kafka_version: o.KafkaVersionOpt = None,
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
@@ -182,8 +196,9 @@ def index_check(
     """
     from .verify.index_run import CheckRun
 
+    version = _kafka_version(kafka_version)
     sel = _selection(paths, topic, partition)
-    run = CheckRun(sel, index_interval_bytes=index_interval_bytes)
+    run = CheckRun(sel, index_interval_bytes=index_interval_bytes, kafka_version=version)
     return _finish("index check", run, run.events(), fmt.value)
 
 
@@ -191,9 +206,10 @@ VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; w
 the way Kafka's recovery would, keeping every removed byte.
 
 Exit codes (a bitmask, OR-ed over everything checked):
-0 clean; 1 problems found and all repaired; 4 problems left unrepaired;
-8 operational error (unreadable file, broker holds the lock: that log dir is then only
-verified, read-only, and its findings reported; repair failed); 16 usage error; 32 interrupted.
+0 clean (warnings and infos: Kafka starts and loses nothing); 1 problems found and
+all repaired; 4 errors left unrepaired; 8 operational error (unreadable file, broker holds
+the lock: that log dir is then only verified, read-only, and its findings reported; repair
+failed); 16 usage error; 32 interrupted.
 
 Example:
 
@@ -213,6 +229,7 @@ def verify(
     quarantine: o.QuarantineOpt = None,
     force: o.RepairForceOpt = False,
     index_interval_bytes: o.IntervalOpt = 4096,
+    kafka_version: o.KafkaVersionOpt = None,
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
@@ -232,6 +249,7 @@ def verify(
         quarantine=quarantine,
         force=force,
         index_interval_bytes=index_interval_bytes,
+        kafka_version=_kafka_version(kafka_version),
         topic=topic,
         partition=partition,
     )

@@ -119,6 +119,16 @@ IntervalOpt = Annotated[
         help="The topic's index.interval.bytes (kseg cannot know it; Kafka's default is 4096).",
     ),
 ]
+KafkaVersionOpt = Annotated[
+    str | None,
+    Opt(
+        "--kafka-version",
+        metavar="X.Y",
+        help="The Kafka release that wrote the data (0.10 ... 4.1; default: the newest): "
+        "its recovery and index rules are applied.",
+        show_default=False,
+    ),
+]
 DryRunOpt = Annotated[bool, Opt("--dry-run", help="Report what would change; write nothing.")]
 FromTimeOpt = Annotated[
     str | None, Opt(help="Records with timestamp >= this (ms, ISO-8601, or -30m).")

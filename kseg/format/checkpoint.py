@@ -70,16 +70,18 @@ def _int(text: str, pos: int, what: str) -> int:
 
 
 def _checkpoint_body(data: bytes, fields: int) -> list[tuple[int, list[str]]]:
+    """The entry lines, as Kafka's CheckpointFile.CheckpointReadBuffer.read reads them: an empty
+    file, or one ending after its version line, is an empty list (brokers leave such files)."""
     lines = _lines(data)
-    if len(lines) < 2:
-        raise CorruptionError(
-            "checkpoint needs a version line and a count line", kind=INVALID_FILE, position=0
-        )
+    if not lines:
+        return []
     version = _int(lines[0][1].strip(), lines[0][0], "version")
     if version != CHECKPOINT_VERSION:
         raise CorruptionError(
             f"unknown checkpoint version {version}", kind=INVALID_FILE, position=0
         )
+    if len(lines) == 1:
+        return []
     count = _int(lines[1][1].strip(), lines[1][0], "entry count")
     body = [(p, t.split()) for p, t in lines[2:] if t.strip()]
     if count != len(body):

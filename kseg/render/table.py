@@ -375,7 +375,7 @@ TABLE_COLUMNS = {
     ),  # fmt: skip
     "finding": ("severity", "kind", "file", "position", "offset", "message"),
     "segment": ("status", "file", "size", "valid_bytes"),
-    "index_check": ("status", "file", "offset_index", "time_index", "log_error"),
+    "index_check": ("status", "file", "offset_index", "time_index", "txn_index", "log_error"),
     "index_rebuild": ("file", "valid_bytes", "size", "files", "error"),
     "seek": (
         "topic",
@@ -417,6 +417,7 @@ _FLEXIBLE = (
     "files",
     "offset_index",
     "time_index",
+    "txn_index",
     "actions",
     "summary",
     "reason",

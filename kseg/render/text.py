@@ -253,9 +253,18 @@ def index_check_line(ev: dict) -> str:
     if ev["type"] == "summary":  # a count per status, in order of gravity
         return ", ".join(f"{v} {k}" for k, v in ev.items() if k not in ("type", "exit_code"))
     parts = []
-    for suffix, key in ((".index", "offset_index"), (".timeindex", "time_index")):
-        s = ev[key]
-        text = f"{suffix} {s['status']} ({s['entries']} entries, rebuilt {s['rebuilt_entries']})"
+    for suffix, key in (
+        (".index", "offset_index"),
+        (".timeindex", "time_index"),
+        (".txnindex", "txn_index"),
+    ):
+        s = ev.get(key)
+        if s is None or (key == "txn_index" and not s["entries"] and not s["rebuilt_entries"]):
+            continue  # no .txnindex, and none expected: nothing to say
+        status = s["status"]
+        if s.get("rule"):  # written by another Kafka release's rule
+            status += f" (Kafka {s['rule']} rule)"
+        text = f"{suffix} {status} ({s['entries']} entries, rebuilt {s['rebuilt_entries']})"
         if s["first_difference"] and s["status"] != "identical":
             d = s["first_difference"]
             text += (

@@ -21,6 +21,8 @@ from ..format.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from ..format.compression import NONE as NO_CODEC
 from ..format.errors import KsegError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
+from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from ..format.kafka_version import KafkaVersion
 from ..format.producer_snapshot import ProducerEntry, encode_snapshot
 from ..format.record import CREATE_TIME, LOG_APPEND_TIME, Record
 from ..format.txn_index import AbortedTxn
@@ -69,6 +71,7 @@ class LogWriter:
         preallocate: bool = False,
         xerial_snappy: bool = True,
         write_snapshots: bool = True,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
     ) -> None:
         if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
             raise ValueError(f"timestamp_type must be {CREATE_TIME} or {LOG_APPEND_TIME}")
@@ -90,7 +93,8 @@ class LogWriter:
         self.segments: list[Path] = []
         self._epochs: list[EpochEntry] = []
         self._producers: dict[int, ProducerEntry] = {}
-        self._txns = TxnTracker()
+        # `.txnindex` by this release's rule (0.11-2.7 also index an ABORT that closes nothing)
+        self._txns = TxnTracker(empty_aborts=kafka_version.txn_index_empty_aborts)
         self._segment: _Segment | None = None
         self._closed = False
 

@@ -31,11 +31,17 @@ TIMESTAMP_RANGE = "timestamp_out_of_range"  # valid for Kafka, but no date (year
 
 def exit_bits(kind: str, severity: str) -> int:
     """What one finding adds to verify's exit status (kseg.exitcodes.Exit's bits): a file kseg
-    could not read is an operational error (8), any other error or warning invalid data (4),
-    info nothing. The one rule for `kseg verify` and `kseg spark verify`."""
+    could not read is an operational error (8), any other error invalid data (4), a warning or
+    an info nothing. The one rule for `kseg verify` and `kseg spark verify`.
+
+    Severity is decided by what Kafka does on its next start (README, "What makes exit 4"):
+    error = Kafka would lose or change data or fail to start, or consumers would fail;
+    warning = Kafka starts and loses nothing, but repairs or ignores something on its own;
+    info = nothing to do. So `kseg verify DIR && start the broker` starts a broker that loses
+    nothing."""
     if kind == UNREADABLE:
         return 8
-    return 4 if severity in (ERROR, WARNING) else 0
+    return 4 if severity == ERROR else 0
 
 
 class Finding(Value):

@@ -13,11 +13,16 @@ writes (FORMATS.md section 5):
 
 from __future__ import annotations
 
+from ..format.errors import CorruptionError
+from ..format.kafka_version import OFFSET_RULE_FIRST
 from ..format.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from ..format.offset_index import OffsetIndex
 from ..format.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from ..format.time_index import TimeIndex
 from ..format.timestamps import with_iso
+from ..format.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
+from ..format.txn_index import AbortedTxn
+from ..format.txn_index import read_entries as read_txn_entries
 from ..format.value_class import Value
 
 IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
@@ -30,8 +35,16 @@ class IndexStatus(Value):
     rebuilt_entries: int
     padded_bytes: int
     first_difference: dict | None  # {"entry", "position" (byte in the index), "message"}
+    rule: str | None  # equivalent: the Kafka release rule that wrote these bytes ("0.11-2.7")
 
-    __slots__ = ("status", "entries", "rebuilt_entries", "padded_bytes", "first_difference")
+    __slots__ = (
+        "status",
+        "entries",
+        "rebuilt_entries",
+        "padded_bytes",
+        "first_difference",
+        "rule",
+    )
 
     def __init__(
         self,
@@ -40,12 +53,14 @@ class IndexStatus(Value):
         rebuilt_entries: int,
         padded_bytes: int = 0,
         first_difference: dict | None = None,
+        rule: str | None = None,
     ) -> None:
         self.status = status
         self.entries = entries
         self.rebuilt_entries = rebuilt_entries
         self.padded_bytes = padded_bytes
         self.first_difference = first_difference
+        self.rule = rule
 
     def to_dict(self) -> dict:
         return {
@@ -54,7 +69,56 @@ class IndexStatus(Value):
             "rebuilt_entries": self.rebuilt_entries,
             "padded_bytes": self.padded_bytes,
             "first_difference": self.first_difference,
+            "rule": self.rule,
         }
+
+
+def txn_index_status(
+    existing: bytes | None, chosen: list[AbortedTxn], others: dict[str, list[AbortedTxn]]
+) -> IndexStatus:
+    """A `.txnindex` (None: no file) against the entries the chosen Kafka release's rule writes
+    (``chosen``) and those other releases' rules write (``others``, by rule label: a file one
+    of them wrote is ``equivalent`` and names that rule). Kafka writes no file for a segment
+    without aborted transactions, so no file where none is expected is ``identical``."""
+    if existing is None:
+        return IndexStatus(MISSING if chosen else IDENTICAL, 0, len(chosen))
+    try:
+        entries = list(read_txn_entries(existing))
+    except CorruptionError as exc:
+        n = (exc.position or 0) // TXN_ENTRY_SIZE
+        diff = {"entry": n, "position": exc.position, "message": exc.message}
+        return IndexStatus(WRONG, len(existing) // TXN_ENTRY_SIZE, len(chosen), 0, diff)
+    if entries == chosen:
+        return IndexStatus(IDENTICAL, len(entries), len(chosen))
+    diff = _txn_diff(entries, chosen)
+    for rule, theirs in others.items():
+        if entries == theirs:
+            return IndexStatus(EQUIVALENT, len(entries), len(chosen), 0, diff, rule)
+    diff["message"] = (
+        diff["message"].replace("differs from", "is not") + " under any Kafka release's rule"
+    )
+    return IndexStatus(WRONG, len(entries), len(chosen), 0, diff)
+
+
+def _txn_diff(entries: list[AbortedTxn], rebuilt: list[AbortedTxn]) -> dict:
+    n = next(
+        (i for i, (a, b) in enumerate(zip(entries, rebuilt, strict=False)) if a != b),
+        min(len(entries), len(rebuilt)),
+    )
+
+    def show(e: AbortedTxn) -> str:
+        return (
+            f"producer {e.producer_id} offsets {e.first_offset}..{e.last_offset} "
+            f"(last stable offset {e.last_stable_offset})"
+        )
+
+    have = show(entries[n]) if n < len(entries) else "no entry"
+    want = show(rebuilt[n]) if n < len(rebuilt) else "no entry"
+    return {
+        "entry": n,
+        "position": n * TXN_ENTRY_SIZE,
+        "message": f"{have}; the rebuild has {want}",
+    }
 
 
 class OffsetIndexChecker:
@@ -64,6 +128,7 @@ class OffsetIndexChecker:
         self.cur = index.entry(0) if len(index) else None
         self.matched = None  # (n, entry) whose position was a boundary, awaiting its offset
         self.problem: dict | None = None
+        self.rule: str | None = None  # set when an entry follows Kafka 0.8-0.11's rule
 
     @property
     def due(self) -> int:
@@ -82,7 +147,9 @@ class OffsetIndexChecker:
         self.n += 1
         self.cur = self.index.entry(self.n) if self.n < len(self.index) else None
 
-    def on_batch(self, position: int, last_offset: int) -> None:
+    def on_batch(self, position: int, last_offset: int, prev_last: int | None = None) -> None:
+        """The batch at ``position`` ends at ``last_offset``; the batch before it ended at
+        ``prev_last``."""
         if self.matched is not None:
             mn, me = self.matched
             if self.cur is not None and position >= self.cur.position:
@@ -114,6 +181,12 @@ class OffsetIndexChecker:
         self._advance()
         if last_offset == cur.offset:
             self.matched = None
+        elif last_offset > cur.offset and prev_last is not None and cur.offset > prev_last:
+            # Kafka 0.8-0.11 index an entry by its FIRST offset (0.10: entry.firstOffset, a
+            # compressed wrapper's first inner message; 0.11.0: batch.baseOffset): an offset
+            # inside the batch at this position, which every lookup still finds
+            self.matched = None
+            self.rule = OFFSET_RULE_FIRST
         elif last_offset > cur.offset:
             self._wrong(
                 self.n - 1,

@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..exitcodes import BadOption, Exit
+from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from ..format.kafka_version import KafkaVersion
+from ..storage.mapped import read_file
 from ..storage.tree import Selection, Target
 from .index_check import WRONG
 
@@ -72,6 +75,7 @@ class RebuildRun:
         dry_run: bool = False,
         backup: Path | None = None,
         force: bool = False,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
     ) -> None:
         from ..storage.lock import LogDirLocks
         from .locking import inside_message, is_inside
@@ -87,6 +91,7 @@ class RebuildRun:
             offset_index_bytes=segment_index_bytes,
             dry_run=dry_run,
             backup_dir=backup,
+            kafka_version=kafka_version,
         )
         self.locks = LogDirLocks(force=force)
         if backup is not None:  # a usage mistake: before anything is locked or written
@@ -153,15 +158,20 @@ class RebuildRun:
 class CheckRun:
     """Compare existing indexes with a rebuild: identical, equivalent, missing or wrong."""
 
-    def __init__(self, sel: Selection, *, index_interval_bytes: int = 4096) -> None:
+    def __init__(
+        self,
+        sel: Selection,
+        *,
+        index_interval_bytes: int = 4096,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+    ) -> None:
         self.code = Exit.OK
         self.targets = sel.required_targets("check indexes in")
         self.several = sel.several_log_dirs
         self.index_interval_bytes = index_interval_bytes
+        self.kafka_version = kafka_version
 
     def events(self) -> Iterator[dict]:
-        from .segment import scan_segment
-
         order = {s: n for n, s in enumerate(INDEX_STATUSES)}
         counts = dict.fromkeys(INDEX_STATUSES, 0)
         yield from _without_07(self, "check")
@@ -172,15 +182,14 @@ class CheckRun:
                 except OSError as exc:
                     self.code |= Exit.OPERATIONAL
                     yield _unreadable(exc, t.partition_dir)
-            for log in t.logs:
-                try:
-                    scan = scan_segment(log, index_interval_bytes=self.index_interval_bytes)
-                except OSError as exc:  # name the file that failed: the log or an index
+            for log, scan, txn_status in self._scans(t):
+                if scan is None:  # an OSError: name the file that failed (the log or an index)
                     self.code |= Exit.OPERATIONAL
-                    yield _unreadable(exc, log)
+                    yield _unreadable(txn_status, log)
                     continue
                 status = max(
-                    (scan.offset_index.status, scan.time_index.status), key=order.__getitem__
+                    (scan.offset_index.status, scan.time_index.status, txn_status.status),
+                    key=order.__getitem__,
                 )
                 counts[status] += 1
                 if status == WRONG or scan.first_error is not None:
@@ -192,6 +201,52 @@ class CheckRun:
                     "status": status,
                     "offset_index": scan.offset_index.to_dict(),
                     "time_index": scan.time_index.to_dict(),
+                    "txn_index": txn_status.to_dict(),
                     "log_error": scan.first_error.to_event() if scan.first_error else None,
                 }
         yield {"type": "summary", **counts, "exit_code": int(self.code)}
+
+    def _scans(self, t: Target) -> Iterator[tuple]:
+        """(log, scan, `.txnindex` status) per wanted log, or (log, None, OSError). The whole
+        partition is replayed from its first segment, as `index rebuild` does: a transaction's
+        first offset may lie in an earlier segment."""
+        from ..format.kafka_version import TXN_RULE_EMPTY_ABORTS, TXN_RULE_OPEN_ONLY, txn_rule
+        from ..format.txn_state import TxnTracker
+        from ..storage.tree import segment_logs
+        from .index_check import txn_index_status
+        from .rebuild import seed_from_snapshot
+        from .segment import aborted_under, scan_segment
+
+        wanted = set(t.logs)
+        try:
+            logs = segment_logs(t.partition_dir)
+        except OSError:
+            logs = []
+        if not wanted.issubset(logs):  # the listing failed or changed: each log on its own
+            logs = list(t.logs)
+        txn = TxnTracker()
+        if logs:
+            seed_from_snapshot(txn, logs[0])
+        chosen = txn_rule(self.kafka_version)
+        for log in logs:
+            try:
+                scan = scan_segment(
+                    log,
+                    index_interval_bytes=self.index_interval_bytes,
+                    check_indexes=log in wanted,
+                    txn=txn,
+                )
+                if log not in wanted:
+                    continue
+                path = log.with_suffix(".txnindex")
+                existing = read_file(path) if path.exists() else None
+            except OSError as exc:
+                if log in wanted:
+                    yield log, None, exc
+                continue
+            by_rule = {
+                rule: aborted_under(scan, rule == TXN_RULE_EMPTY_ABORTS)
+                for rule in (TXN_RULE_OPEN_ONLY, TXN_RULE_EMPTY_ABORTS)
+            }
+            mine = by_rule.pop(chosen)
+            yield log, scan, txn_index_status(existing, mine, by_rule)

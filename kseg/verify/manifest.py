@@ -80,6 +80,7 @@ class Manifest:
     rebuild_logs: list[str] = field(default_factory=list)
     epoch_truncate_to: int | None = None
     index_interval_bytes: int = 4096
+    kafka_version: str | None = None  # --kafka-version (None: the newest): its index rules
     status: str = IN_PROGRESS
     # the log ends below its log start offset: every segment goes and one empty segment is
     # created at this offset (Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd)
@@ -114,6 +115,7 @@ class Manifest:
             "changes_started": self.changes_started,
             "error": self.error,
             "index_interval_bytes": self.index_interval_bytes,
+            "kafka_version": self.kafka_version,
             "rebuild_logs": self.rebuild_logs,
             "epoch_truncate_to": self.epoch_truncate_to,
             "reset_to": self.reset_to,
@@ -250,6 +252,7 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
         epoch_truncate_to=epoch,
         reset_to=reset_to,
         index_interval_bytes=int(doc.get("index_interval_bytes", 4096)),
+        kafka_version=_kafka_version(doc.get("kafka_version"), where),
         status=doc["status"],
         run=doc.get("run"),
         created=doc.get("created", ""),
@@ -370,3 +373,15 @@ def peek_status(qdir: Path) -> tuple[str | None, str | None, str | None]:
         return doc.get("status"), doc.get("partition_dir"), doc.get("run")
     except (OSError, ValueError, AttributeError):
         return None, None, None
+
+
+def _kafka_version(text, where: str) -> str | None:
+    """A manifest's kafka_version: None or a release kseg knows (checked before it is used)."""
+    if text is None:
+        return None
+    from ..format.kafka_version import parse_kafka_version
+
+    try:
+        return str(parse_kafka_version(str(text)))
+    except ValueError as exc:
+        raise ManifestError(f"{where}: {exc}") from None

@@ -321,11 +321,15 @@ def _index_findings(scan: SegmentScan, active: bool) -> None:
             )
         elif st.status == MISSING:
             sev = K.INFO if active else K.WARNING
-            why = (
-                "Kafka rebuilds it at startup"
-                if active
-                else "Kafka recovers the segment at startup to rebuild it"
-            )
+            if active:
+                why = "Kafka rebuilds it at startup"
+            elif suffix == ".index":  # LogLoader.loadSegmentFiles: NoSuchFileException
+                why = "Kafka recovers the segment at startup to rebuild it"
+            else:  # LogSegment.sanityCheck(timeIndexFileNewlyCreated): resize(0)
+                why = (
+                    "Kafka creates it empty and time lookups fall back to the .log's mtime; "
+                    "`kseg index rebuild` writes it"
+                )
             scan.findings.append(
                 Finding(
                     sev,
@@ -424,14 +428,17 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             )
             continue
         if k.kind in (F.INDEX, F.TIME_INDEX, F.TXN_INDEX) and k.base_offset not in bases:
+            # LogLoader.loadSegmentFiles: "Found an orphaned index file ..., with no
+            # corresponding log file." and Files.deleteIfExists: it indexes nothing Kafka keeps
             report.findings.append(
                 Finding(
-                    K.WARNING,
+                    K.INFO,
                     K.ORPHAN_FILE,
                     str(p),
                     None,
                     k.base_offset,
-                    f"{p.suffix} file without its .log",
+                    f"{p.suffix} file without its .log (Kafka deletes it at startup: "
+                    'LogLoader\'s "Found an orphaned index file")',
                 )
             )
             continue
@@ -472,8 +479,8 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
                         or e.first_offset > e.last_offset
                     ):
                         report.findings.append(
-                            Finding(
-                                K.WARNING,
+                            Finding(  # read_committed fetches collect it for the wrong offsets
+                                K.ERROR,
                                 K.INDEX_MISMATCH,
                                 str(p),
                                 n * tx.ENTRY_SIZE,
@@ -487,7 +494,12 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             elif k.kind == F.PARTITION_METADATA:
                 cp.read_partition_metadata(data)
         except CorruptionError as exc:
-            sev = K.WARNING  # derived state Kafka rebuilds or rewrites; the data is intact
+            # Kafka deletes a producer snapshot it cannot read (ProducerStateManager:
+            # CorruptSnapshotException) and rebuilds a .txnindex failing its sanity check
+            # (LogLoader: CorruptIndexException): warnings. It reads leader-epoch-checkpoint
+            # and partition.metadata through CheckpointFileWithFailureHandler, whose IOException
+            # takes the whole log dir offline (KafkaStorageException): errors.
+            sev = K.WARNING if k.kind in (F.SNAPSHOT, F.TXN_INDEX) else K.ERROR
             report.findings.append(
                 from_error(exc.in_file(p), str(p), severity=sev, repairable=False)
             )
@@ -547,7 +559,9 @@ def verify_root_checkpoints(
             data = read_file(path)
             entries = cp.read_offset_checkpoint(data) if data.strip() else []
         except CorruptionError as exc:
-            finding = from_error(exc.in_file(path), str(path), severity=K.WARNING, repairable=False)
+            # read through CheckpointFileWithFailureHandler: its IOException marks the log dir
+            # offline (LogDirFailureChannel), even where LogManager then resets the values
+            finding = from_error(exc.in_file(path), str(path), severity=K.ERROR, repairable=False)
             out.append((finding, whole))
             continue
         except OSError as exc:
@@ -563,7 +577,8 @@ def verify_root_checkpoints(
             if cname == "log-start-offset-checkpoint":
                 if (e.topic, e.partition) in below_start:
                     continue
-                sev, why = K.WARNING, "the log start offset is past the log end"
+                # LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment goes
+                sev, why = K.ERROR, "the log start offset is past the log end"
             else:
                 sev, why = K.INFO, "Kafka resets it to the log end at startup"
             message = f"{e.topic}-{e.partition}: {e.offset} > log end {end} ({why})"

@@ -11,6 +11,8 @@ from ..format import time_index as ti
 from ..format import txn_index as tx
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from ..format.kafka_version import KafkaVersion
 from ..format.producer_snapshot import read_snapshot
 from ..format.txn_index import AbortedTxn
 from ..format.txn_index import encode_entries as encode_txn
@@ -19,7 +21,7 @@ from ..storage.atomic import atomic_write
 from ..storage.mapped import read_file
 from ..storage.tree import Target, segment_logs
 from .findings import Finding
-from .segment import SegmentScan, scan_segment
+from .segment import SegmentScan, aborted_under, scan_segment
 
 UNCHANGED, CREATED, REPLACED = "unchanged", "created", "replaced"
 
@@ -59,8 +61,10 @@ def rebuild_target(
     dry_run: bool = False,
     backup_dir: Path | None = None,
     only: set[Path] | None = None,
+    kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
 ) -> list[SegmentRebuild]:
-    """Rebuild every segment of the target (the whole partition is replayed for `.txnindex`)."""
+    """Rebuild every segment of the target (the whole partition is replayed for `.txnindex`),
+    by ``kafka_version``'s rules."""
     wanted = set(target.logs)
     partition_logs = segment_logs(target.partition_dir)
     txn = TxnTracker()  # replayed from the first segment: a transaction may span segments
@@ -81,7 +85,7 @@ def rebuild_target(
         pad = preallocate and log == partition_logs[-1]
         res.files = write_indexes(
             log,
-            rebuilt_indexes(scan),
+            rebuilt_indexes(scan, kafka_version),
             offset_index_bytes if pad else None,
             dry_run=dry_run,
             backup_dir=backup_dir,
@@ -101,10 +105,15 @@ class RebuiltIndexes:
     aborted: tuple[AbortedTxn, ...]
 
 
-def rebuilt_indexes(scan: SegmentScan) -> RebuiltIndexes:
-    """What a scan run with a partition-wide TxnTracker built (scan_segment's ``txn``)."""
+def rebuilt_indexes(
+    scan: SegmentScan, kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION
+) -> RebuiltIndexes:
+    """What a scan run with a partition-wide TxnTracker built (scan_segment's ``txn``), its
+    `.txnindex` by ``kafka_version``'s rule."""
     return RebuiltIndexes(
-        bytes(scan.rebuilt.offset_index), bytes(scan.rebuilt.time_index), tuple(scan.aborted)
+        bytes(scan.rebuilt.offset_index),
+        bytes(scan.rebuilt.time_index),
+        tuple(aborted_under(scan, kafka_version.txn_index_empty_aborts)),
     )
 
 

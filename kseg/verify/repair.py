@@ -31,6 +31,8 @@ from pathlib import Path
 
 from ..format import checkpoint as cp
 from ..format.errors import CorruptionError, KsegError
+from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from ..format.kafka_version import KafkaVersion, parse_kafka_version
 from ..format.txn_index import encode_entries as encode_txn
 from ..storage import files as F
 from ..storage.atomic import (
@@ -70,6 +72,7 @@ from .manifest import (
 )
 from .partition import PartitionReport
 from .rebuild import rebuild_target, rebuilt_indexes, write_indexes
+from .segment import aborted_under
 
 TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 PATCH = "patch"
@@ -506,12 +509,20 @@ def qfile(qdir: Path, a: Action) -> Path | None:
 
 
 def plan_repair(
-    report: PartitionReport, *, keep_later_segments: bool = False, index_interval_bytes: int = 4096
+    report: PartitionReport,
+    *,
+    keep_later_segments: bool = False,
+    index_interval_bytes: int = 4096,
+    kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
 ) -> Plan:
     """What a repair of ``report``'s partition would do. Paths are absolute and resolved: a
     manifest must mean the same files whatever directory a later command runs in."""
     pdir = report.target.partition_dir.resolve()
-    plan = Plan(pdir, index_interval_bytes=index_interval_bytes)
+    plan = Plan(
+        pdir,
+        index_interval_bytes=index_interval_bytes,
+        kafka_version=None if kafka_version == DEFAULT_KAFKA_VERSION else str(kafka_version),
+    )
     if report.reset_to(keep_later_segments=keep_later_segments) is not None:
         return _plan_reset(report, plan, keep_later_segments)
     rebuild: list[Path] = []
@@ -564,7 +575,7 @@ def plan_repair(
     plan.rebuild_logs = [str(p) for p in rebuild]
     by_log = {pdir / s.log.name: s for s in report.scans}
     if report.txns_replayed:  # the scans hold what a rebuild would write: carry it
-        plan.rebuilt = {str(p): rebuilt_indexes(by_log[p]) for p in rebuild}
+        plan.rebuilt = {str(p): rebuilt_indexes(by_log[p], kafka_version) for p in rebuild}
     for log in rebuild:
         for p in _indexes_to_write(log, by_log[log], plan.rebuilt.get(str(log))):
             if p.exists():
@@ -589,10 +600,18 @@ def _indexes_to_write(log: Path, scan, rebuilt) -> list[Path]:
         if txn.exists():
             out.append(txn)
     elif (rebuilt.aborted or txn.exists()) and (
-        not txn.exists() or read_file(txn) != encode_txn(rebuilt.aborted)
+        not txn.exists() or read_file(txn) not in _txn_rules_bytes(scan, rebuilt)
     ):
         out.append(txn)
     return out
+
+
+def _txn_rules_bytes(scan, rebuilt) -> set[bytes]:
+    """The `.txnindex` bytes any Kafka release's rule writes for the scanned log (the chosen
+    one's, and 0.11-2.7's and 2.8+'s): a file one of them wrote is kept, not rewritten."""
+    return {encode_txn(rebuilt.aborted)} | {
+        encode_txn(aborted_under(scan, empty)) for empty in (False, True)
+    }
 
 
 def index_problem(scan) -> bool:
@@ -785,6 +804,7 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
                 Target(m.partition_dir, logs),
                 index_interval_bytes=m.index_interval_bytes,
                 only=named,
+                kafka_version=parse_kafka_version(m.kafka_version),
             )
         fault_point("rebuilt")
     if m.epoch_truncate_to is not None:

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..exitcodes import Exit
+from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from ..format.kafka_version import KafkaVersion
 from ..format.value_class import FrozenValue, init
 from ..storage.tree import Selection, Target, resolve
 from . import findings as K
@@ -31,6 +33,7 @@ class VerifyOptions(FrozenValue):
     quarantine: Path | None
     force: bool
     index_interval_bytes: int
+    kafka_version: KafkaVersion
     topic: str | None
     partition: int | None
 
@@ -42,6 +45,7 @@ class VerifyOptions(FrozenValue):
         "quarantine",
         "force",
         "index_interval_bytes",
+        "kafka_version",
         "topic",
         "partition",
     )
@@ -55,6 +59,7 @@ class VerifyOptions(FrozenValue):
         quarantine: Path | None = None,
         force: bool = False,
         index_interval_bytes: int = 4096,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
         topic: str | None = None,
         partition: int | None = None,
     ) -> None:
@@ -65,6 +70,7 @@ class VerifyOptions(FrozenValue):
         init(self, "quarantine", quarantine)
         init(self, "force", force)
         init(self, "index_interval_bytes", index_interval_bytes)
+        init(self, "kafka_version", kafka_version)
         init(self, "topic", topic)
         init(self, "partition", partition)
 
@@ -281,6 +287,7 @@ class VerifyRun:
                     report,
                     keep_later_segments=opts.keep_later_segments,
                     index_interval_bytes=opts.index_interval_bytes,
+                    kafka_version=opts.kafka_version,
                 )
                 if repair
                 else None
@@ -376,7 +383,8 @@ def _tagged(gen, tags: dict):
 
 
 def _code(found: list[K.Finding]) -> Exit:
-    """A file kseg could not read is an operational error (8), anything else invalid data (4)."""
+    """A file kseg could not read is an operational error (8), any other error invalid data (4),
+    a warning or an info nothing (findings.exit_bits)."""
     code = Exit.OK
     for f in found:
         code |= K.exit_bits(f.kind, f.severity)

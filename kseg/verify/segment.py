@@ -75,6 +75,8 @@ class SegmentScan(Value):
     offset_index: IndexStatus | None
     time_index: IndexStatus | None
     aborted: list[AbortedTxn]
+    # ABORT markers that closed no open transaction: Kafka 0.11-2.7 indexed them too
+    empty_aborts: list[AbortedTxn]
     # in-place fixes of bytes outside the CRC (verify --repair applies them; not truncations)
     patches: list[Patch]
     # what Kafka's own recovery does with this segment, where that differs from kseg's view:
@@ -102,6 +104,7 @@ class SegmentScan(Value):
         "offset_index",
         "time_index",
         "aborted",
+        "empty_aborts",
         "patches",
         "kafka_stop",
         "kafka_end",
@@ -129,6 +132,7 @@ class SegmentScan(Value):
         offset_index: IndexStatus | None = None,
         time_index: IndexStatus | None = None,
         aborted: list[AbortedTxn] | None = None,
+        empty_aborts: list[AbortedTxn] | None = None,
         patches: list[Patch] | None = None,
         kafka_stop: int | None = None,
         kafka_end: int | None = None,
@@ -153,6 +157,7 @@ class SegmentScan(Value):
         self.offset_index = offset_index
         self.time_index = time_index
         self.aborted = [] if aborted is None else aborted
+        self.empty_aborts = [] if empty_aborts is None else empty_aborts
         self.patches = [] if patches is None else patches
         self.kafka_stop = kafka_stop
         self.kafka_end = kafka_end
@@ -588,7 +593,7 @@ def _check_pass(
                 b = v2.RecordBatch(buf, pos)
                 last, max_ts = b.last_offset, b.max_timestamp
             if pos >= o_due:
-                oc.on_batch(pos, last)
+                oc.on_batch(pos, last, prev_last)
                 o_due = oc.due
             if last >= t_due:
                 tc.on_batch(prev_last, last, max_ts, prefix_max)
@@ -801,11 +806,20 @@ def _track_txn(txn: TxnTracker, h, buf, scan: SegmentScan) -> None:
         ctl = v2.RecordBatch(buf, h.position).control_record(end_txn=True)
         if ctl is not None:
             # Kafka: appendEndTxnMarker(marker, producerEpoch, batch.baseOffset(), ...)
-            aborted = txn.on_marker(h.producer_id, h.first_offset, ctl.type == 1)
+            aborted, closed = txn.on_end_marker(h.producer_id, h.first_offset, ctl.type == 1)
             if aborted is not None:
-                scan.aborted.append(aborted)
+                (scan.aborted if closed else scan.empty_aborts).append(aborted)
     else:
         txn.on_data_batch(h.producer_id, h.first_offset, bool(h.attributes & v2.ATTR_TRANSACTIONAL))
+
+
+def aborted_under(scan: SegmentScan, empty_aborts: bool) -> list[AbortedTxn]:
+    """The segment's `.txnindex` entries under Kafka 2.8+'s rule, or (``empty_aborts``) 0.11-2.7's,
+    which also indexed every ABORT that closed nothing (kseg.format.kafka_version); in marker
+    order, as Kafka appends them."""
+    if not empty_aborts or not scan.empty_aborts:
+        return list(scan.aborted)
+    return sorted(scan.aborted + scan.empty_aborts, key=lambda a: a.last_offset)
 
 
 def _open_indexes(seg: Segment):
@@ -844,7 +858,8 @@ def _index_statuses(scan: SegmentScan, seg: Segment, files, builder: IndexBuilde
         diff = problem or (
             None if same_o else _first_diff(oidx.buf, builder.offset_index, o_size, len(oidx))
         )
-        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff)
+        rule = oc.rule if oc is not None and status == EQUIVALENT else None
+        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff, rule)
     if tidx is None:
         scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
     else:

@@ -200,6 +200,10 @@ SERVED = [
     ("seek", "P", "--time", "latest"),
     ("seek", "P", "--offset", "0", "-f", "reset-csv", "--now", "1700000000000"),
     ("index", "check", "P", "--partition", "0"),
+    ("index", "check", "P", "--kafka-version", "2.2"),
+    ("index", "check", "P", "--kafka-version=9.9"),  # a bad value: the command's usage error
+    ("index", "rebuild", "P", "--kafka-version", "0.10", "--dry-run"),
+    ("verify", "P", "--kafka-version", "2.2.1", "-f", "json"),
     ("index", "rebuild", "P", "--dry-run", "--preallocate", "--backup", "/tmp/b"),
     ("stats", "P", "--by", "hour", "-f", "csv"),
     ("offsets", "P", "-g", "billing", "--at", "-2h", "--lag"),
@@ -226,6 +230,7 @@ DECLINED = [
     ("verify", "--repair=1", "P"),
     ("verify", "P", "--index-interval-bytes", "-1"),
     ("verify", "P", "--format"),
+    ("verify", "P", "--kafka-version"),
     ("dump", "P", "--limit", "x"),
     ("dump", "P", "-30m"),
     ("dump", "--from-time"),

@@ -257,6 +257,14 @@ def test_live_multi_batch_append_index_is_equivalent(tmp_path):
     assert o.status == "equivalent"
 
 
+def test_first_offset_rule_offset_index_is_equivalent(tmp_path):
+    # Kafka 0.8-0.11 name an offset inside the batch at the position (its first): lookups hold
+    _, log, infos = _single(tmp_path)
+    _write_index(log, [(infos[3].last_offset - 1, infos[3].position)])
+    o, _ = _check(log)
+    assert (o.status, o.rule) == ("equivalent", "0.8-0.11")
+
+
 def test_record_level_time_index_offsets_are_equivalent(tmp_path):
     _, log, infos = _single(tmp_path)
     # a leader names the record that carries the max timestamp (inside the batch)
@@ -273,7 +281,8 @@ def test_record_level_time_index_offsets_are_equivalent(tmp_path):
     ("make", "fragment"),
     [
         (lambda infos: [(infos[3].last_offset, infos[3].position + 1)], "not a batch boundary"),
-        (lambda infos: [(infos[3].last_offset - 1, infos[3].position)], "below the last offset"),
+        # an offset of the batch BEFORE the position: lookups would skip its last records
+        (lambda infos: [(infos[2].last_offset, infos[3].position)], "below the last offset"),
         (
             lambda infos: [
                 (infos[5].last_offset, infos[5].position),
