@@ -74,10 +74,14 @@ class Broker:
         workdir.mkdir(parents=True, exist_ok=True)
         self._write_config()
         if not (self.data / "meta.properties").exists():
-            cid = cluster_id or self._run("kafka-storage.sh", "random-uuid").stdout.strip()
-            self._run(
-                "kafka-storage.sh", "format", "-t", cid, "-c", str(self.config), "--standalone"
+            cid = (
+                cluster_id
+                or self.tool("kafka-storage.sh", "random-uuid", check=True).stdout.strip()
             )
+            self.tool(
+                "kafka-storage.sh", "format", "-t", cid, "-c", str(self.config), "--standalone",
+                check=True,
+            )  # fmt: skip
 
     # -- process ---------------------------------------------------------------------------
     def _write_config(self) -> None:
@@ -115,21 +119,6 @@ class Broker:
         env.pop("CLASSPATH", None)
         return env
 
-    def _run(self, script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [str(self.home / "bin" / script), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-            )
-        return proc
-
     def tool(self, script: str, *args: str, timeout: float = 120, check: bool = False):
         """Run bin/<script> (e.g. ``kafka-consumer-groups.sh``); ``--bootstrap-server`` is the
         caller's to pass (``self.bootstrap``). Returns the CompletedProcess (text)."""
@@ -142,7 +131,9 @@ class Broker:
             stdin=subprocess.DEVNULL,
         )
         if check and proc.returncode != 0:
-            raise RuntimeError(f"{script} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+            )
         return proc
 
     def server_log(self) -> str:

@@ -9,20 +9,13 @@ import base64
 
 import pytest
 
+from kseg.fixtures.tree import PARTITIONS as TREE_PARTITIONS
 from tests.broker import Broker
 from tests.helpers import events, run_kseg
 
 pytestmark = pytest.mark.slow
 
-PARTITIONS = [
-    "orders-0",
-    "orders-1",
-    "upgrade-0",
-    "txn-0",
-    "logappend-0",
-    "compacted-0",
-    "skewed-0",
-]
+PARTITIONS = list(TREE_PARTITIONS)  # every partition of the fixture tree
 
 
 def _dumped(pdir) -> list[tuple]:
