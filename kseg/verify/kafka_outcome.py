@@ -18,10 +18,9 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
 from __future__ import annotations
 
 from . import findings as K
-from .partition import PartitionReport
+from .partition import EVERY_START, PartitionReport
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
-EVERY_START = "every_start"
 
 
 def kafka_recovery(report: PartitionReport) -> dict | None:
@@ -29,7 +28,7 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
     scans = report.scans
     rp = report.recovery_point
     first_recovered = report.first_recovered()
-    actions: list[dict] = []
+    actions: list[dict] = list(report.kafka_swaps)  # LogLoader.load: before anything is loaded
     for i, s in enumerate(scans):
         # LogLoader.loadSegmentFiles recovers a segment without `.index` (or with a partial
         # `.txnindex`) while loading, on every start: an exception there is not caught (the broker
@@ -141,6 +140,12 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
                     else "its .txnindex ends in a partial entry"
                 )
                 text += f" ({what}: Kafka recovers it while loading the log, keeping the later segments)"
+        elif kind == "complete_swap":
+            text = f"complete the interrupted swap of {a['file']}: it becomes the segment at {a['offset']}"
+            if a["replaces"]:
+                text += f", replacing {', '.join(a['replaces'])}"
+        elif kind == "delete_swap":
+            text = f"delete {a['file']} (part of an unfinished segment split)"
         elif kind == "delete_later_segments":
             text = f"delete {a['count']} later segment{'s' if a['count'] != 1 else ''}"
         elif kind == "empty_segment":

@@ -15,12 +15,14 @@ from ..format.value_class import Value
 from ..storage import files as F
 from ..storage.mapped import read_file
 from ..storage.partition import Partition
-from ..storage.segment import Segment
+from ..storage.segment import Segment, read_batches
 from ..storage.tree import Target
 from . import findings as K
 from .findings import Finding, from_error
 from .index_check import MISSING, WRONG
 from .segment import EpochRanges, SegmentScan, scan_segment
+
+EVERY_START = "every_start"  # kafka_outcome's `when`: Kafka does it on every start
 
 
 class PartitionReport(Value):
@@ -41,6 +43,9 @@ class PartitionReport(Value):
     # CorruptIndexException). That truncation deletes no later segment. Value: why
     # ("missing_index" or "partial_txnindex").
     recovered_at_load: dict[Path, str]
+    # what LogLoader.load does with leftover `.swap` files before anything else (see _swaps):
+    # one {"action": "complete_swap" | "delete_swap", ...} per `.swap` segment
+    kafka_swaps: list[dict]
 
     __slots__ = (
         "target",
@@ -52,6 +57,7 @@ class PartitionReport(Value):
         "whole",
         "txns_replayed",
         "recovered_at_load",
+        "kafka_swaps",
     )
 
     def __init__(
@@ -65,6 +71,7 @@ class PartitionReport(Value):
         whole: bool = True,
         txns_replayed: bool = False,
         recovered_at_load: dict[Path, str] | None = None,
+        kafka_swaps: list[dict] | None = None,
     ) -> None:
         self.target = target
         self.scans = [] if scans is None else scans
@@ -75,6 +82,7 @@ class PartitionReport(Value):
         self.whole = whole
         self.txns_replayed = txns_replayed
         self.recovered_at_load = {} if recovered_at_load is None else recovered_at_load
+        self.kafka_swaps = [] if kafka_swaps is None else kafka_swaps
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -232,6 +240,65 @@ def verify_target(
         _partition_files(report, part)
         _below_log_start(report)
     return report
+
+
+def _swaps(entries: list[Path]) -> list[dict]:
+    """What Kafka's LogLoader.load does with leftover `.swap` files (an interrupted compaction
+    or segment split), before it loads or recovers anything:
+
+    - removeTempFilesAndCollectSwapFiles deletes every `.swap` whose base offset is at or above
+      the lowest `.cleaned` file's (part of an unfinished split: KAFKA-6264), and the
+      `.cleaned`/`.deleted` files;
+    - of the other `.swap` segments (a `.log.swap`), it takes the lowest base offset and the
+      highest next offset (LogSegment.readNextOffset: the last batch's last offset + 1), deletes
+      every file of the partition whose name starts with an offset in that range (the segments
+      the swap replaces, with their indexes and producer snapshots), and renames each `.swap`
+      back to its name: the swapped segment is loaded (and, lacking its `.index`, recovered)
+      like any other.
+    """
+    named = [(p, F.file_kind(p)) for p in entries if not p.is_dir()]
+    cleaned = [
+        k.base_offset for _, k in named if k.temp_suffix == ".cleaned" and k.base_offset is not None
+    ]
+    min_cleaned = min(cleaned, default=None)
+    out: list[dict] = []
+    swap_logs: list[tuple[Path, int]] = []
+    for p, k in named:
+        if k.temp_suffix != ".swap" or k.base_offset is None:
+            continue
+        if min_cleaned is not None and k.base_offset >= min_cleaned:
+            out.append({"action": "delete_swap", "file": str(p), "when": EVERY_START})
+        elif k.kind == F.LOG:
+            swap_logs.append((p, k.base_offset))
+    if not swap_logs:
+        return out
+    low, high = min(b for _, b in swap_logs), None
+    for p, base in swap_logs:
+        try:
+            last = None
+            for entry in read_batches(p, validate=False):
+                last = entry.last_offset
+        except (OSError, CorruptionError):
+            pass  # Kafka reads what it can; the walk stops where kseg cannot read on
+        nxt = base if last is None else last + 1
+        high = nxt if high is None else max(high, nxt)
+    replaced = sorted(
+        str(p)
+        for p, k in named
+        if not k.temp_suffix and k.base_offset is not None and low <= k.base_offset < high
+    )
+    for p, base in sorted(swap_logs, key=lambda x: x[1]):
+        out.append(
+            {
+                "action": "complete_swap",
+                "file": str(p),
+                "offset": base,
+                "replaces": replaced,
+                "when": EVERY_START,
+            }
+        )
+        replaced = []  # said once, with the first swap segment
+    return out
 
 
 def _recovered_at_load(seg: Segment) -> str | None:
@@ -411,6 +478,7 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
                 else "no segment (.log) file in this partition directory; checking the files it has",
             )
         )
+    report.kafka_swaps = _swaps(entries)
     for p in entries:
         if p.is_dir():  # a FIFO or device named like a known file is read, and refused there
             continue

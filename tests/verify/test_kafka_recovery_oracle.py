@@ -68,6 +68,18 @@ def _partial_txnindex(pdir, seg_index: int) -> None:
     log.with_suffix(".txnindex").write_bytes(bytes(35))
 
 
+def _swap_prefix(pdir, seg_index: int, batches: int, cleaned: bool = False) -> None:
+    """What an interrupted compaction leaves: `<base>.log.swap`, the segment's first ``batches``
+    batches (as the cleaner's output), and with ``cleaned`` a `<base>.log.cleaned` too (an
+    unfinished split, KAFKA-6264)."""
+    log = sorted(pdir.glob("*.log"))[seg_index]
+    cut = _batches(log)[batches]["position"]
+    data = log.read_bytes()[:cut]
+    log.with_name(log.name + ".swap").write_bytes(data)
+    if cleaned:
+        log.with_name(log.name + ".cleaned").write_bytes(data)
+
+
 def _both(*damages):
     def damage(pdir):
         for d in damages:
@@ -117,6 +129,10 @@ CASES = {
         f"{REAL_41}/dev-none-0",
         _both(lambda p: _partial_txnindex(p, 2), lambda p: _flip_byte(p, 2, 2)),
     ),
+    # leftover .swap files: LogLoader.load swaps a valid one in (deleting the segments whose
+    # offsets it covers) and deletes one at or above the lowest .cleaned offset
+    "swap-none-0": (f"{REAL_41}/dev-none-0", lambda p: _swap_prefix(p, 1, 3)),
+    "swapsplit-none-0": (f"{REAL_41}/dev-none-0", lambda p: _swap_prefix(p, 1, 3, cleaned=True)),
 }
 
 # After a clean shutdown, with recovery points at the log end (`when: every_start` only)
@@ -213,7 +229,12 @@ def _what_kafka_leaves(logs: dict[str, int], actions: list[dict]) -> dict[str, i
     out = dict(logs)
     names = sorted(out)
     for a in actions:
-        if a["action"] == "truncate":
+        if a["action"] == "complete_swap":
+            for f in a["replaces"]:
+                out.pop(os.path.basename(f), None)
+            out[f"{a['offset']:020d}.log"] = os.path.getsize(a["file"])
+            names = sorted(out)
+        elif a["action"] == "truncate":
             out[os.path.basename(a["file"])] = a["position"]
         elif a["action"] == "delete_later_segments":
             for name in names[len(names) - a["count"] :]:
