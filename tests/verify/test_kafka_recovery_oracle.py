@@ -310,3 +310,26 @@ def test_kseg_predicts_that_kafka_fails_to_start(real_root, kafka_home, tmp_path
     result = recover_with_kafka(kafka_home, tmp_path / "recover", {name: root / name})[name]
     assert not result.started
     assert [a["action"] for a in rec["actions"]][-1] == "fail_to_start", rec
+
+
+def test_a_malformed_root_checkpoint_is_an_error_because_the_broker_stops(
+    real_root, kafka_home, tmp_path
+):
+    """CheckpointFile's reader fails on a malformed line; LogDirFailureChannel takes the log dir
+    offline and a broker with no other log dir shuts down: exit 4, not a warning."""
+    from tests.broker import Broker
+
+    garbage = "0\n2\ngarbage\n"
+    root = tmp_path / "copy"
+    shutil.copytree(real_root / "seanorth__kafka-server/kafka-logs", root)
+    (root / "recovery-point-offset-checkpoint").chmod(0o644)
+    (root / "recovery-point-offset-checkpoint").write_text(garbage)
+    proc = run_kseg("verify", root, "-f", "json")
+    (f,) = [e for e in events(proc.stdout) if e["type"] == "finding" and e["severity"] == "error"]
+    assert proc.returncode == 4 and f["file"].endswith("recovery-point-offset-checkpoint")
+    assert "log dir offline" in f["message"]
+    broker = Broker(kafka_home, tmp_path / "broker")
+    (broker.data / "recovery-point-offset-checkpoint").write_text(garbage)
+    with pytest.raises(RuntimeError, match="exited"):
+        broker.start()
+    assert "Shutdown broker because all log dirs" in broker.server_log()
