@@ -64,8 +64,12 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
             act["cause"] = "offset_overflow" if overflow else "control_record"
             actions.append(act)
             break
+        kinds = {f.position: f.kind for f in s.findings} if s.kafka_kept_offsets else {}
         for pos in s.kafka_kept_offsets:
-            actions.append(_act("keep_bad_offsets", s, pos, EVERY_START))
+            invalid = kinds.get(pos) == K.INVALID_BATCH
+            actions.append(
+                _act("keep_invalid_batch" if invalid else "keep_bad_offsets", s, pos, EVERY_START)
+            )
         if s.kafka_stop is not None:
             if at_load:
                 act = _act("truncate", s, s.kafka_stop, EVERY_START)
@@ -160,6 +164,12 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
                 f"keep the batch at {a['file']} byte {a['position']} whose offsets go backwards"
                 " (no index entry of its recovery refuses them; a consumer receives its records"
                 " where the batch lies, then offsets that go backwards)"
+            )
+        elif kind == "keep_invalid_batch":
+            text = (
+                f"keep the batch at {a['file']} byte {a['position']} whose records_count or"
+                " last_offset_delta contradicts its offsets (its CRC matches: recovery checks"
+                " only sizes and the CRC; consumers fail on it)"
             )
         elif kind == "keep_bad_magic_batch":
             text = f"keep the bad-magic batch at {a['file']} byte {a['position']} silently (consumers fail on it)"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from ..format.errors import CorruptionError
 from ..format.index_rule import IndexBuilder, RefusedEntry
-from ..format.magic import CURRENT_MAGIC as V2_MAGIC
 from ..format.value_class import Value
 
 INT32_MAX = 0x7FFFFFFF
@@ -48,13 +47,12 @@ def kafka_walk(seg, buf, index_interval_bytes: int) -> KafkaWalk:
     out = KafkaWalk(base)
     builder = IndexBuilder(base, index_interval_bytes)
     try:
-        for pos, size, magic, first, last, max_ts, count, _a, _p, ok, _e in seg.walk_headers(buf):
+        for pos, size, _m, _f, last, max_ts, _c, _a, _p, ok, _e in seg.walk_headers(buf):
             if not ok:  # ensureValid: the CRC (a v2 batch whose magic says 0/1 fails CRC-32)
                 out.stop = pos
                 break
-            if magic == V2_MAGIC and not 0 <= count <= last - first + 1:
-                out.stop = pos  # as kseg's scan (a CRC-valid producer bug): see segment.py
-                break
+            # a count or last_offset_delta that contradicts the offsets is no reason to stop:
+            # ensureValid checks sizes and the CRC only (seen on 4.1.0: such a batch is kept)
             if not 0 <= last - base <= INT32_MAX:  # LogSegment.ensureOffsetInRange
                 out.overflow, out.overflow_offset = pos, last
                 return out

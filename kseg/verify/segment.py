@@ -85,7 +85,9 @@ class SegmentScan(Value):
     kafka_fatal: Finding | None  # Kafka fails to start on this (unreadable control)
     kafka_kept_bad: list[int]  # bad batches Kafka keeps silently
     kafka_kept_epoch: list[int]  # wrong leader epochs it keeps
-    kafka_kept_offsets: list[int]  # batches whose offsets go backwards, which Kafka keeps
+    # batches whose offsets go backwards, or CRC-valid ones whose count or offset delta
+    # contradicts their offsets (invalid_batch), which Kafka keeps
+    kafka_kept_offsets: list[int]
     kafka_refused: RefusedEntry | None  # an index append Kafka refuses: it empties the segment
     kafka_overflow: int | None  # byte of a batch past 2^31-1 of the base: Kafka splits
 
@@ -346,10 +348,10 @@ def scan_segment(
                     epochs=epochs,
                     liar=found,
                 )
-        backwards = next((f for f in scan.findings if f.kind in _OFFSET_KINDS), None)
+        backwards = next((f for f in scan.findings if f.kind in _KAFKA_WALK_KINDS), None)
         if (
             backwards is not None
-            and (stop is None or stop.kind in _OFFSET_KINDS)  # else Kafka stops before it
+            and (stop is None or stop.kind in _KAFKA_WALK_KINDS)  # else Kafka stops before it
             and _before_kafka_stop(scan, backwards.position)
         ):
             _kafka_offsets(scan, seg, buf, index_interval_bytes)
@@ -358,7 +360,7 @@ def scan_segment(
     scan.valid_bytes = builder.valid_bytes
     if (
         stop is not None
-        and stop.kind not in _OFFSET_KINDS  # Kafka's own walk (kafka_walk) says what it does
+        and stop.kind not in _KAFKA_WALK_KINDS  # Kafka's own walk (kafka_walk) says what it does
         and scan.kafka_fatal is not stop
         and (scan.kafka_stop is None or stop.position < scan.kafka_stop)
     ):
@@ -376,6 +378,11 @@ _OVERFLOW_MESSAGE = (
     " is only permitted for segments with overflow'): the broker does not start"
 )
 _OFFSET_KINDS = (K.BAD_BASE_OFFSET, K.OFFSETS_NOT_INCREASING, K.OFFSET_OUT_OF_RANGE)
+# where kseg's scan stops but Kafka's recovery does not (RecordBatch.ensureValid checks only the
+# size and the CRC): Kafka's own walk (kafka_walk) says what it does. INVALID_BATCH is a
+# CRC-valid batch whose count or last_offset_delta contradicts its offsets (a writer's bug, not
+# a disk error): Kafka keeps it, and consumers fail on it.
+_KAFKA_WALK_KINDS = (*_OFFSET_KINDS, K.INVALID_BATCH)
 
 
 def _before_kafka_stop(scan: SegmentScan, position: int) -> bool:
@@ -404,7 +411,8 @@ def _kafka_offsets(scan: SegmentScan, seg: Segment, buf, index_interval_bytes: i
         {
             f.position
             for f in scan.findings
-            if f.kind in (K.BAD_BASE_OFFSET, K.OFFSETS_NOT_INCREASING) and f.position < end
+            if f.kind in (K.BAD_BASE_OFFSET, K.OFFSETS_NOT_INCREASING, K.INVALID_BATCH)
+            and f.position < end
         }
     )
 

@@ -80,6 +80,23 @@ def _swap_prefix(pdir, seg_index: int, batches: int, cleaned: bool = False) -> N
         log.with_name(log.name + ".cleaned").write_bytes(data)
 
 
+def _count_plus_one(pdir, seg_index: int, batch_index: int) -> None:
+    """A CRC-valid batch whose records_count contradicts its offsets (a writer's bug: the CRC
+    is computed again over the changed count, with kseg's format core)."""
+    from kseg.fixtures.corrupt import _fix_crc
+    from kseg.format import batch as v2
+
+    log = sorted(pdir.glob("*.log"))[seg_index]
+    b = _batches(log)[batch_index]
+    at = b["position"] + v2.HEADER_SIZE - 4  # records_count, the header's last field
+    with open(log, "r+b") as f:
+        f.seek(at)
+        (count,) = struct.unpack(">i", f.read(4))
+        f.seek(at)
+        f.write(struct.pack(">i", count + 1))
+    _fix_crc(log, b["position"])
+
+
 def _both(*damages):
     def damage(pdir):
         for d in damages:
@@ -132,6 +149,9 @@ CASES = {
     # leftover .swap files: LogLoader.load swaps a valid one in (deleting the segments whose
     # offsets it covers) and deletes one at or above the lowest .cleaned offset
     "swap-none-0": (f"{REAL_41}/dev-none-0", lambda p: _swap_prefix(p, 1, 3)),
+    # RecordBatch.ensureValid checks sizes and the CRC only: a CRC-valid batch whose count
+    # contradicts its offsets is kept with everything after it
+    "count-none-0": (f"{REAL_41}/dev-none-0", lambda p: _count_plus_one(p, 1, 3)),
     "swapsplit-none-0": (f"{REAL_41}/dev-none-0", lambda p: _swap_prefix(p, 1, 3, cleaned=True)),
 }
 
