@@ -84,8 +84,12 @@ def kafka_recovery(report: PartitionReport) -> dict | None:
             if later and report.whole:
                 actions.append({"action": "delete_later_segments", "count": later, "when": UNCLEAN})
             break
+    if report.kafka_tail_fatal is not None:  # after a clean shutdown: see PartitionReport
+        act = _act("fail_to_start", scans[-1], report.kafka_tail_fatal, EVERY_START)
+        act["cause"] = "record_size"
+        actions.append(act)
     start = report.log_start_offset
-    if report.whole and start is not None and scans:
+    if report.whole and start is not None and scans and report.kafka_tail_fatal is None:
         untouched_end, kafka_end = _end(scans[-1]), report.kafka_log_end
         if untouched_end < start:
             actions.append({"action": "reset_log", "offset": start, "when": EVERY_START})
@@ -179,6 +183,14 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
             text = (
                 f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"
                 f" point {a['recovery_point']}: not recovered; readers fail on it)"
+            )
+        elif kind == "fail_to_start" and a.get("cause") == "record_size":
+            text = (
+                f"fail to start on the entry at {a['file']} byte {a['position']}, whose size field"
+                " is below 14: after a clean shutdown Kafka does not recover the segment but reads"
+                " its last batches (LogSegment.readNextOffset), and FileLogInputStream throws"
+                " CorruptRecordException (Error starting LogManager, on every start until the"
+                " log is cut there)"
             )
         elif kind == "fail_to_start" and a.get("cause") == "invalid_offset":
             text = (

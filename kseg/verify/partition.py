@@ -8,8 +8,10 @@ from ..format import checkpoint as cp
 from ..format import offset_index as oi
 from ..format import time_index as ti
 from ..format import txn_index as tx
+from ..format.entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, SIZE_POS
 from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from ..format.magic import MIN_ENTRY_SIZE
 from ..format.txn_state import TxnTracker
 from ..format.value_class import Value
 from ..storage import files as F
@@ -46,6 +48,13 @@ class PartitionReport(Value):
     # what LogLoader.load does with leftover `.swap` files before anything else (see _swaps):
     # one {"action": "complete_swap" | "delete_swap", ...} per `.swap` segment
     kafka_swaps: list[dict]
+    # after a clean shutdown Kafka recovers nothing, but LogLoader still reads the last
+    # segment's batch headers from its last index entry on (recoverLog ->
+    # deleteSegmentsIfLogStartGreaterThanLogEnd -> LogSegment.readNextOffset): an entry whose size
+    # field is below 14 there throws CorruptRecordException ("Found record size 0 smaller than
+    # minimum record overhead (14)", FileLogInputStream.nextBatch) and the broker stops. The
+    # entry's byte position (None: nothing there stops it)
+    kafka_tail_fatal: int | None
 
     __slots__ = (
         "target",
@@ -58,6 +67,7 @@ class PartitionReport(Value):
         "txns_replayed",
         "recovered_at_load",
         "kafka_swaps",
+        "kafka_tail_fatal",
     )
 
     def __init__(
@@ -72,6 +82,7 @@ class PartitionReport(Value):
         txns_replayed: bool = False,
         recovered_at_load: dict[Path, str] | None = None,
         kafka_swaps: list[dict] | None = None,
+        kafka_tail_fatal: int | None = None,
     ) -> None:
         self.target = target
         self.scans = [] if scans is None else scans
@@ -83,6 +94,7 @@ class PartitionReport(Value):
         self.txns_replayed = txns_replayed
         self.recovered_at_load = {} if recovered_at_load is None else recovered_at_load
         self.kafka_swaps = [] if kafka_swaps is None else kafka_swaps
+        self.kafka_tail_fatal = kafka_tail_fatal
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -137,7 +149,7 @@ class PartitionReport(Value):
         resets checkpoints against: its recovery truncates at the first invalid batch from
         ``first_recovered()`` on; bad bytes below that segment stay, and so does what follows
         them (None: Kafka would not start, see kafka_outcome)."""
-        if not self.scans:
+        if not self.scans or self.kafka_tail_fatal is not None:
             return None
         first = self.first_recovered()
         for i, s in enumerate(self.scans):
@@ -236,10 +248,35 @@ def verify_target(
         _index_findings(scan, active)
         report.scans.append(scan)
     _segment_order(report)
+    if report.clean_shutdown and report.whole and report.scans:
+        last = report.scans[-1]
+        if last.kafka_stop is not None and last.log not in report.recovered_at_load:
+            report.kafka_tail_fatal = _size_below_overhead(last.log, last.kafka_stop)
     if report.whole:  # a whole partition, not one file of it
         _partition_files(report, part)
         _below_log_start(report)
     return report
+
+
+def _size_below_overhead(log: Path, start: int) -> int | None:
+    """The first entry from ``start`` on whose size field Kafka's FileLogInputStream.nextBatch
+    refuses (below LegacyRecord.RECORD_OVERHEAD_V0, 14), walking entry headers as it does: it
+    stops quietly with fewer than 18 bytes left or at an entry that runs past the end."""
+    try:
+        with open(log, "rb") as f:
+            end = f.seek(0, 2)
+            pos = start
+            while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+                f.seek(pos + SIZE_POS)
+                size = int.from_bytes(f.read(4), "big", signed=True)
+                if size < MIN_ENTRY_SIZE:
+                    return pos
+                if pos > end - LOG_OVERHEAD - size:
+                    return None
+                pos += LOG_OVERHEAD + size
+    except OSError:
+        return None
+    return None
 
 
 def _swaps(entries: list[Path]) -> list[dict]:

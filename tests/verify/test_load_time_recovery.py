@@ -102,3 +102,28 @@ def test_a_swap_at_or_above_a_cleaned_file_is_deleted(tree, tmp_path):
     logs[1].with_name(logs[1].name + ".cleaned").write_bytes(logs[1].read_bytes())
     _, actions = _recovery(root)
     assert actions == [{"action": "delete_swap", "file": str(swap), "when": "every_start"}]
+
+
+def test_after_a_clean_shutdown_a_zero_size_entry_in_the_last_segment_stops_the_broker(
+    tree, tmp_path
+):
+    """Nothing is recovered after a clean shutdown, but LogSegment.readNextOffset reads the last
+    segment's last batches: FileLogInputStream.nextBatch throws on a size field below 14. A torn
+    tail (an entry past the end) ends that read quietly."""
+    root, pdir = _copy(tree, tmp_path)
+    last = sorted(pdir.glob("*.log"))[-1]
+    size = last.stat().st_size
+    with open(last, "ab") as f:
+        f.write(bytes(4096))
+    (root / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    rc, actions = _recovery(root)
+    assert rc & 4
+    assert actions[-1] == {"action": "fail_to_start", "file": str(last), "position": size,
+                           "when": "every_start", "cause": "record_size"}  # fmt: skip
+    (root / ".kafka_cleanshutdown").unlink()  # unclean: recovery cuts the zeros first
+    assert [a["action"] for a in _recovery(root)[1]] == ["truncate"]
+    (root / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    import os
+
+    os.truncate(last, size - 5)  # torn instead: kept, no failure
+    assert "fail_to_start" not in [a["action"] for a in _recovery(root)[1]]
