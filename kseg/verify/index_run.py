@@ -214,8 +214,8 @@ class CheckRun:
         from ..format.txn_state import TxnTracker
         from ..storage.tree import segment_logs
         from .index_check import txn_index_status
-        from .rebuild import seed_from_snapshot
         from .segment import aborted_under, scan_segment
+        from .txn_seed import seed_from_snapshot
 
         wanted = set(t.logs)
         try:

@@ -210,7 +210,7 @@ def verify_target(
     epochs = _epoch_ranges(part)
     txn = None
     if replay_txns and logs == all_logs and logs:
-        from .rebuild import seed_from_snapshot  # a repair's scan only (start-up time)
+        from .txn_seed import seed_from_snapshot  # a repair's scan only (start-up time)
 
         txn = TxnTracker()  # as rebuild_target replays it
         seed_from_snapshot(txn, logs[0])

@@ -9,11 +9,9 @@ from pathlib import Path
 from ..format import offset_index as oi
 from ..format import time_index as ti
 from ..format import txn_index as tx
-from ..format.errors import CorruptionError
 from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from ..format.kafka_version import KafkaVersion
-from ..format.producer_snapshot import read_snapshot
 from ..format.txn_index import AbortedTxn
 from ..format.txn_index import encode_entries as encode_txn
 from ..format.txn_state import TxnTracker
@@ -22,6 +20,7 @@ from ..storage.mapped import read_file
 from ..storage.tree import Target, segment_logs
 from .findings import Finding
 from .segment import SegmentScan, aborted_under, scan_segment
+from .txn_seed import seed_from_snapshot
 
 UNCHANGED, CREATED, REPLACED = "unchanged", "created", "replaced"
 
@@ -145,16 +144,6 @@ def write_indexes(
         for path, data, padded_to, width in plan
         if only is None or path in only  # a repair writes only what it quarantined
     ]
-
-
-def seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
-    """A log that starts mid-transaction (earlier segments deleted by retention): Kafka knows
-    the open transactions from the producer snapshot taken at that segment's roll."""
-    path = first_log.with_suffix(".snapshot")
-    try:
-        txn.seed(read_snapshot(read_file(path)).entries)
-    except (OSError, CorruptionError):
-        pass  # none, or unreadable (verify reports it): replay from the log alone
 
 
 def _replace(
