@@ -523,10 +523,16 @@ def plan_repair(
         index_interval_bytes=index_interval_bytes,
         kafka_version=None if kafka_version == DEFAULT_KAFKA_VERSION else str(kafka_version),
     )
+    first = report.first_corrupt
+    if first is not None and report.scans[first].log in report.recovered_at_load:
+        # LogLoader.loadSegmentFiles -> recoverSegment cuts this segment while loading, on every
+        # start, and deletes no later segment: they stay (an offset gap is legal), each later
+        # corrupt one handled on its own, as with --keep-later-segments
+        keep_later_segments = True
     if report.reset_to(keep_later_segments=keep_later_segments) is not None:
         return _plan_reset(report, plan, keep_later_segments)
     rebuild: list[Path] = []
-    first = report.first_corrupt
+    later_why = _later_segment_reason(report) if first is not None else {}
     for i, scan in enumerate(report.scans):
         log = pdir / scan.log.name
         moved = first is not None and i > first and not keep_later_segments
@@ -550,7 +556,10 @@ def plan_repair(
         elif moved:
             for p in [log] + [log.with_suffix(s) for s in INDEX_SUFFIXES]:
                 if p.exists():
-                    why = f"segment after the truncation point (offset {scan.base_offset}); Kafka's recovery deletes it"
+                    why = (
+                        f"segment after the truncation point (offset {scan.base_offset}); "
+                        + later_why.get(i, later_why[None])
+                    )
                     plan.actions.append(_whole_file(MOVE, p, why))
         elif index_problem(scan):
             rebuild.append(log)
@@ -583,6 +592,53 @@ def plan_repair(
             else:
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     return plan
+
+
+def _later_segment_reason(report: PartitionReport) -> dict[int | None, str]:
+    """What Kafka does to each segment the repair moves because it follows kseg's truncation
+    point (by index in scans; None: any other), as kafka_recovery predicts it: LogLoader.recoverLog
+    deletes the segments after the one it truncates (or empties); one it does not reach (below
+    the recovery point), or whose bad batch it keeps (offsets it accepts, a CRC-valid invalid
+    batch), it keeps, with everything after it."""
+    from .kafka_outcome import UNCLEAN, kafka_recovery
+
+    scans = report.scans
+    first = report.first_corrupt
+    outcome = kafka_recovery(report)
+    actions = outcome["actions"] if outcome is not None else []
+    files = {str(s.log): i for i, s in enumerate(scans)}
+    keep = "kseg quarantines it so the log ends at its last valid batch; --keep-later-segments keeps it"
+    out: dict[int | None, str] = {}
+    cut = None
+    for a in actions:
+        if a["action"] in ("truncate", "empty_segment") and a["when"] == UNCLEAN:
+            cut = files.get(a["file"])
+    if cut is not None:
+        for i in range(cut + 1, len(scans)):
+            out[i] = "Kafka's recovery deletes it"
+        if cut > first:
+            out[cut] = "Kafka's recovery truncates it and deletes the segments after it; " + keep
+    mine = [a for a in actions if a.get("file") == str(scans[first].log)]
+    kinds = {a["action"]: a for a in mine}
+    if any(a["action"] == "fail_to_start" for a in actions):
+        why = "Kafka would not start on this log (see kafka_recovery)"
+    elif "keep_corrupt_batch" in kinds:
+        rp = kinds["keep_corrupt_batch"].get("recovery_point")
+        why = (
+            "Kafka would keep it (its recovery does not reach the corrupt batch, below the"
+            f" recovery point {rp})"
+        )
+    elif "keep_invalid_batch" in kinds:
+        why = (
+            "Kafka would keep it (its recovery keeps the CRC-valid batch whose records_count or"
+            " last_offset_delta contradicts its offsets)"
+        )
+    elif "keep_bad_offsets" in kinds:
+        why = "Kafka would keep it (its recovery keeps the batch whose offsets go backwards)"
+    else:
+        why = "Kafka would keep it"
+    out[None] = f"{why}, {keep}"
+    return out
 
 
 def _indexes_to_write(log: Path, scan, rebuilt) -> list[Path]:

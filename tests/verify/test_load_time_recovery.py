@@ -127,3 +127,34 @@ def test_after_a_clean_shutdown_a_zero_size_entry_in_the_last_segment_stops_the_
 
     os.truncate(last, size - 5)  # torn instead: kept, no failure
     assert "fail_to_start" not in [a["action"] for a in _recovery(root)[1]]
+
+
+def test_the_repair_of_a_segment_recovered_while_loading_keeps_the_later_segments(tree, tmp_path):
+    """LogLoader.loadSegmentFiles -> recoverSegment cuts a segment without `.index` on every
+    start and deletes no later segment (an offset gap is legal): the repair truncates that
+    segment only, as Kafka does, and moves nothing (as --keep-later-segments)."""
+    root, pdir = _copy(tree, tmp_path)
+    logs = sorted(pdir.glob("*.log"))
+    bad = _flip(logs[1], 2)
+    logs[1].with_suffix(".index").unlink()
+    damaged = {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    later = {p: b for p, b in damaged.items() if p.parent == pdir and p.stem > logs[1].stem}
+    assert any(p.suffix == ".log" for p in later)
+    proc = run_kseg("verify", root, "--repair", "--quarantine", tmp_path / "q", "-f", "json")
+    assert proc.returncode == 1, proc.stdout
+    evs = events(proc.stdout)
+    actions = [e for e in evs if e["type"] == "repair_action"]
+    assert not [a for a in actions if a["action"] == "move"], actions
+    (cut,) = [a for a in actions if a["action"] == "truncate"]
+    assert (cut["file"], cut["position"]) == (str(logs[1]), bad)
+    assert {a["file"] for a in actions} <= {
+        str(p) for p in pdir.iterdir() if p.stem == logs[1].stem
+    }
+    assert {p: p.read_bytes() for p in later} == later  # the later segments: untouched
+    assert run_kseg("verify", root).returncode == 0
+    (qdir,) = [e["quarantine"] for e in evs if e["type"] == "repair_done"]
+    assert run_kseg("restore", qdir).returncode == 0
+    restored = {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    assert {p: b for p, b in restored.items() if p.name != ".lock"} == {
+        p: b for p, b in damaged.items() if p.name != ".lock"
+    }
