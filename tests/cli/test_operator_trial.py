@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
-from tests.helpers import run_kseg
+from tests.helpers import copy_partition, run_kseg
+from tests.verify.test_verify import snapshot_tree
 
 READ_ONLY = [  # (command, options after the PATH)
     (["verify"], []),
@@ -38,3 +43,47 @@ def test_dot_in_a_root_keeps_relative_paths(tree):
     proc = run_kseg("seek", ".", "--offset", "3", "--topic", "^orders$", cwd=tree)
     assert proc.returncode == 0, proc.stderr.decode()
     assert b" in orders-0/00000000000000000000.log at byte" in proc.stdout
+
+
+def _repair_copy(corrupt_cases, log_dir: Path) -> None:
+    case = next(c for c in corrupt_cases if c.name == "crc-flip")
+    copy_partition(case.partition_dir, log_dir)
+    proc = run_kseg("verify", log_dir, "--repair")
+    assert proc.returncode == 1, proc.stderr.decode()
+
+
+def test_restore_takes_the_kseg_quarantine_dir_the_runbook_names(corrupt_cases, tmp_path):
+    """README's runbook: "removed bytes are in ../kseg-quarantine/". `kseg restore` on that dir
+    said "no manifest.json here or in its subdirectories" (16): its manifests are three levels
+    down (<log.dir name>/<run>/<partition>/). Now it is taken as a quarantine root is: a single
+    run is restored; several runs, also of several log dirs, are refused (16), named newest
+    first, with nothing changed."""
+    logs = tmp_path / "logs"
+    _repair_copy(corrupt_cases, logs)
+    qtop = tmp_path / "kseg-quarantine"
+    (run,) = (qtop / "logs").iterdir()
+    proc = run_kseg("restore", qtop)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"undid" in proc.stdout
+    manifest = json.loads(next(run.glob("*/manifest.json")).read_text())
+    assert manifest["status"] == "restored"
+    # a second repair run: which run first matters
+    assert run_kseg("verify", logs, "--repair").returncode == 1
+    runs = sorted((qtop / "logs").iterdir())
+    assert len(runs) == 2
+    before = snapshot_tree(tmp_path)
+    proc = run_kseg("restore", qtop)
+    err = proc.stderr.decode()
+    assert proc.returncode == 16 and err.count("\n") == 1, err
+    assert "2 repair runs" in err and "newest first" in err
+    assert err.index(str(runs[1])) < err.index(str(runs[0]))
+    assert snapshot_tree(tmp_path) == before
+    # the quarantines of two log dirs: refused the same way, both named
+    _repair_copy(corrupt_cases, tmp_path / "logs-b")
+    shutil.rmtree(qtop / "logs")
+    _repair_copy(corrupt_cases, tmp_path / "logs-c")
+    proc = run_kseg("restore", qtop)
+    err = proc.stderr.decode()
+    assert proc.returncode == 16 and err.count("\n") == 1, err
+    assert "2 log dirs" in err and "2 repair runs" in err
+    assert str(qtop / "logs-b") in err and str(qtop / "logs-c") in err
