@@ -96,7 +96,7 @@ def quarantines(path: Path) -> list[Path]:
     if len(runs) == 1:
         return quarantines(runs[0])  # a quarantine root holding one run: no doubt which
     if runs:
-        newest = sorted(runs, key=lambda r: (r.name, str(r)), reverse=True)
+        newest = sorted(runs, key=_run_order, reverse=True)
         shown = ", ".join(map(str, newest[:_SHOWN]))
         more = f" and {len(newest) - _SHOWN} more" if len(newest) > _SHOWN else ""
         raise NotAQuarantine(
@@ -110,6 +110,13 @@ def quarantines(path: Path) -> list[Path]:
 
 
 _SHOWN = 5  # runs named in a refusal, newest first
+
+
+def _run_order(run: Path) -> tuple:
+    """A run dir's place in time: its UTC-time name, then the ``-n`` of a second run in the same
+    second (manifest.new_run_dir), then its path (the same run of several log dirs)."""
+    stamp, _, n = run.name.partition("-")
+    return (stamp, int(n) if n.isdigit() else 0, str(run))
 
 
 def check(qdir: Path, m: Manifest) -> PartitionRestore:
