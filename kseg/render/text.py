@@ -136,14 +136,8 @@ def text_line(ev: dict) -> str:
         return f"timestamp: {with_iso(ev['timestamp'])} offset: {ev['offset']}"
     if t == "index_padding":
         return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
-    if t == "error":
-        where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
-        field = f" [{ev['field']}]" if ev.get("field") else ""
-        extra = ""
-        if ev.get("stored") is not None:  # computed is None when nothing recomputes it (a magic)
-            computed = f", computed {ev['computed']}" if ev.get("computed") is not None else ""
-            extra = f" (stored {ev['stored']}{computed})"
-        return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
+    if t == "error":  # under its file's `Dumping` line, which names the file
+        return error_line(ev, with_file=False)
     rest = " ".join(f"{k}: {field_text(k, v)}" for k, v in ev.items() if k not in ("type", "file"))
     return f"{t} {rest}"
 
@@ -395,6 +389,21 @@ def local_stats_line(ev: dict) -> str:
     return " ".join(parts)
 
 
+def error_line(ev: dict, *, with_file: bool = True) -> str:
+    """A dump problem: ``ERROR <kind> <file> at byte <n> [field]: message``; the file is left
+    out only under the file's own `Dumping` line (README "Conventions": every problem names the
+    file and the byte position)."""
+    where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+    if with_file and ev.get("file"):
+        where = f" {safe_path(ev['file'])}{where}"
+    field = f" [{ev['field']}]" if ev.get("field") else ""
+    extra = ""
+    if ev.get("stored") is not None:  # computed is None when nothing recomputes it (a magic)
+        computed = f", computed {ev['computed']}" if ev.get("computed") is not None else ""
+        extra = f" (stored {ev['stored']}{computed})"
+    return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
+
+
 def count_line(ev: dict) -> str:
     """dump --count: ``orders-0: 12 matches`` per partition (its file when given alone, its
     log dir when several roots are), then ``total: 15 matches in 3 partitions``."""
@@ -412,6 +421,8 @@ def count_line(ev: dict) -> str:
     if t == "match_total":
         n, p = ev["matches"], ev["partitions"]
         return f"total: {n} match{'es' if n != 1 else ''} in {p} partition{'s' if p != 1 else ''}"
+    if t == "error":  # no `Dumping` line in --count: the problem names its file itself
+        return error_line(ev)
     return text_line(ev)
 
 

@@ -209,6 +209,12 @@ def layout(path: str, ls: Lister | None = None, *, is_dir: bool | None = None) -
     """Classify one input path (a local path or a URI). Raises InputError when it holds
     nothing Kafka."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
+    named = path  # the path a partition dir is worked on by: one that carries its name
+    if name in (".", "..", "") and "://" not in path:
+        # `.` (or `..`) names no directory: judge it by the directory it resolves to (`cd
+        # orders-0 && kseg verify .`); a root keeps the path as given (its partitions are named)
+        named = os.path.abspath(path)
+        name = os.path.basename(named)
     if ls is None:
         ls = lister_for(path)
     if is_dir is None:
@@ -230,7 +236,7 @@ def layout(path: str, ls: Lister | None = None, *, is_dir: bool | None = None) -
         raise InputError(UNREADABLE, path, exc.strerror or str(exc)) from None
     if is_partition_listing(name, children):
         parsed = F.parse_partition_dir(name)
-        return Layout(path, PARTITION, [], [(_parent(path), path, parsed)])
+        return Layout(named, PARTITION, [], [(_parent(named), named, parsed)])
     parts = _root_partitions(path, children, ls)
     if parts is not None:
         return Layout(path, ROOT, [path], parts)

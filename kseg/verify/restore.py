@@ -68,7 +68,9 @@ class PartitionRestore:
 
 def quarantines(path: Path) -> list[Path]:
     """The partition quarantine dirs ``path`` stands for: itself, every partition of a run, or
-    of the only run under a quarantine root (several runs: the operator picks one)."""
+    of the only run under a quarantine root (``kseg-quarantine/<log.dir name>``) or under the
+    ``kseg-quarantine`` dir itself (several runs, also of several log dirs: the operator picks
+    one; they are named newest first, by their UTC-time names)."""
     if path.name == MANIFEST and path.is_file():
         path = path.parent  # the manifest itself was given
     if (path / MANIFEST).is_file():
@@ -85,17 +87,36 @@ def quarantines(path: Path) -> list[Path]:
             f"at a time, newest first (e.g. kseg restore {children[-1]})"
         )
     runs = sorted({p.parent.parent for p in path.glob(f"*/*/{MANIFEST}")})
+    what = "a quarantine root"
+    if not runs:  # the `kseg-quarantine` dir: one quarantine root per log dir repaired
+        runs = sorted({p.parent.parent for p in path.glob(f"*/*/*/{MANIFEST}")})
+        log_dirs = {r.parent for r in runs}
+        if len(log_dirs) > 1:
+            what = f"the quarantine of {len(log_dirs)} log dirs"
     if len(runs) == 1:
         return quarantines(runs[0])  # a quarantine root holding one run: no doubt which
     if runs:
+        newest = sorted(runs, key=_run_order, reverse=True)
+        shown = ", ".join(map(str, newest[:_SHOWN]))
+        more = f" and {len(newest) - _SHOWN} more" if len(newest) > _SHOWN else ""
         raise NotAQuarantine(
-            f"{path}: a quarantine root holding {len(runs)} repair runs; restore one run at a "
-            f"time, newest first (e.g. kseg restore {runs[-1]})"
+            f"{path}: {what} holding {len(runs)} repair runs; restore one run at a time, newest "
+            f"first: {shown}{more} (e.g. kseg restore {newest[0]})"
         )
     raise NotAQuarantine(
         f"{path}: no {MANIFEST} here or in its subdirectories; give a quarantine dir written by "
         "`kseg verify --repair`"
     )
+
+
+_SHOWN = 5  # runs named in a refusal, newest first
+
+
+def _run_order(run: Path) -> tuple:
+    """A run dir's place in time: its UTC-time name, then the ``-n`` of a second run in the same
+    second (manifest.new_run_dir), then its path (the same run of several log dirs)."""
+    stamp, _, n = run.name.partition("-")
+    return (stamp, int(n) if n.isdigit() else 0, str(run))
 
 
 def check(qdir: Path, m: Manifest) -> PartitionRestore:
