@@ -215,38 +215,46 @@ def verify_target(
         txn = TxnTracker()  # as rebuild_target replays it
         seed_from_snapshot(txn, logs[0])
         report.txns_replayed = True
-    for log in logs:
-        try:
-            seg = by_log.get(log) or Segment(log, whole_indexes=True)
+    try:
+        for log in logs:
             try:
-                scan = scan_segment(
-                    seg,
-                    index_interval_bytes=index_interval_bytes,
-                    deep=deep,
-                    epochs=epochs,
-                    txn=txn,
+                seg = by_log.get(log) or Segment(log, whole_indexes=True)
+                try:
+                    scan = scan_segment(
+                        seg,
+                        index_interval_bytes=index_interval_bytes,
+                        deep=deep,
+                        epochs=epochs,
+                        txn=txn,
+                    )
+                    why = _recovered_at_load(seg)
+                    if why is not None:
+                        report.recovered_at_load[log] = why
+                finally:
+                    seg.release()  # one segment's indexes in memory at a time
+            except OSError as exc:  # name the file that failed: the log or one of its indexes
+                report.txns_replayed = False
+                report.findings.append(
+                    Finding(
+                        K.ERROR,
+                        K.UNREADABLE,
+                        str(exc.filename or log),  # the file that failed: the .log or an index
+                        getattr(exc, "position", None),  # where a file shrank while read
+                        None,
+                        exc.strerror or str(exc),
+                    )
                 )
-                why = _recovered_at_load(seg)
-                if why is not None:
-                    report.recovered_at_load[log] = why
-            finally:
-                seg.release()  # one segment's indexes in memory at a time
-        except OSError as exc:  # name the file that failed: the log or one of its indexes
-            report.txns_replayed = False
-            report.findings.append(
-                Finding(
-                    K.ERROR,
-                    K.UNREADABLE,
-                    str(exc.filename or log),  # the file that failed: the .log or an index
-                    getattr(exc, "position", None),  # where a file shrank while read
-                    None,
-                    exc.strerror or str(exc),
-                )
-            )
-            continue
-        active = log == all_logs[-1]
-        _index_findings(scan, active)
-        report.scans.append(scan)
+                continue
+            active = log == all_logs[-1]
+            _index_findings(scan, active)
+            report.scans.append(scan)
+    except BaseException as exc:
+        if isinstance(exc, Exception):
+            raise
+        # an interrupt (kseg.interrupt.Interrupted, KeyboardInterrupt): the segments scanned
+        # before it, for the caller to report (verify ORs 32 with what it had found)
+        exc.kseg_partial = report
+        raise
     _segment_order(report)
     if report.clean_shutdown and report.whole and report.scans:
         last = report.scans[-1]

@@ -271,12 +271,20 @@ class VerifyRun:
         else:
             if repair:
                 from .repair import plan_repair
-            report = verify_target(
-                t,
-                deep=opts.deep,
-                index_interval_bytes=opts.index_interval_bytes,
-                replay_txns=writing,  # the repair then writes the indexes this scan rebuilt
-            )
+            try:
+                report = verify_target(
+                    t,
+                    deep=opts.deep,
+                    index_interval_bytes=opts.index_interval_bytes,
+                    replay_txns=writing,  # the repair then writes the indexes this scan rebuilt
+                )
+            except BaseException as exc:  # an interrupt: report what was found before it
+                partial = getattr(exc, "kseg_partial", None)
+                if partial is not None and not isinstance(exc, Exception):
+                    self.code |= _code(partial.all_findings)
+                    for f in partial.all_findings:
+                        yield self._finding(f)
+                raise
             for f in report.all_findings:
                 yield self._finding(f)
             outcome = kafka_recovery(report)

@@ -80,9 +80,9 @@ def wide_root(tmp_path_factory) -> Path:
 
 
 def _working_on(pid: int, path: Path, maps: bool) -> bool:
-    """Has the process opened (or, checked less often, mapped) a segment file under ``path``?
-    Then it is past start-up and classification, mid-run."""
-    prefix = str(path) + "/"
+    """Has the process opened (or, checked less often, mapped) a segment file under ``path``
+    (or ``path`` itself, a segment file)? Then it is past start-up and classification, mid-run."""
+    prefix = str(path) if path.name.startswith("000000000") else str(path) + "/"
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
@@ -798,3 +798,22 @@ def test_a_swallowed_interrupt_still_ends_the_run_as_interrupted(tree):
     )
     assert proc.returncode == 32, proc
     assert _err_lines(proc) == ["kseg: interrupted"]
+
+
+def test_an_interrupt_inside_a_partition_keeps_what_its_finished_segments_found(tmp_path):
+    """Findings come out per partition; an interrupt while a later segment of the same
+    partition is read still reports (and ORs into the status) what the segments before it
+    found: 36, the finding on stdout."""
+    root = tmp_path / "logs"
+    with kseg.LogWriter(root / "bigc-0", segment_bytes=1 << 20) as w:
+        first = w.append(_records(0, 5))
+        for b in range(1, 3000):
+            w.append(_records(b))
+    logs = sorted((root / "bigc-0").glob("*.log"))
+    data = bytearray(logs[0].read_bytes())
+    data[first.position + 70] ^= 0xFF  # a CRC error in the first segment
+    logs[0].write_bytes(bytes(data))
+    proc = _interrupt(["verify", "--deep", root], logs[len(logs) // 2], signal.SIGINT)
+    assert proc.returncode == 32 | 4, proc.stderr
+    assert _err_lines(proc) == ["kseg: interrupted"]
+    assert b"crc_mismatch" in proc.stdout and str(logs[0]).encode() in proc.stdout
