@@ -135,6 +135,31 @@ def _act(action: str, scan, position: int, when: str, rp: int | None = None) -> 
     return out
 
 
+# fail_to_start's cause -> (what stops the broker, why: the Kafka code that throws)
+_FAIL_TO_START = {
+    "control_record": ("unreadable control record", ""),
+    "offset_overflow": (
+        "batch",
+        ", whose last offset does not fit the segment's 32-bit relative offsets"
+        " (LogSegmentOffsetOverflowException; the segment split refuses it: Error starting"
+        " LogManager)",
+    ),
+    "invalid_offset": (
+        "batch",
+        ", whose offsets go backwards: its segment is recovered while the log loads (its .index"
+        " is missing or its .txnindex partial), where the index's InvalidOffsetException is not"
+        " caught (Error starting LogManager)",
+    ),
+    "record_size": (
+        "entry",
+        ", whose size field is below 14: after a clean shutdown Kafka does not recover the"
+        " segment but reads its last batches (LogSegment.readNextOffset), and FileLogInputStream"
+        " throws CorruptRecordException (Error starting LogManager, on every start until the log"
+        " is cut there)",
+    ),
+}
+
+
 def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
     parts = []
     for a in actions:
@@ -184,29 +209,9 @@ def summary_line(actions: list[dict], clean_shutdown: bool = False) -> str:
                 f"keep the corrupt batch at {a['file']} byte {a['position']} (below the recovery"
                 f" point {a['recovery_point']}: not recovered; readers fail on it)"
             )
-        elif kind == "fail_to_start" and a.get("cause") == "record_size":
-            text = (
-                f"fail to start on the entry at {a['file']} byte {a['position']}, whose size field"
-                " is below 14: after a clean shutdown Kafka does not recover the segment but reads"
-                " its last batches (LogSegment.readNextOffset), and FileLogInputStream throws"
-                " CorruptRecordException (Error starting LogManager, on every start until the"
-                " log is cut there)"
-            )
-        elif kind == "fail_to_start" and a.get("cause") == "invalid_offset":
-            text = (
-                f"fail to start on the batch at {a['file']} byte {a['position']}, whose offsets go"
-                " backwards: its segment is recovered while the log loads (its .index is missing or"
-                " its .txnindex partial), where the index's InvalidOffsetException is not caught"
-                " (Error starting LogManager)"
-            )
-        elif kind == "fail_to_start" and a.get("cause") == "offset_overflow":
-            text = (
-                f"fail to start on the batch at {a['file']} byte {a['position']}, whose last offset"
-                " does not fit the segment's 32-bit relative offsets (LogSegmentOffsetOverflowException;"
-                " the segment split refuses it: Error starting LogManager)"
-            )
         elif kind == "fail_to_start":
-            text = f"fail to start on the unreadable control record at {a['file']} byte {a['position']}"
+            what, why = _FAIL_TO_START[a.get("cause", "control_record")]
+            text = f"fail to start on the {what} at {a['file']} byte {a['position']}{why}"
         else:  # reset_log
             text = f"reset the log to an empty segment at {a['offset']} (deleting every segment)"
         if a["when"] == UNCLEAN:

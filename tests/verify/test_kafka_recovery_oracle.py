@@ -81,20 +81,11 @@ def _swap_prefix(pdir, seg_index: int, batches: int, cleaned: bool = False) -> N
 
 
 def _count_plus_one(pdir, seg_index: int, batch_index: int) -> None:
-    """A CRC-valid batch whose records_count contradicts its offsets (a writer's bug: the CRC
-    is computed again over the changed count, with kseg's format core)."""
-    from kseg.fixtures.corrupt import _fix_crc
-    from kseg.format import batch as v2
+    """A CRC-valid batch whose records_count contradicts its offsets (kseg.fixtures.corrupt)."""
+    from kseg.fixtures.corrupt import raise_records_count
 
     log = sorted(pdir.glob("*.log"))[seg_index]
-    b = _batches(log)[batch_index]
-    at = b["position"] + v2.HEADER_SIZE - 4  # records_count, the header's last field
-    with open(log, "r+b") as f:
-        f.seek(at)
-        (count,) = struct.unpack(">i", f.read(4))
-        f.seek(at)
-        f.write(struct.pack(">i", count + 1))
-    _fix_crc(log, b["position"])
+    raise_records_count(log, _batches(log)[batch_index]["position"])
 
 
 def _both(*damages):

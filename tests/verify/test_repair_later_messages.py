@@ -8,11 +8,9 @@ batch (keep_invalid_batch) -- the message says so, and that --keep-later-segment
 from __future__ import annotations
 
 import shutil
-import struct
 
 from kseg.fixtures import recovery as R
-from kseg.fixtures.corrupt import _fix_crc
-from kseg.format import batch as v2
+from kseg.fixtures.corrupt import raise_records_count
 from tests.helpers import events, run_kseg
 from tests.verify.test_kafka_log_end import _damaged_orders
 
@@ -74,13 +72,7 @@ def test_a_crc_valid_invalid_batch_kafka_keeps(tree, tmp_path):
     logs = sorted((root / "orders-0").glob("*.log"))
     out = run_kseg("dump", logs[0], "--batches-only", "-f", "json").stdout
     b = [e for e in events(out) if e["type"] == "batch"][2]
-    at = b["position"] + v2.HEADER_SIZE - 4  # records_count
-    with open(logs[0], "r+b") as f:
-        f.seek(at)
-        (count,) = struct.unpack(">i", f.read(4))
-        f.seek(at)
-        f.write(struct.pack(">i", count + 1))
-    _fix_crc(logs[0], b["position"])
+    raise_records_count(logs[0], b["position"])
     kinds, reasons = _moves(root)
     assert kinds == ["keep_invalid_batch"]
     moves = _segment_moves(reasons)
