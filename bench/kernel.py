@@ -200,7 +200,7 @@ def json_batches(mm, limit: int) -> tuple[list[int], int]:
 
 
 def core_json(mm, positions, name: str) -> int:
-    from kseg.decode.dump import record_json_maker
+    from kseg.dump.dump import record_json_maker
     from kseg.format.batch import RecordBatch
 
     make = record_json_maker(name, "base64")

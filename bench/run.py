@@ -560,7 +560,7 @@ def main() -> None:
         t, _ = timed(kseg_cmd("seek", str(many), "--time", target), args.repeat)
         t_py, _ = timed([PY, "-c", "pass"], args.repeat)
         sys.path.insert(0, str(HERE.parent))
-        from kseg.lookup.seek import seek_time
+        from kseg.seek.seek import seek_time
 
         t0 = time.perf_counter()
         res = seek_time(many, int(target))

@@ -31,8 +31,8 @@ _EXPORTS = {
     "RecordBatch": "kseg.format.batch",
     "TimeIndex": "kseg.format.time_index",
     "iter_entries": "kseg.format.log",
-    "LeaderAt": "kseg.lookup.leaders",
-    "partition_leader": "kseg.lookup.leaders",
+    "LeaderAt": "kseg.offsets.leaders",
+    "partition_leader": "kseg.offsets.leaders",
 }
 
 __all__ = sorted(_EXPORTS)

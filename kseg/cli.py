@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import cli_options as o
-from .cli_offsets import register_offsets
-from .cli_registry import command, group
-from .cli_stats import register as register_stats
-from .exitcodes import BadOption, help_text
+from kseg import cli_options as o
+from kseg.cli_offsets import register_offsets
+from kseg.cli_registry import command, group
+from kseg.cli_stats import register as register_stats
+from kseg.exitcodes import BadOption, help_text
 
 group(
     (),
@@ -33,14 +33,14 @@ group(
 
 def _selection(paths: list[Path], topic: str | None, partition: int | None):
     """Resolve the inputs up front (kseg.storage.tree): a wrong path fails before any work."""
-    from .storage.tree import resolve
+    from kseg.storage.tree import resolve
 
     return resolve(paths, topic, partition, logs_only=True)
 
 
 def _kafka_version(text: str | None):
     """--kafka-version as the library's KafkaVersion (a bad value: a usage error, exit 16)."""
-    from .format.kafka_version import parse_kafka_version
+    from kseg.format.kafka_version import parse_kafka_version
 
     try:
         return parse_kafka_version(text)
@@ -49,15 +49,15 @@ def _kafka_version(text: str | None):
 
 
 def _log_bytes(targets) -> int:
-    """The progress bar's total (only when a bar is drawn: kseg.verify.index_run is not
+    """The progress bar's total (only when a bar is drawn: kseg.index.run is not
     imported otherwise)."""
-    from .verify.index_run import log_bytes
+    from kseg.index.run import log_bytes
 
     return log_bytes(targets)
 
 
 def _finish(*args, **kw) -> int:
-    from .render import finish
+    from kseg.render import finish
 
     return finish(*args, **kw)
 
@@ -99,10 +99,10 @@ def dump(
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
       kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
     """
-    from .decode.dump import DumpOptions, search_options
-    from .decode.dump_run import DumpRun
-    from .lookup.timeexpr import parse_option_time
-    from .render import finish_count, finish_dump, finish_format_string
+    from kseg.dump.dump import DumpOptions, search_options
+    from kseg.dump.run import DumpRun
+    from kseg.render import finish_count, finish_dump, finish_format_string
+    from kseg.seek.timeexpr import parse_option_time
 
     record_filter, parts = search_options(key, value, header, key_eq, value_contains, format_string)
     opts = DumpOptions(
@@ -157,7 +157,7 @@ def index_rebuild(
       kseg index rebuild /var/lib/kafka/data/orders-0 --dry-run
       kseg index rebuild /var/lib/kafka/data --topic '^orders$' --backup /tmp/old-indexes
     """
-    from .verify.index_run import RebuildRun, log_bytes
+    from kseg.index.run import RebuildRun, log_bytes
 
     version = _kafka_version(kafka_version)
     run = RebuildRun(
@@ -194,7 +194,7 @@ def index_check(
     \b
       kseg index check /var/lib/kafka/data --index-interval-bytes 4096
     """
-    from .verify.index_run import CheckRun
+    from kseg.index.run import CheckRun
 
     version = _kafka_version(kafka_version)
     sel = _selection(paths, topic, partition)
@@ -236,8 +236,8 @@ def verify(
     problems_only: o.ProblemsOnlyOpt = False,
     quiet: o.QuietOpt = False,
 ) -> int:
-    from .render import problems_only as without_ok
-    from .verify.run import VerifyOptions, VerifyRun
+    from kseg.render import problems_only as without_ok
+    from kseg.verify.run import VerifyOptions, VerifyRun
 
     if dry_run and not repair:
         raise BadOption("--dry-run goes with --repair", "--dry-run")
@@ -286,7 +286,7 @@ def restore(
     \b
       kseg restore /var/lib/kafka/kseg-quarantine/data/20261122T093000Z-orders-3
     """
-    from .verify.restore import RestoreRun
+    from kseg.repair.restore import RestoreRun
 
     run = RestoreRun(quarantine_dir, force=force, base_dir=base_dir)
     return _finish("restore", run, run.events(), fmt.value)
@@ -319,7 +319,7 @@ def seek(
       kseg seek /var/lib/kafka/data --topic '^orders$' --time 2026-11-21T09:30:00Z -f reset-csv > reset.csv
       kseg seek /var/lib/kafka/data/orders-0 --offset 123456
     """
-    from .lookup.seek_run import SeekRun, parse_target
+    from kseg.seek.run import SeekRun, parse_target
 
     if (time_ is None) == (offset is None):
         raise BadOption("give exactly one of --time and --offset", "--time/--offset")
@@ -348,10 +348,10 @@ def demo(
     \b
       kseg demo /tmp/kseg-demo && kseg verify /tmp/kseg-demo
     """
-    from .decode.dump import DumpOptions
-    from .decode.dump_run import DumpRun
-    from .fixtures.demo import write_demo
-    from .render import finish_dump, streams
+    from kseg.dump.dump import DumpOptions
+    from kseg.dump.run import DumpRun
+    from kseg.fixtures.demo import write_demo
+    from kseg.render import finish_dump, streams
 
     for message in write_demo(directory):
         streams.say(message)
@@ -366,7 +366,7 @@ register_stats(_selection)  # `kseg stats` (kseg.cli_stats: cli.py stays a venee
 
 def main() -> None:
     """The process around the commands (kseg.entry): every outcome through exit_status."""
-    from .entry import run_app
+    from kseg.entry import run_app
 
     run_app()
 

@@ -1,10 +1,10 @@
 """`kseg offsets`: registered on the app by kseg.cli (which must stay a short veneer); the
-library is kseg.lookup.group_offsets, imported only when the command runs."""
+library is kseg.offsets.group_offsets, imported only when the command runs."""
 
 from __future__ import annotations
 
-from . import cli_options as o
-from .cli_registry import command
+from kseg import cli_options as o
+from kseg.cli_registry import command
 
 
 def register_offsets() -> None:
@@ -41,8 +41,8 @@ def register_offsets() -> None:
           kseg offsets /var/lib/kafka/data --group billing --at -2h -f reset-csv > reset.csv
           kseg offsets /var/lib/kafka/data --list
         """
-        from .cli import _finish, _selection
-        from .lookup.group_offsets import offsets_run
+        from kseg.cli import _finish, _selection
+        from kseg.offsets.group_offsets import offsets_run
 
         csv = fmt is o.SeekFormat.reset_csv
         run = offsets_run(

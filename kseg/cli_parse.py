@@ -21,8 +21,8 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, get_args, get_origin
 
-from .cli_options import Arg, Opt
-from .cli_registry import COMMANDS, EMPTY, Command, named, parameters, version
+from kseg.cli_options import Arg, Opt
+from kseg.cli_registry import COMMANDS, EMPTY, Command, named, parameters, version
 
 # what an Opt/Arg may hold for this parser to model it: with anything else (is_eager, callback,
 # count, max, envvar, case_sensitive, ...) the command is typer's

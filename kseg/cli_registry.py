@@ -76,7 +76,7 @@ def parameters(fn: Callable) -> list[tuple[str, Any, Any]]:
 def version() -> int:
     """`kseg --version`, the root's eager option: kseg.cli_typer's callback for it and
     kseg.cli_parse (for the bare ``kseg --version``) both run this."""
-    from .version import version_line
+    from kseg.version import version_line
 
     print(version_line())
     return 0
@@ -84,4 +84,4 @@ def version() -> int:
 
 def load_spark() -> None:
     """Register `kseg spark` (kseg.cli_spark imports its own modules: only when asked for)."""
-    from . import cli_spark  # noqa: F401 - registers its commands
+    from kseg import cli_spark  # noqa: F401 - registers its commands

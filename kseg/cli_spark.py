@@ -8,8 +8,8 @@ import os
 import sys
 from contextlib import contextmanager
 
-from . import interrupt
-from .cli_options import (
+from kseg import interrupt
+from kseg.cli_options import (
     ConfOpt,
     ExportFormatOpt,
     ExportFromTimeOpt,
@@ -29,9 +29,9 @@ from .cli_options import (
     TopicOpt,
     ToTimeOpt,
 )
-from .cli_registry import command, group
-from .exitcodes import BadOption, Exit
-from .render import streams
+from kseg.cli_registry import command, group
+from kseg.exitcodes import BadOption, Exit
+from kseg.render import streams
 
 group(
     ("spark",),
@@ -40,21 +40,21 @@ group(
 
 
 def _checked(inputs: list[str], topic: str | None, **kw) -> None:
-    from .spark.jobs import check_inputs
+    from kseg.spark.jobs import check_inputs
 
     for message in check_inputs(inputs, topic, **kw):
         streams.say(message)
 
 
 def _session(master: str, conf: list[str] | None, quiet: bool):
-    from .spark.jobs import parse_conf
+    from kseg.spark.jobs import parse_conf
 
     pairs = parse_conf(conf)
     try:
         import pyarrow  # noqa: F401 - the extra's two packages, imported here to say so once
         import pyspark.sql  # noqa: F401
 
-        from .spark import session
+        from kseg.spark import session
     except ImportError as exc:
         raise OSError(
             f"Spark support needs the spark extra: pip install 'kseg[spark]' ({exc})"
@@ -72,7 +72,7 @@ def _spark_errors():
     try:
         yield
     except Exception as exc:
-        from .spark.failure import spark_failure
+        from kseg.spark.failure import spark_failure
 
         line = spark_failure(exc)
         if line is None or interrupt.received():  # an interrupt's consequence: exit 32
@@ -91,7 +91,7 @@ def _spark_errors():
 
 def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
     """An --writer that cannot serve this export is a usage mistake found before Spark starts."""
-    from .spark.jobs import choose_writer, parse_conf
+    from kseg.spark.jobs import choose_writer, parse_conf
 
     codec = parse_conf(conf).get("spark.sql.parquet.compression.codec", "snappy")
     try:
@@ -101,13 +101,13 @@ def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
 
 
 def _bar(spark, quiet: bool, description: str):
-    from . import progress
+    from kseg import progress
 
     return progress.SparkBar(progress.wanted(quiet), spark, description)
 
 
 def _finish(command: str, code: int, events: list[dict], fmt: str) -> int:
-    from .render import finish
+    from kseg.render import finish
 
     return finish(command, Exit(code), events, fmt)
 
@@ -134,8 +134,8 @@ def spark_export(
     \b
       kseg spark export /data/kafka-logs --out /tmp/records --topic '^orders$'
     """
-    from .lookup.timeexpr import parse_option_time
-    from .spark import export
+    from kseg.seek.timeexpr import parse_option_time
+    from kseg.spark import export
 
     if fmt not in ("parquet", "json"):
         raise BadOption("parquet or json", "--format")
@@ -188,7 +188,7 @@ def spark_verify(
     \b
       kseg spark verify /data/brokers --deep --out /tmp/findings
     """
-    from .spark.jobs import verify_events
+    from kseg.spark.jobs import verify_events
 
     _checked(inputs, topic, segments=False)
     with _spark_errors():
@@ -218,7 +218,7 @@ def spark_stats(
     \b
       kseg spark stats /data/brokers --per-hour -f json
     """
-    from .spark.jobs import stats_events
+    from kseg.spark.jobs import stats_events
 
     _checked(inputs, topic)
     with _spark_errors():

@@ -1,10 +1,10 @@
-"""`kseg stats`: the same shape as kseg.cli (options -> one library call, kseg.lookup.stats ->
+"""`kseg stats`: the same shape as kseg.cli (options -> one library call, kseg.stats.stats ->
 kseg.render -> exit status), in a module of its own so that kseg.cli stays a short veneer."""
 
 from __future__ import annotations
 
-from . import cli_options as o
-from .cli_registry import command
+from kseg import cli_options as o
+from kseg.cli_registry import command
 
 
 def register(selection) -> None:
@@ -33,8 +33,8 @@ def register(selection) -> None:
           kseg stats /var/lib/kafka/data --topic '^orders$' -f table
           kseg stats /var/lib/kafka/data --by hour -f csv --uncompressed --plot stats.png
         """
-        from .lookup.stats import StatsOptions, StatsRun
-        from .render import check_plot, finish_stats
+        from kseg.render import check_plot, finish_stats
+        from kseg.stats.stats import StatsOptions, StatsRun
 
         check_plot(plot)  # a wrong name or no matplotlib fails before any work
         opts = StatsOptions(by is o.StatsBy.hour, uncompressed, timeline=plot is not None)

@@ -11,8 +11,8 @@ from typing import Annotated, Any, get_args, get_origin
 
 import typer
 
-from .cli_options import Arg, Opt
-from .cli_registry import (
+from kseg.cli_options import Arg, Opt
+from kseg.cli_registry import (
     COMMANDS,
     EMPTY,
     GROUPS,
@@ -23,7 +23,7 @@ from .cli_registry import (
     parameters,
     version,
 )
-from .exitcodes import BadOption
+from kseg.exitcodes import BadOption
 
 
 def app_for(args: list[str]) -> typer.Typer:

@@ -17,7 +17,7 @@ import errno
 import os
 import sys
 
-from . import interrupt
+from kseg import interrupt
 
 _OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
 
@@ -26,7 +26,7 @@ def main() -> None:
     """The console script."""
     interrupt.install()
     try:
-        from .cli import main as cli_main
+        from kseg.cli import main as cli_main
     except interrupt.Interrupted as exc:
         interrupt.exit_now(exc.code)
     try:
@@ -42,8 +42,8 @@ def main() -> None:
 
 def run_app() -> None:
     """Run the command on sys.argv and exit with the outcome's status."""
-    from .exitcodes import exit_status, track
-    from .render import streams
+    from kseg.exitcodes import exit_status, track
+    from kseg.render import streams
 
     previous = interrupt.install()  # again: the console script did it before this import
     streams.reset()
@@ -60,7 +60,7 @@ def run_app() -> None:
 
 
 def _call_app() -> int:
-    from .render import streams
+    from kseg.render import streams
 
     try:
         rv = _call_command()
@@ -90,10 +90,10 @@ class OptionMistake(Exception):
 
 def _call_command():
     """The command's outcome: through kseg.cli_parse if it models the command line, else typer."""
-    from .exitcodes import BadOption
+    from kseg.exitcodes import BadOption
 
     if not os.environ.get("_KSEG_COMPLETE"):  # shell completion: typer's
-        from .cli_parse import parse
+        from kseg.cli_parse import parse
 
         parsed = parse(sys.argv[1:])
         if parsed is not None:
@@ -108,7 +108,7 @@ def _call_command():
 def _call_typer():
     import typer
 
-    from .cli_typer import app_for
+    from kseg.cli_typer import app_for
 
     try:
         # the command is invoked directly, not through Click's main(): that one turns a
@@ -124,7 +124,7 @@ def _call_typer():
 
 
 def _run() -> int:
-    from .exitcodes import exit_status, so_far
+    from kseg.exitcodes import exit_status, so_far
 
     try:
         return _call_app()
@@ -141,8 +141,8 @@ def _run() -> int:
 
 def _report(exc: BaseException) -> None:
     """What the operator sees of an exception that ended the command: one line on stderr."""
-    from .exitcodes import EXIT_FOR
-    from .render import streams
+    from kseg.exitcodes import EXIT_FOR
+    from kseg.render import streams
 
     names = {c.__name__ for c in type(exc).__mro__}  # click may be vendored by typer
     if isinstance(exc, (interrupt.Interrupted, KeyboardInterrupt)):
@@ -188,7 +188,7 @@ def _stop_spark() -> None:
 
 
 def _say_interrupted() -> None:
-    from .render import streams
+    from kseg.render import streams
 
     try:
         streams.flush()  # keep what was produced so far (exit 32 says it is incomplete)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 
-from .exitcodes import Exit
+from kseg.exitcodes import Exit
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -16,8 +16,8 @@ import os
 import struct
 from collections.abc import Iterator
 
-from .format.entry import LOG_OVERHEAD, SIZE_POS
-from .format.errors import KsegError
+from kseg.format.entry import LOG_OVERHEAD, SIZE_POS
+from kseg.format.errors import KsegError
 
 ENV = "KSEG_KERNEL"
 RUST = "rust"
@@ -47,7 +47,7 @@ def _load():
     if choice not in ("", "auto", RUST):
         raise KernelUnavailable(f"{ENV}={choice!r} is not one of: rust, python, auto")
     try:
-        from . import _kernel
+        from kseg import _kernel
     except ImportError as exc:
         if choice == RUST:
             raise KernelUnavailable(
@@ -98,7 +98,7 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
     it. The kernel walks plain valid v2 batches; any other entry (legacy, bad CRC, torn, a lie)
     is handed to the core's walk for that one entry, then the kernel carries on after it.
     """
-    from .format.log import _Behind, walk_headers
+    from kseg.format.log import _Behind, walk_headers
 
     if end is None:
         end = len(buf)
@@ -148,7 +148,7 @@ def walk_window(buf, pos: int, window: int) -> tuple[bytes, int, bool]:
 def walk_headers(buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
     """Exactly kseg.format.log.walk_headers (same tuples, same errors), on the kernel if active."""
     if compiled() is None:
-        from .format.log import walk_headers as core
+        from kseg.format.log import walk_headers as core
 
         yield from core(buf, start, end)
         return
@@ -220,7 +220,7 @@ def json_modes() -> tuple[str, ...]:
 
 def batch_json(buf, position: int, file_json: bytes, mode: str) -> bytes | None:
     """The JSON lines of every record of the uncompressed v2 batch at ``position`` — byte for
-    byte kseg.decode.dump.record_json_maker's — or None: the caller then takes the core's path
+    byte kseg.dump.dump.record_json_maker's — or None: the caller then takes the core's path
     (kernel not active, a mode it does not render, a compressed batch, or any problem in the
     records, which the core reports with its message). ``file_json``: orjson.dumps(file name)."""
     k = compiled()
@@ -285,7 +285,7 @@ def json_records(
     Its ``render(data, start, end, count, base_offset, base_timestamp, log_append_time,
     base_sequence, done, validated, max_records, max_out)`` gives the JSON lines of one v2
     batch's records in ``data[start:end]`` that --from/--to-offset, --from/--to-time and
-    --limit select, exactly as kseg.decode.dump._entry_events shows them, as
+    --limit select, exactly as kseg.dump.dump._entry_events shows them, as
     ``(lines, next_start, next_done, emitted, lo, hi)``, at most about ``max_out`` bytes of
     lines per call (next_start >= 0: call again from there with validated=True); or None when
     the records are not all valid: the core then takes the whole batch and reports it.
@@ -293,7 +293,7 @@ def json_records(
     Its ``run(buf, start, end, batch_file, batch_tail, max_records, max_out, batches_only)``
     takes a run of plain batches whole — each batch's line (``batch_file``: the file name as JSON,
     ``batch_tail``: the partition tags, ``,"key":value``...) and its record lines, with the same
-    selection and a batch-level skip or end as kseg.decode.dump._dump_log — as ``(lines, stop,
+    selection and a batch-level skip or end as kseg.dump.dump._dump_log — as ``(lines, stop,
     reason, emitted, lo, hi)``, ``lines`` a ``kseg._kernel.Lines`` (see lines_type): reason RUN_END (reached ``end``), RUN_FULL (about ``max_out``
     bytes: call again from ``stop``), RUN_OTHER (the core takes the entry at ``stop``: anything
     but an uncompressed, non-control v2 batch with a matching CRC and valid records that fits a
@@ -359,11 +359,11 @@ def spark_records(
         return None
     import pyarrow as pa
 
-    from .format import compression as codecs
-    from .format.batch import ATTR_COMPRESSION, HEADER_SIZE, RecordBatch
-    from .format.errors import CorruptionError
-    from .format.log import _Behind, iter_entries
-    from .format.timestamps import MAX_MS, MIN_MS
+    from kseg.format import compression as codecs
+    from kseg.format.batch import ATTR_COMPRESSION, HEADER_SIZE, RecordBatch
+    from kseg.format.errors import CorruptionError
+    from kseg.format.log import _Behind, iter_entries
+    from kseg.format.timestamps import MAX_MS, MIN_MS
 
     names = [codecs.codec_name(cid).encode() for cid in range(ATTR_COMPRESSION + 1)]
 

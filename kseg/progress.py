@@ -74,7 +74,7 @@ class Bar:
         self._task = self._progress.add_task(description, total=total)
         self._progress.start()
         if unit == "bytes":
-            from .storage import walked
+            from kseg.storage import walked
 
             self._previous_watcher = walked.watch(self.walked)
             self._watched = True
@@ -138,7 +138,7 @@ class Bar:
 
     def close(self) -> None:
         if self._watched:
-            from .storage import walked
+            from kseg.storage import walked
 
             walked.watch(self._previous_watcher)
             self._watched = False

@@ -6,8 +6,8 @@ from __future__ import annotations
 def version_line() -> str:
     """``kseg <version>; kernel: rust|python (why)``: which implementation runs the hot loops
     (kseg.kernel: the compiled kernel, or the pure-Python core)."""
-    from . import __version__
-    from .kernel import KernelUnavailable, describe
+    from kseg import __version__
+    from kseg.kernel import KernelUnavailable, describe
 
     try:
         kernel = describe()

@@ -141,7 +141,7 @@ fn json_lossy(out: &mut Vec<u8>, data: &[u8]) {
     }
 }
 
-/// kseg.decode.payload's printable text: UTF-8 without control bytes other than \t \n \r.
+/// kseg.dump.payload's printable text: UTF-8 without control bytes other than \t \n \r.
 fn printable(data: &[u8]) -> bool {
     !data
         .iter()
@@ -340,7 +340,7 @@ fn record_timestamp(info: &BatchInfo, rec: &Rec<'_>) -> i128 {
     }
 }
 
-/// One record's JSON line (kseg.decode.dump.record_json_maker).
+/// One record's JSON line (kseg.dump.dump.record_json_maker).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn write_line(
@@ -424,7 +424,7 @@ fn decode_into(
     })
 }
 
-/// `kseg dump`'s record selection within one batch (kseg.decode.dump._entry_events): records
+/// `kseg dump`'s record selection within one batch (kseg.dump.dump._entry_events): records
 /// before `from_offset` or outside the time window are skipped, the first record past
 /// `to_offset` ends the batch, and at most `max_records` are shown (--limit).
 #[derive(Clone, Copy, Default)]

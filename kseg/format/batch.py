@@ -13,13 +13,19 @@ import struct
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from . import compression as codecs
-from .control import ControlRecord, end_txn_marker, parse_control
-from .crc import crc32c
-from .entry import LOG_OVERHEAD, MAGIC_POS
-from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
-from .record import CREATE_TIME, LOG_APPEND_TIME, Record
-from .varint import read_varint, varint_size, write_varint
+from kseg.format import compression as codecs
+from kseg.format.control import ControlRecord, end_txn_marker, parse_control
+from kseg.format.crc import crc32c
+from kseg.format.entry import LOG_OVERHEAD, MAGIC_POS
+from kseg.format.errors import (
+    CRC_MISMATCH,
+    INVALID_RECORD,
+    INVALID_SIZE,
+    CorruptionError,
+    DecompressionError,
+)
+from kseg.format.record import CREATE_TIME, LOG_APPEND_TIME, Record
+from kseg.format.varint import read_varint, varint_size, write_varint
 
 _FIELDS = (
     ("base_offset", "q"),

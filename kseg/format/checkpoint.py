@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import base64
 
-from .errors import INVALID_FILE, CorruptionError
-from .value_class import FrozenValue, init
+from kseg.format.errors import INVALID_FILE, CorruptionError
+from kseg.format.value_class import FrozenValue, init
 
 CHECKPOINT_VERSION = 0
 

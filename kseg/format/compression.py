@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import zlib
 
-from .errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, UNKNOWN_CODEC, DecompressionError
-from .scratch import scratch
+from kseg.format.errors import (
+    DECOMPRESSION_FAILED,
+    DECOMPRESSION_LIMIT,
+    UNKNOWN_CODEC,
+    DecompressionError,
+)
+from kseg.format.scratch import scratch
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -42,11 +47,11 @@ def compress(cid: int, data, *, magic: int = 2, xerial_snappy: bool = True) -> b
         c = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: gzip wrapper, mtime 0
         return c.compress(data) + c.flush()
     if cid == SNAPPY:
-        from . import xerial
+        from kseg.format import xerial
 
         return xerial.compress(data, xerial=xerial_snappy)
     if cid == LZ4:
-        from . import lz4frame
+        from kseg.format import lz4frame
 
         # Kafka < 0.10 wrote magic 0 LZ4 with the KAFKA-3160 header checksum; mirror it.
         return lz4frame.compress(data, broken_header_checksum=(magic == 0))
@@ -67,11 +72,11 @@ def decompress(cid: int, data, limit: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     if cid == GZIP:
         return _gzip(data, limit)
     if cid == SNAPPY:
-        from . import xerial
+        from kseg.format import xerial
 
         return xerial.decompress(data, limit)
     if cid == LZ4:
-        from . import lz4frame
+        from kseg.format import lz4frame
 
         return lz4frame.decompress(data, limit)
     if cid == ZSTD:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import struct
 
-from .errors import INVALID_CONTROL, CorruptionError
-from .value_class import FrozenValue, init
+from kseg.format.errors import INVALID_CONTROL, CorruptionError
+from kseg.format.value_class import FrozenValue, init
 
 KEY = struct.Struct(">hh")  # version, type
 END_TXN_VALUE = struct.Struct(">hi")  # version, coordinator epoch

@@ -15,10 +15,10 @@ from __future__ import annotations
 import base64
 import struct
 
-from .errors import INVALID_RECORD, CorruptionError
-from .schema import Schema, decode, decode_all, encode
-from .schemas import consumer_protocol as cp
-from .schemas import group, share, txn
+from kseg.format.errors import INVALID_RECORD, CorruptionError
+from kseg.format.schema import Schema, decode, decode_all, encode
+from kseg.format.schemas import consumer_protocol as cp
+from kseg.format.schemas import group, share, txn
 
 _I16 = struct.Struct(">h")
 TXN_STATES = txn.STATES

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .errors import INVALID_INDEX, CorruptionError
+from kseg.format.errors import INVALID_INDEX, CorruptionError
 
 
 def entry_struct(fields: tuple[tuple[str, str], ...]) -> struct.Struct:

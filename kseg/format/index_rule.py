@@ -17,11 +17,11 @@ never has one.
 
 from __future__ import annotations
 
-from .offset_index import ENTRY as OFFSET_ENTRY
-from .offset_index import OffsetPosition
-from .time_index import ENTRY as TIME_ENTRY
-from .time_index import TimestampOffset
-from .value_class import FrozenValue, init
+from kseg.format.offset_index import ENTRY as OFFSET_ENTRY
+from kseg.format.offset_index import OffsetPosition
+from kseg.format.time_index import ENTRY as TIME_ENTRY
+from kseg.format.time_index import TimestampOffset
+from kseg.format.value_class import FrozenValue, init
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 OFFSET, TIME = "offset", "time"  # which index refused an entry

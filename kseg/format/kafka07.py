@@ -20,9 +20,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 
-from . import compression as codecs
-from .crc import crc32
-from .errors import (
+from kseg.format import compression as codecs
+from kseg.format.crc import crc32
+from kseg.format.errors import (
     CRC_MISMATCH,
     INVALID_MAGIC,
     INVALID_RECORD,
@@ -33,8 +33,8 @@ from .errors import (
     CorruptionError,
     DecompressionError,
 )
-from .log import is_zero
-from .value_class import FrozenValue, init
+from kseg.format.log import is_zero
+from kseg.format.value_class import FrozenValue, init
 
 _FIELDS = {
     0: (

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from .value_class import FrozenValue, init
+from kseg.format.value_class import FrozenValue, init
 
 # every Apache Kafka release line (major.minor) kseg knows; patch numbers are accepted too
 RELEASES = (

@@ -14,13 +14,19 @@ import struct
 from collections.abc import Iterator, Sequence
 from itertools import chain
 
-from . import compression as codecs
-from .batch import RECORD_CHUNK
-from .crc import crc32
-from .entry import LOG_OVERHEAD
-from .entry import MAGIC_POS as ENTRY_MAGIC_POS
-from .errors import CRC_MISMATCH, INVALID_RECORD, INVALID_SIZE, CorruptionError, DecompressionError
-from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, Record
+from kseg.format import compression as codecs
+from kseg.format.batch import RECORD_CHUNK
+from kseg.format.crc import crc32
+from kseg.format.entry import LOG_OVERHEAD
+from kseg.format.entry import MAGIC_POS as ENTRY_MAGIC_POS
+from kseg.format.errors import (
+    CRC_MISMATCH,
+    INVALID_RECORD,
+    INVALID_SIZE,
+    CorruptionError,
+    DecompressionError,
+)
+from kseg.format.record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, Record
 
 # One field list per magic, in wire order; every position and struct below is derived from them.
 _FIELDS_V0 = (

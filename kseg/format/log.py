@@ -12,17 +12,23 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .batch import HEADER_SIZE, MIN_BATCH_LENGTH, RecordBatch
-from .entry import (
+from kseg.format.batch import HEADER_SIZE, MIN_BATCH_LENGTH, RecordBatch
+from kseg.format.entry import (
     ENTRY_PREFIX,
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_POS,
     entry_magic,
 )
-from .errors import INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, ZERO_FILLED_TAIL, CorruptionError
-from .legacy import LegacyEntry
-from .magic import CURRENT_MAGIC, MIN_ENTRY_SIZE, READER_BY_BYTE, V0, V1, V2
+from kseg.format.errors import (
+    INVALID_MAGIC,
+    INVALID_SIZE,
+    TORN_TAIL,
+    ZERO_FILLED_TAIL,
+    CorruptionError,
+)
+from kseg.format.legacy import LegacyEntry
+from kseg.format.magic import CURRENT_MAGIC, MIN_ENTRY_SIZE, READER_BY_BYTE, V0, V1, V2
 
 _ZERO_CHUNK = bytes(1 << 20)
 _HEADER_PROBE = HEADER_SIZE  # a v2 header, the largest a walk reads before knowing the size

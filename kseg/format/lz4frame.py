@@ -12,8 +12,8 @@ import struct
 
 import cramjam
 
-from .errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, DecompressionError
-from .scratch import scratch as get_scratch
+from kseg.format.errors import DECOMPRESSION_FAILED, DECOMPRESSION_LIMIT, DecompressionError
+from kseg.format.scratch import scratch as get_scratch
 
 MAGIC = 0x184D2204
 _U32 = struct.Struct("<I")

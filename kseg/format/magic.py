@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from . import batch, legacy
-from .crc import crc32, crc32c
-from .value_class import FrozenValue, init
+from kseg.format import batch, legacy
+from kseg.format.crc import crc32, crc32c
+from kseg.format.value_class import FrozenValue, init
 
 
 class MagicFormat(FrozenValue):

@@ -8,10 +8,10 @@ records (types 2-6) carry their body with no frame, always at schema version 0.
 
 from __future__ import annotations
 
-from .control import KRAFT_CONTROL_NAMES
-from .errors import INVALID_RECORD, CorruptionError
-from .schema import Reader, Schema, decode_all, encode, write_uvarint
-from .schemas import kraft, metadata, remote_log
+from kseg.format.control import KRAFT_CONTROL_NAMES
+from kseg.format.errors import INVALID_RECORD, CorruptionError
+from kseg.format.schema import Reader, Schema, decode_all, encode, write_uvarint
+from kseg.format.schemas import kraft, metadata, remote_log
 
 FRAME_VERSION = 1
 
@@ -122,7 +122,7 @@ def read_quorum_state(data: bytes) -> dict:
     votedId, votedDirectoryId). Fields in snake_case; the version is checked."""
     import json
 
-    from .schema import snake
+    from kseg.format.schema import snake
 
     try:
         doc = json.loads(data)

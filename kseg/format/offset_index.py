@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .index import Index, entry_struct
-from .value_class import FrozenValue, init
+from kseg.format.index import Index, entry_struct
+from kseg.format.value_class import FrozenValue, init
 
 FIELDS = (
     ("relative_offset", "i"),  # offset - base offset

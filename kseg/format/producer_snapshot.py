@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .crc import crc32c
-from .errors import CRC_MISMATCH, INVALID_FILE, CorruptionError
+from kseg.format.crc import crc32c
+from kseg.format.errors import CRC_MISMATCH, INVALID_FILE, CorruptionError
 
 # Wire order (ProducerStateManager's PRODUCER_SNAPSHOT_ENTRY_SCHEMA, version 1); positions
 # derived.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .value_class import Value
+from kseg.format.value_class import Value
 
 Header = tuple[str, "bytes | None"]
 

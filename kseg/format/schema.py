@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import INVALID_RECORD, CorruptionError
+from kseg.format.errors import INVALID_RECORD, CorruptionError
 
 _FIXED = {
     "int8": struct.Struct(">b"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .errors import INVALID_INDEX, CorruptionError
-from .index import entry_struct
-from .value_class import FrozenValue, init
+from kseg.format.errors import INVALID_INDEX, CorruptionError
+from kseg.format.index import entry_struct
+from kseg.format.value_class import FrozenValue, init
 
 FIELDS = (
     ("version", "h"),  # CURRENT_VERSION

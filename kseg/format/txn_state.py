@@ -22,7 +22,7 @@ one replay (the entry and whether it closed an open transaction).
 
 from __future__ import annotations
 
-from .txn_index import AbortedTxn
+from kseg.format.txn_index import AbortedTxn
 
 
 class TxnTracker:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import INVALID_RECORD, CorruptionError
+from kseg.format.errors import INVALID_RECORD, CorruptionError
 
 MAX_VARINT_BYTES = 10  # a varlong; a varint (int32) uses at most 5
 

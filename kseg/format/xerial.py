@@ -6,8 +6,8 @@ import struct
 
 import cramjam
 
-from .errors import DECOMPRESSION_LIMIT, DecompressionError
-from .scratch import scratch
+from kseg.format.errors import DECOMPRESSION_LIMIT, DecompressionError
+from kseg.format.scratch import scratch
 
 MAGIC = b"\x82SNAPPY\x00"
 _HEADER = struct.Struct(">8sii")  # magic, version, compatible version

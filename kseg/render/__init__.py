@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from .streams import say, stdout
+from kseg.render.streams import say, stdout
 
 FORMATS = ("text", "json", "table", "reset-csv", "csv")
 MESSAGES = ("failure", "notice")
@@ -46,22 +46,22 @@ def emit(
     out = out or stdout()
     events = data_only(events)
     if fmt == "json":
-        from .json import write_json
+        from kseg.render.json import write_json
 
         return write_json(events, out)
     if fmt == "table":
-        from .table import write_tables
+        from kseg.render.table import write_tables
 
         return write_tables(events, out)
     if fmt == "reset-csv":
-        from .csv import write_reset_csv
+        from kseg.render.csv import write_reset_csv
 
         return write_reset_csv(events, out)
     if fmt == "csv":
-        from .csv import write_stats_csv
+        from kseg.render.csv import write_stats_csv
 
         return write_stats_csv(events, out)
-    from .text import write_command_text
+    from kseg.render.text import write_command_text
 
     return write_command_text(command, events, out)
 
@@ -78,15 +78,15 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
     place) and, except in JSON, also one line on stderr."""
     out = out or stdout()
     if fmt == "table":
-        from .table import write_dump_table
+        from kseg.render.table import write_dump_table
 
         written = write_dump_table(chunks, out)
     elif fmt == "json":
-        from .json import write_json_chunks
+        from kseg.render.json import write_json_chunks
 
         written = write_json_chunks(chunks, out)
     else:
-        from .text import write_text_chunks
+        from kseg.render.text import write_text_chunks
 
         written = write_text_chunks(chunks, out)
     for chunk in written:
@@ -101,7 +101,7 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
 def finish_format_string(run):
     """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
     as one line each on stderr. Returns the exit status."""
-    from ..exitcodes import exit_status, track
+    from kseg.exitcodes import exit_status, track
 
     track(run)
     out = stdout()
@@ -121,7 +121,7 @@ def finish_count(run, fmt: str):
     """dump --count: the ``match_count`` events and their ``match_total`` (a summary line in a
     table), and any error (as in dump: data, and one line on stderr except in JSON); returns
     the exit status."""
-    from ..exitcodes import exit_status, track
+    from kseg.exitcodes import exit_status, track
 
     track(run)
 
@@ -153,8 +153,8 @@ def finish(
     """Show ``run``'s events in ``fmt`` on stdout (a progress bar sized by ``bar_total()`` when
     one is wanted) and return the run's exit status. ``merge_interrupt``: an interrupt keeps
     what was found (verify's bitmask)."""
-    from .. import interrupt, progress
-    from ..exitcodes import exit_status, track
+    from kseg import interrupt, progress
+    from kseg.exitcodes import exit_status, track
 
     track(run)
     bar_on = progress.wanted(quiet) if bar_total is not None else False
@@ -173,7 +173,7 @@ def finish(
 def check_plot(path) -> None:
     """stats --plot FILE, before any work: a name kseg draws and matplotlib to draw it."""
     if path is not None:
-        from .plot import check_plot as check
+        from kseg.render.plot import check_plot as check
 
         check(path)
 
@@ -181,12 +181,12 @@ def check_plot(path) -> None:
 def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
     """stats: the rows in ``fmt`` (a bar by bytes walked), then with ``plot`` the picture of
     ``run``'s timelines and totals; a picture that cannot be written ORs 8 into the status."""
-    from ..exitcodes import Exit
+    from kseg.exitcodes import Exit
 
     code = finish("stats", run, run.events(), fmt, bar_total=run.total_bytes, quiet=quiet)
     if plot is None:
         return int(code)
-    from .plot import write_plot
+    from kseg.render.plot import write_plot
 
     try:
         write_plot(run, plot)
@@ -198,11 +198,11 @@ def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
 
 
 def finish_dump(run, fmt: str, quiet: bool = True):
-    """dump's chunks (kseg.decode.dump_run.DumpRun) shown in ``fmt``, a bar by bytes read when
+    """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
     stdout is not the terminal; returns the exit status."""
-    from .. import progress
-    from ..decode.dump import dump_progress, total_bytes
-    from ..exitcodes import exit_status, track
+    from kseg import progress
+    from kseg.dump.dump import dump_progress, total_bytes
+    from kseg.exitcodes import exit_status, track
 
     track(run)
     out = stdout()

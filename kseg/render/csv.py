@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 
 def write_reset_csv(events: Iterable[dict], out: BinaryIO) -> Iterator[dict]:
-    """One row per ``reset`` event (kseg.lookup.seek_run.SeekRun.reset_events)."""
+    """One row per ``reset`` event (kseg.seek.run.SeekRun.reset_events)."""
     for ev in events:
         if ev["type"] == "reset":
             out.write(f"{ev['topic']},{ev['partition']},{ev['offset']}\n".encode())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from ..format.timestamps import with_iso
-from .streams import one_line  # noqa: F401 - text-like renderers take it from here
+from kseg.format.timestamps import with_iso
+from kseg.render.streams import one_line  # noqa: F401 - text-like renderers take it from here
 
 # fields holding epoch ms: text and tables show ISO-8601 UTC beside them (JSON keeps the number)
 TIME_FIELDS = frozenset(

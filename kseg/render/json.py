@@ -7,8 +7,8 @@ from typing import BinaryIO
 
 import orjson
 
-from ..kernel import lines_type
-from .streams import lines_writer
+from kseg.kernel import lines_type
+from kseg.render.streams import lines_writer
 
 _OPTS = orjson.OPT_APPEND_NEWLINE
 

@@ -1,7 +1,7 @@
 """`kseg stats --plot FILE`: the picture of what stats counted (matplotlib, Agg backend).
 
 Top: one timeline per partition, time (UTC) against offset: the (last offset, max timestamp) of
-the batches (sampled, kseg.lookup.stats.Timeline), segment boundaries, offset gaps, where
+the batches (sampled, kseg.stats.stats.Timeline), segment boundaries, offset gaps, where
 counting stopped at corruption, and the log start offset. Bottom: bytes on disk per topic,
 stacked by codec, with the uncompressed bytes and the ratio when --uncompressed counted them.
 matplotlib is imported only here, only for --plot (the `plot` extra).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..exitcodes import BadOption
+from kseg.exitcodes import BadOption
 
 SUFFIXES = (".png", ".svg")
 MAX_TIMELINES = 24  # partitions drawn (the largest by bytes); the title says how many of all
@@ -37,7 +37,7 @@ def check_plot(path: Path) -> None:
 
 
 def write_plot(run, path: Path) -> None:
-    """Draw ``run`` (a finished kseg.lookup.stats.StatsRun with timelines) into ``path``."""
+    """Draw ``run`` (a finished kseg.stats.stats.StatsRun with timelines) into ``path``."""
     import warnings
 
     with warnings.catch_warnings():
@@ -53,7 +53,7 @@ def _draw(run, path: Path) -> None:
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
-    from ..format.timestamps import MAX_MS
+    from kseg.format.timestamps import MAX_MS
 
     timelines = [t for t in run.timelines if t.segments]
     sizes = {

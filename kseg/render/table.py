@@ -20,8 +20,8 @@ from typing import BinaryIO
 
 import orjson
 
-from ..format.timestamps import iso_ms
-from .fields import TIME_FIELDS, bool_text, safe_path
+from kseg.format.timestamps import iso_ms
+from kseg.render.fields import TIME_FIELDS, bool_text, safe_path
 
 CHUNK = 256  # rows formatted and written together
 _ELLIPSIS = "…"

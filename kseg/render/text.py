@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
-from ..format.timestamps import with_iso
-from .fields import PATH_FIELDS, field_text, one_line, safe_path
-from .fields import bool_text as _bool
-from .fields import quoted as _q
+from kseg.format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
+from kseg.format.timestamps import with_iso
+from kseg.render.fields import PATH_FIELDS, field_text, one_line, safe_path
+from kseg.render.fields import bool_text as _bool
+from kseg.render.fields import quoted as _q
 
 
 def _n(v: object) -> str:

@@ -8,6 +8,6 @@
 Nothing else in kseg imports this package, so pyspark stays optional.
 """
 
-from .jobs import export, read, read_map_in_arrow, register, session, stats, verify
+from kseg.spark.jobs import export, read, read_map_in_arrow, register, session, stats, verify
 
 __all__ = ["export", "read", "read_map_in_arrow", "register", "session", "stats", "verify"]

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from .. import kernel
-from ..format.batch import HEADER_SIZE, RecordBatch
-from ..format.compression import DEFAULT_MAX_DECOMPRESSED
-from ..format.errors import CorruptionError
-from ..format.log import iter_entries
-from ..format.magic import format_of
-from ..format.timestamps import MAX_MS, MIN_MS
-from . import fs
-from .planning import Task
+from kseg import kernel
+from kseg.format.batch import HEADER_SIZE, RecordBatch
+from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
+from kseg.format.errors import CorruptionError
+from kseg.format.log import iter_entries
+from kseg.format.magic import format_of
+from kseg.format.timestamps import MAX_MS, MIN_MS
+from kseg.spark import fs
+from kseg.spark.planning import Task
 
 ROWS_PER_BATCH = 8192
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -159,7 +159,7 @@ def record_batches(
     to_offset: int | None = None,
     record_filter=None,
 ) -> Iterator[pa.RecordBatch]:
-    """``record_filter``: a kseg.decode.search.RecordFilter (rows of the records it keeps;
+    """``record_filter``: a kseg.dump.search.RecordFilter (rows of the records it keeps;
     control records never match; batches it rules out are not decoded)."""
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
@@ -274,7 +274,7 @@ def kafka07_record_batches(
     wrapper's inner messages share it), ``key`` and ``timestamp`` null (0.7 has neither),
     ``timestampType`` -1. A bad entry ends the task with a warning (``kseg verify`` says more).
     A time window (fromTime/toTime) selects nothing: no 0.7 message has a timestamp."""
-    from ..format import kafka07 as k7
+    from kseg.format import kafka07 as k7
 
     if from_time is not None or to_time is not None:
         return
@@ -282,7 +282,7 @@ def kafka07_record_batches(
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
-    from ..storage.mapped import mapped
+    from kseg.storage.mapped import mapped
 
     shift = 0  # the on-demand reader keeps absolute positions (as fs.open_range's)
     try:
@@ -336,7 +336,7 @@ def kafka07_record_batches(
 
 
 def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa.RecordBatch]:
-    from ..decode.dump import batch_event
+    from kseg.dump.dump import batch_event
 
     cols: dict[str, list] = {name: [] for name in BATCHES_SCHEMA.names}
     n = 0
@@ -376,7 +376,7 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
 
 
 def _uncompressed(entry) -> int | None:
-    from ..format import compression
+    from kseg.format import compression
 
     try:
         if isinstance(entry, RecordBatch):

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..storage.segment import Segment
-from ..storage.tree import Target, segment_logs
-from ..storage.uri import as_path
-from ..verify.partition import verify_target
-from ..verify.segment import scan_segment
-from .arrow import _to_batch
-from .planning import Task
+from kseg.spark.arrow import _to_batch
+from kseg.spark.planning import Task
+from kseg.storage.segment import Segment
+from kseg.storage.tree import Target, segment_logs
+from kseg.storage.uri import as_path
+from kseg.verify.partition import verify_target
+from kseg.verify.segment import scan_segment
 
 FINDINGS_SCHEMA = pa.schema(
     [

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..storage.segment import Segment
-from ..storage.uri import is_uri
+from kseg.storage.segment import Segment
+from kseg.storage.uri import is_uri
 
 __all__ = ["is_uri", "open_range"]
 

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..exitcodes import Exit
+from kseg.exitcodes import Exit
 
 
 class NoInput(ValueError):
@@ -23,8 +23,8 @@ def check_inputs(
     (InputError, NoInput), with the same rules and exit codes as the local commands. Returns the
     notices for stderr: with ``records`` (the records table has Spark's Kafka schema, no log
     dir), partitions read from several roots."""
-    from ..storage.tree import NO_MATCH, InputError
-    from .planning import Prune, find_partitions
+    from kseg.spark.planning import Prune, find_partitions
+    from kseg.storage.tree import NO_MATCH, InputError
 
     found = find_partitions(paths, Prune(topic=topic))
     replicas: dict[tuple[str, int], list[str]] = {}
@@ -52,7 +52,7 @@ def check_inputs(
 
 def parse_conf(items: list[str] | None) -> dict[str, str]:
     """--conf k=v pairs; anything else is a usage mistake."""
-    from ..exitcodes import BadOption
+    from kseg.exitcodes import BadOption
 
     pairs = {}
     for item in items or []:
@@ -70,7 +70,7 @@ def require_input(
     ``segments``: no segment; with ``kafka07``, for the records table, a Kafka 0.7 `.kafka`
     segment counts) is found under ``paths``. Runs on the driver before any Spark job: a
     listing, stopping at the first segment found."""
-    from . import planning
+    from kseg.spark import planning
 
     parts = planning.find_partitions([str(p) for p in paths], planning.Prune(topic=topic))
     if parts and (
@@ -91,7 +91,7 @@ def require_input(
 
 def register(spark) -> None:
     """Register the source, and enable Python filter pushdown (used to prune segments)."""
-    from .source import KsegDataSource
+    from kseg.spark.source import KsegDataSource
 
     spark.dataSource.register(KsegDataSource)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
@@ -297,8 +297,8 @@ def read_map_in_arrow(
     the driver and decoded on executors by mapInArrow, through the same decoder as the source."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from . import planning
-    from .arrow import record_batches, records_schema
+    from kseg.spark import planning
+    from kseg.spark.arrow import record_batches, records_schema
 
     tasks = planning.plan(
         [str(p) for p in paths],
@@ -342,7 +342,7 @@ def export(
     require_input(paths, options.get("topic"), kafka07=True)
     codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
     if choose_writer(writer, fmt, partition_by or (), out, codec) == "arrow":
-        from . import parquet_out
+        from kseg.spark import parquet_out
 
         return parquet_out.export(
             spark, paths, out, partition_by=partition_by or (),
@@ -367,8 +367,8 @@ def choose_writer(
 ) -> str:
     """The export's writer, "arrow" or "spark": ``writer`` if it serves, else a usage mistake
     (BadOption); None picks arrow wherever it serves (measured faster, BENCHMARKS.md)."""
-    from ..exitcodes import BadOption
-    from .parquet_out import unserved
+    from kseg.exitcodes import BadOption
+    from kseg.spark.parquet_out import unserved
 
     if writer not in (None, "arrow", "spark"):
         raise BadOption(f"arrow or spark, not {writer!r}", "--writer")
@@ -382,10 +382,10 @@ def choose_writer(
 
 def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
     """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
-    from ..storage.uri import as_path
-    from ..verify.findings import ERROR, INFO, WARNING, exit_bits
-    from ..verify.partition import verify_root_checkpoints
-    from .planning import log_dirs
+    from kseg.spark.planning import log_dirs
+    from kseg.storage.uri import as_path
+    from kseg.verify.findings import ERROR, INFO, WARNING, exit_bits
+    from kseg.verify.partition import verify_root_checkpoints
 
     require_input(paths, options.get("topic"), segments=False)
     df = read(spark, paths, mode="findings", **options)
@@ -424,7 +424,7 @@ class _End:
     """What verify_root_checkpoints reads of a partition report."""
 
     def __init__(self, pdir, end: int | None, below_log_start: bool = False) -> None:
-        from ..storage.tree import Target
+        from kseg.storage.tree import Target
 
         self.target = Target(pdir, [])
         self.kafka_log_end = end
@@ -435,12 +435,12 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
     """Per topic-partition (and hour): records, bytes, codecs and ratio, offset and timestamp
     ranges, producers, transactional share. Header-level work plus one decompression a batch.
 
-    What each column means is defined once, in kseg.lookup.stats (the local `kseg stats`): the
+    What each column means is defined once, in kseg.stats.stats (the local `kseg stats`): the
     aggregations below compute exactly those numbers from the batches view, and
     tests/spark/test_stats_local.py holds the two implementations together."""
     from pyspark.sql import functions as F
 
-    from ..format.timestamps import MAX_MS
+    from kseg.format.timestamps import MAX_MS
 
     require_input(paths, options.get("topic"))
     df = read(spark, paths, mode="batches", computeUncompressed=True, **options)

@@ -133,7 +133,7 @@ class ArrowExport:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
             pending, size = [], 0
 
-        from . import arrow
+        from kseg.spark import arrow
 
         arrow.UNREADABLE.clear()
         try:
@@ -172,7 +172,7 @@ def export(
     """Write the records table as Parquet from the executors (see the module's doc); returns
     the number of rows written. ``unreadable`` gets a message for each segment a task could not
     read (the export holds everything else)."""
-    from .source import KsegReader
+    from kseg.spark.source import KsegReader
 
     opts = {
         "paths": json.dumps([str(p) for p in paths]),
@@ -247,7 +247,7 @@ def _settle(sc, group: str, timeout: float = 30.0) -> None:
 def _empty_file(job: ArrowExport, filesystem, base: str, include_headers: bool) -> tuple:
     import pyarrow.parquet as pq
 
-    from .arrow import records_schema
+    from kseg.spark.arrow import records_schema
 
     tmp_dir = job.attempt_dir(base, 0, 0)
     filesystem.create_dir(tmp_dir, recursive=True)

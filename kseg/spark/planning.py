@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..format.log import check_entry_header
-from ..storage import files, tree
-from ..storage.partition import Partition
-from ..storage.segment import Segment
-from ..storage.uri import as_path
+from kseg.format.log import check_entry_header
+from kseg.storage import files, tree
+from kseg.storage.partition import Partition
+from kseg.storage.segment import Segment
+from kseg.storage.uri import as_path
 
 DEFAULT_MAX_BYTES = 128 << 20
 
@@ -193,9 +193,9 @@ def split(seg: Segment, max_bytes: int) -> list[tuple[int, int]]:
 def _is_boundary(buf, pos: int, size: int) -> bool:
     """Does a plausible entry start at ``pos``? (A wrong index must not split inside a batch.)
     Reads only the bytes it checks (``read_range``: a URI's file is not pulled in whole)."""
-    from ..format.batch import CRC_COVERAGE_START, CRC_POS, HEADER, MAGIC
-    from ..format.crc import crc32c
-    from ..format.entry import LOG_OVERHEAD, MAGIC_POS, SIZE_POS
+    from kseg.format.batch import CRC_COVERAGE_START, CRC_POS, HEADER, MAGIC
+    from kseg.format.crc import crc32c
+    from kseg.format.entry import LOG_OVERHEAD, MAGIC_POS, SIZE_POS
 
     if pos + HEADER.size > size:
         return False

@@ -9,7 +9,7 @@ includeControl (control batches are skipped by default, as consumers skip them);
 partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8601);
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
 indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
-Record search (records mode; kseg.decode.search, the same semantics as `kseg dump`): key, value
+Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
 (Python bytes regexes, re.search), header (NAME or NAME=REGEX), keyEq (exact key), valueContains;
 all given must hold. A filter `col("key") == b"..."` is pushed down as keyEq (with
 filterPushdown).
@@ -26,8 +26,8 @@ from datetime import datetime
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from . import planning
-from .planning import Prune, Task
+from kseg.spark import planning
+from kseg.spark.planning import Prune, Task
 
 MODES = ("records", "batches", "segments", "findings")
 
@@ -51,7 +51,7 @@ def _time(options, name: str) -> int | None:
     v = options.get(name.lower())
     if v in (None, ""):
         return None
-    from ..lookup.timeexpr import parse_time
+    from kseg.seek.timeexpr import parse_time
 
     return parse_time(str(v))
 
@@ -70,8 +70,8 @@ def spark_schema(options):
 
     options = _opts(options)
 
-    from .arrow import BATCHES_SCHEMA, records_schema
-    from .checks import FINDINGS_SCHEMA, SEGMENTS_SCHEMA
+    from kseg.spark.arrow import BATCHES_SCHEMA, records_schema
+    from kseg.spark.checks import FINDINGS_SCHEMA, SEGMENTS_SCHEMA
 
     mode = (options.get("mode") or "records").lower()
     if mode not in MODES:
@@ -149,8 +149,8 @@ class KsegReader(DataSourceReader):
 
     def _record_filter(self):
         """The RecordFilter of the options and of a pushed-down key == bytes (None: no filter)."""
-        from ..decode.search import record_filter
-        from ..exitcodes import BadOption
+        from kseg.dump.search import record_filter
+        from kseg.exitcodes import BadOption
 
         search = dict(self.search)
         if "key_eq" in self.pushed:
@@ -187,7 +187,7 @@ class KsegReader(DataSourceReader):
             return  # Spark plans one empty partition when partitions() found nothing
         task = Task(**partition.value)
         if self.mode == "records" and task.kind == planning.KAFKA07:
-            from .arrow import kafka07_record_batches
+            from kseg.spark.arrow import kafka07_record_batches
 
             yield from kafka07_record_batches(
                 task,
@@ -197,7 +197,7 @@ class KsegReader(DataSourceReader):
                 **self.row_filter,
             )
         elif self.mode == "records":
-            from .arrow import record_batches
+            from kseg.spark.arrow import record_batches
 
             yield from record_batches(
                 task,
@@ -208,15 +208,15 @@ class KsegReader(DataSourceReader):
                 **self.row_filter,
             )
         elif self.mode == "batches":
-            from .arrow import batch_rows
+            from kseg.spark.arrow import batch_rows
 
             yield from batch_rows(task, compute_uncompressed=self.compute_uncompressed)
         elif self.mode == "segments":
-            from .checks import segment_rows
+            from kseg.spark.checks import segment_rows
 
             yield from segment_rows(task, self.index_interval_bytes)
         else:
-            from .checks import findings
+            from kseg.spark.checks import findings
 
             yield from findings(task, self.index_interval_bytes, self.deep)
 

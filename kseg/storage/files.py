@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from ..format.value_class import FrozenValue, init
+from kseg.format.value_class import FrozenValue, init
 
 LOG, INDEX, TIME_INDEX, TXN_INDEX, SNAPSHOT = "log", "index", "timeindex", "txnindex", "snapshot"
 KRAFT_CHECKPOINT = "kraft_checkpoint"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..format.value_class import FrozenValue, init
-from . import files as F
-from .mapped import mapped
-from .tree import kafka07_segments
+from kseg.format.value_class import FrozenValue, init
+from kseg.storage import files as F
+from kseg.storage.mapped import mapped
+from kseg.storage.tree import kafka07_segments
 
 
 class Segment07:

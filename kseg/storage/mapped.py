@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .uri import UriPath
+from kseg.storage.uri import UriPath
 
 _PAGE = mmap.PAGESIZE
 FILL_STEP = 8 << 20  # read ahead of the walk in pieces of this size

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..format.batch import HEADER_SIZE
-from ..format.checkpoint import EpochEntry, read_leader_epoch_checkpoint, read_offset_checkpoint
-from ..format.errors import CRC_MISMATCH, CorruptionError
-from ..format.log import iter_entries, walk_headers
-from ..format.offset_index import OffsetIndex
-from ..format.time_index import TimeIndex
-from . import files as F
-from .mapped import read_file
-from .segment import OFFSET_INDEX, TIME_INDEX, Segment
-from .tree import live_log_names
-from .uri import UriPath, as_path
+from kseg.format.batch import HEADER_SIZE
+from kseg.format.checkpoint import EpochEntry, read_leader_epoch_checkpoint, read_offset_checkpoint
+from kseg.format.errors import CRC_MISMATCH, CorruptionError
+from kseg.format.log import iter_entries, walk_headers
+from kseg.format.offset_index import OffsetIndex
+from kseg.format.time_index import TimeIndex
+from kseg.storage import files as F
+from kseg.storage.mapped import read_file
+from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.storage.tree import live_log_names
+from kseg.storage.uri import UriPath, as_path
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"

@@ -19,16 +19,16 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import kernel
-from ..format import txn_index as tx
-from ..format.errors import INVALID_INDEX, CorruptionError
-from ..format.log import Entry, indexed_position_problem, iter_entries
-from ..format.offset_index import OffsetIndex
-from ..format.time_index import TimeIndex
-from . import files as F
-from . import walked
-from .mapped import ShadowMap, map_file, mapped, open_mapped, read_file
-from .uri import UriPath, as_path
+from kseg import kernel
+from kseg.format import txn_index as tx
+from kseg.format.errors import INVALID_INDEX, CorruptionError
+from kseg.format.log import Entry, indexed_position_problem, iter_entries
+from kseg.format.offset_index import OffsetIndex
+from kseg.format.time_index import TimeIndex
+from kseg.storage import files as F
+from kseg.storage import walked
+from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_file
+from kseg.storage.uri import UriPath, as_path
 
 OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
 EXTENSIONS = {kind: ext for ext, kind in F.SEGMENT_SUFFIXES.items()}  # "index" -> ".index"

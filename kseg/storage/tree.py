@@ -22,9 +22,9 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..format.value_class import FrozenValue, init
-from . import files as F
-from .uri import UriPath
+from kseg.format.value_class import FrozenValue, init
+from kseg.storage import files as F
+from kseg.storage.uri import UriPath
 
 FILE, PARTITION, ROOT, ROOTS = "file", "partition", "root", "roots"
 # input errors, mapped to exit codes by kseg.exitcodes.EXIT_FOR

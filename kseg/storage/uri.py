@@ -251,7 +251,7 @@ class UriPath:
         is refused as a local one is (kseg.storage.mapped.NotRegularFileError)."""
         from pyarrow import fs as pafs
 
-        from .mapped import NotRegularFileError
+        from kseg.storage.mapped import NotRegularFileError
 
         filesystem, path = self.filesystem, self.fs_path
         try:

@@ -30,7 +30,7 @@ def watching() -> bool:
 def blocks(walk: Iterator[bytes], log: str, row_size: int) -> Iterator[bytes]:
     """``walk``'s blocks of packed rows (kseg.kernel.ROW: position, size first), reporting the
     end of each block's last entry after the block is handed on."""
-    from ..kernel import ROW
+    from kseg.kernel import ROW
 
     for block in walk:
         yield block

@@ -13,23 +13,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..format import batch as v2
-from ..format import compression, control, legacy
-from ..format import offset_index as oi
-from ..format import time_index as ti
-from ..format.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
-from ..format.compression import NONE as NO_CODEC
-from ..format.errors import KsegError
-from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
-from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
-from ..format.kafka_version import KafkaVersion
-from ..format.producer_snapshot import ProducerEntry, encode_snapshot
-from ..format.record import CREATE_TIME, LOG_APPEND_TIME, Record
-from ..format.txn_index import AbortedTxn
-from ..format.txn_index import encode_entries as encode_txn_entries
-from ..format.txn_state import TxnTracker
-from .atomic import atomic_write
-from .files import segment_file_name
+from kseg.format import batch as v2
+from kseg.format import compression, control, legacy
+from kseg.format import offset_index as oi
+from kseg.format import time_index as ti
+from kseg.format.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
+from kseg.format.compression import NONE as NO_CODEC
+from kseg.format.errors import KsegError
+from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
+from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from kseg.format.kafka_version import KafkaVersion
+from kseg.format.producer_snapshot import ProducerEntry, encode_snapshot
+from kseg.format.record import CREATE_TIME, LOG_APPEND_TIME, Record
+from kseg.format.txn_index import AbortedTxn
+from kseg.format.txn_index import encode_entries as encode_txn_entries
+from kseg.format.txn_state import TxnTracker
+from kseg.storage.atomic import atomic_write
+from kseg.storage.files import segment_file_name
 
 INT32_MAX = 0x7FFFFFFF
 
@@ -272,7 +272,7 @@ class LogWriter:
         ``(record, data, version)``: ``record`` an apiKey or a name (``"topic_record"``),
         ``data`` the fields in snake_case (missing ones take Kafka's defaults), ``version`` the
         newest when left out. Encoded by the schema interpreter, framed as Kafka frames them."""
-        from ..format.metadata import encode_metadata
+        from kseg.format.metadata import encode_metadata
 
         recs = [
             Record(None, encode_metadata(r[0], r[1], r[2] if len(r) > 2 else None), timestamp)
@@ -288,7 +288,7 @@ class LogWriter:
         ``(record type, fields, version)`` or ``(record type, fields, version, True)`` for a
         tombstone (null value). ``fields`` are flat, as the decoder gives them; ``version`` None
         is the newest (for share state: a layout name, "4.1" or "4.0")."""
-        from ..format import coordinator as co
+        from kseg.format import coordinator as co
 
         out = []
         for r in records:
@@ -312,7 +312,7 @@ class LogWriter:
     ) -> AppendInfo:
         """Append one control batch of KRaft control records, each ``(control type, data)``:
         2 LeaderChange, 3 SnapshotHeader, 4 SnapshotFooter, 5 KRaftVersion, 6 KRaftVoters."""
-        from ..format.metadata import encode_kraft_control
+        from kseg.format.metadata import encode_kraft_control
 
         ts = self.clock() if timestamp is None else timestamp
         base = self.next_offset

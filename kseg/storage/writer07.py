@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..format import compression, kafka07
-from ..format.errors import KsegError
-from .files import segment_file_name
+from kseg.format import compression, kafka07
+from kseg.format.errors import KsegError
+from kseg.storage.files import segment_file_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..format.value_class import FrozenValue, Value, init
+from kseg.format.value_class import FrozenValue, Value, init
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..format import kafka07 as k7
-from ..format.compression import DEFAULT_MAX_DECOMPRESSED
-from ..format.errors import CorruptionError
-from ..storage.atomic import sha256_range
-from ..storage.kafka07 import Partition07, Segment07
-from ..storage.tree import Target
-from . import findings as K
-from .findings import Finding, from_error
-from .manifest import Action, Plan
-from .repair import MOVE, TRUNCATE, _whole_file
+from kseg.format import kafka07 as k7
+from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
+from kseg.format.errors import CorruptionError
+from kseg.repair.manifest import Action, Plan
+from kseg.repair.repair import MOVE, TRUNCATE, _whole_file
+from kseg.storage.atomic import sha256_range
+from kseg.storage.kafka07 import Partition07, Segment07
+from kseg.storage.tree import Target
+from kseg.verify import findings as K
+from kseg.verify.findings import Finding, from_error
 
 SEGMENT_GAP = "segment_not_contiguous"
 

@@ -17,8 +17,8 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
 
 from __future__ import annotations
 
-from . import findings as K
-from .partition import EVERY_START, PartitionReport
+from kseg.verify import findings as K
+from kseg.verify.partition import EVERY_START, PartitionReport
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
 

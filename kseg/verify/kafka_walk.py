@@ -17,9 +17,9 @@ the plain header walk of the core is good enough here.
 
 from __future__ import annotations
 
-from ..format.errors import CorruptionError
-from ..format.index_rule import IndexBuilder, RefusedEntry
-from ..format.value_class import Value
+from kseg.format.errors import CorruptionError
+from kseg.format.index_rule import IndexBuilder, RefusedEntry
+from kseg.format.value_class import Value
 
 INT32_MAX = 0x7FFFFFFF
 

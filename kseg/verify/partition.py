@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..format import checkpoint as cp
-from ..format import offset_index as oi
-from ..format import time_index as ti
-from ..format import txn_index as tx
-from ..format.entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, SIZE_POS
-from ..format.errors import CorruptionError
-from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
-from ..format.magic import MIN_ENTRY_SIZE
-from ..format.txn_state import TxnTracker
-from ..format.value_class import Value
-from ..storage import files as F
-from ..storage.mapped import read_file
-from ..storage.partition import Partition
-from ..storage.segment import Segment, read_batches
-from ..storage.tree import Target
-from . import findings as K
-from .findings import Finding, from_error
-from .index_check import MISSING, WRONG
-from .segment import EpochRanges, SegmentScan, scan_segment
+from kseg.format import checkpoint as cp
+from kseg.format import offset_index as oi
+from kseg.format import time_index as ti
+from kseg.format import txn_index as tx
+from kseg.format.entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, SIZE_POS
+from kseg.format.errors import CorruptionError
+from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from kseg.format.magic import MIN_ENTRY_SIZE
+from kseg.format.txn_state import TxnTracker
+from kseg.format.value_class import Value
+from kseg.index.check import MISSING, WRONG
+from kseg.storage import files as F
+from kseg.storage.mapped import read_file
+from kseg.storage.partition import Partition
+from kseg.storage.segment import Segment, read_batches
+from kseg.storage.tree import Target
+from kseg.verify import findings as K
+from kseg.verify.findings import Finding, from_error
+from kseg.verify.segment import EpochRanges, SegmentScan, scan_segment
 
 EVERY_START = "every_start"  # kafka_outcome's `when`: Kafka does it on every start
 
@@ -210,7 +210,7 @@ def verify_target(
     epochs = _epoch_ranges(part)
     txn = None
     if replay_txns and logs == all_logs and logs:
-        from .txn_seed import seed_from_snapshot  # a repair's scan only (start-up time)
+        from kseg.verify.txn_seed import seed_from_snapshot  # a repair's scan only (start-up time)
 
         txn = TxnTracker()  # as rebuild_target replays it
         seed_from_snapshot(txn, logs[0])
@@ -569,7 +569,7 @@ def _partition_files(report: PartitionReport, part: Partition) -> None:
             continue
         try:
             if k.kind == F.SNAPSHOT:
-                from ..format import producer_snapshot as ps  # a partition without: not imported
+                from kseg.format import producer_snapshot as ps  # a partition without: not imported
 
                 ps.read_snapshot(data)
                 if end is not None and k.base_offset > end:

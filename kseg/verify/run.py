@@ -6,20 +6,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..exitcodes import Exit
-from ..format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
-from ..format.kafka_version import KafkaVersion
-from ..format.value_class import FrozenValue, init
-from ..storage.tree import Selection, Target, resolve
-from . import findings as K
-from .kafka_outcome import kafka_recovery
-from .partition import PartitionReport, verify_root_checkpoints, verify_target
+from kseg.exitcodes import Exit
+from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from kseg.format.kafka_version import KafkaVersion
+from kseg.format.value_class import FrozenValue, init
+from kseg.storage.tree import Selection, Target, resolve
+from kseg.verify import findings as K
+from kseg.verify.kafka_outcome import kafka_recovery
+from kseg.verify.partition import PartitionReport, verify_root_checkpoints, verify_target
 
 if TYPE_CHECKING:
-    from ..storage.lock import LogDirLocks
-    from .repair import Quarantine
+    from kseg.repair.repair import Quarantine
+    from kseg.storage.lock import LogDirLocks
 
-# The repair's modules (kseg.verify.repair, .manifest, .locking, storage.lock, storage.space)
+# The repair's modules (kseg.repair.repair, .manifest, .locking, storage.lock, storage.space)
 # are imported by --repair only: a plain verify starts faster without them.
 
 _COUNTED = (K.ERROR, K.WARNING)
@@ -97,7 +97,7 @@ class VerifyRun:
         return {"type": "failure", "message": message}
 
     def _quarantine(self, t: Target) -> Quarantine:
-        from .repair import Quarantine, default_quarantine_root
+        from kseg.repair.repair import Quarantine, default_quarantine_root
 
         root = self.opts.quarantine or default_quarantine_root(t.log_dir)
         key = root.absolute()
@@ -107,7 +107,7 @@ class VerifyRun:
 
     def _quarantine_roots(self, t: Target) -> list[Path]:
         """Where an unfinished repair of ``t`` may be: the default place and --quarantine."""
-        from .repair import default_quarantine_root
+        from kseg.repair.repair import default_quarantine_root
 
         roots = [default_quarantine_root(t.log_dir)]
         if self.opts.quarantine is not None:
@@ -116,8 +116,8 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
-        from ..storage.lock import LogDirLocks
-        from .locking import lock_log_dirs
+        from kseg.repair.locking import lock_log_dirs
+        from kseg.storage.lock import LogDirLocks
 
         self._locks = LogDirLocks(force=self.opts.force)
         self._locked_out, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
@@ -132,7 +132,7 @@ class VerifyRun:
         too, so that it predicts the real run."""
         q = self.opts.quarantine
         if q is not None:
-            from .locking import inside_message, is_inside
+            from kseg.repair.locking import inside_message, is_inside
 
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused - self._locked_out:
                 if is_inside(q, log_dir):
@@ -225,8 +225,8 @@ class VerifyRun:
         writing = self.writing and not read_only
         repair = opts.repair and not read_only
         if writing:
-            from .manifest import RESTORING
-            from .repair import RepairFailed, resume, unfinished_work
+            from kseg.repair.manifest import RESTORING
+            from kseg.repair.repair import RepairFailed, resume, unfinished_work
 
             found = unfinished_work(self._quarantine_roots(t), t.partition_dir, self._unfinished)
             restoring = [q for q, status in found if status == RESTORING]
@@ -258,7 +258,10 @@ class VerifyRun:
                 }
             t = _refresh(t)  # a resumed repair may have moved segments away
         if t.kafka07:  # a Kafka 0.7 partition: its own rule, the same repair machinery
-            from .kafka07 import plan_repair07, verify_target07  # imports the repair's modules
+            from kseg.verify.kafka07 import (  # imports the repair's modules
+                plan_repair07,
+                verify_target07,
+            )
 
             report = verify_target07(t, deep=opts.deep)
             for f in report.all_findings:
@@ -270,7 +273,7 @@ class VerifyRun:
             )
         else:
             if repair:
-                from .repair import plan_repair
+                from kseg.repair.repair import plan_repair
             try:
                 report = verify_target(
                     t,
@@ -305,9 +308,9 @@ class VerifyRun:
             for a in plan.actions:
                 yield a.to_event(opts.dry_run or not writing)
             if writing:
-                from ..storage.space import NoSpace
-                from .manifest import ManifestError
-                from .repair import RepairError, RepairFailed, apply_plan
+                from kseg.repair.manifest import ManifestError
+                from kseg.repair.repair import RepairError, RepairFailed, apply_plan
+                from kseg.storage.space import NoSpace
 
                 failure = None
                 try:
@@ -352,8 +355,8 @@ class VerifyRun:
 
     def _segment_events(self, before: PartitionReport, after: PartitionReport) -> Iterator[dict]:
         post = {s.log: s for s in after.scans}
-        if after is not before:  # repaired: what the repair fixed (kseg.verify.repair)
-            from .repair import index_problem
+        if after is not before:  # repaired: what the repair fixed (kseg.repair.repair)
+            from kseg.repair.repair import index_problem
         for s in before.scans:
             self.segments += 1
             now = post.get(s.log)

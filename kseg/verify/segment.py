@@ -7,25 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import kernel
-from ..format import batch as v2
-from ..format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
-from ..format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
-from ..format.legacy import ATTR_COMPRESSION, LegacyEntry
-from ..format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
-from ..format.magic import CURRENT_MAGIC as V2_MAGIC
-from ..format.magic import format_of
-from ..format.offset_index import OffsetIndex
-from ..format.time_index import TimeIndex
-from ..format.timestamps import in_date_range, with_iso
-from ..format.txn_index import AbortedTxn
-from ..format.txn_state import TxnTracker
-from ..format.value_class import Value
-from ..kernel import ROW
-from ..storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
-from . import findings as K
-from .findings import Finding, Patch, from_error
-from .index_check import (
+from kseg import kernel
+from kseg.format import batch as v2
+from kseg.format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
+from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
+from kseg.format.legacy import ATTR_COMPRESSION, LegacyEntry
+from kseg.format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
+from kseg.format.magic import CURRENT_MAGIC as V2_MAGIC
+from kseg.format.magic import format_of
+from kseg.format.offset_index import OffsetIndex
+from kseg.format.time_index import TimeIndex
+from kseg.format.timestamps import in_date_range, with_iso
+from kseg.format.txn_index import AbortedTxn
+from kseg.format.txn_state import TxnTracker
+from kseg.format.value_class import Value
+from kseg.index.check import (
     EQUIVALENT,
     IDENTICAL,
     MISSING,
@@ -34,7 +30,11 @@ from .index_check import (
     OffsetIndexChecker,
     TimeIndexChecker,
 )
-from .kafka_walk import kafka_walk
+from kseg.kernel import ROW
+from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.verify import findings as K
+from kseg.verify.findings import Finding, Patch, from_error
+from kseg.verify.kafka_walk import kafka_walk
 
 INT32_MAX = 0x7FFFFFFF
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -696,7 +696,7 @@ def _wrapper_check(h, buf, name: str, scan: SegmentScan) -> None:
 
 def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
     """Record-level checks. Problems here are not where recovery truncates: not repairable."""
-    from ..format.log import iter_entries
+    from kseg.format.log import iter_entries
 
     entry = next(iter_entries(buf, h.position, h.position + h.size, source=name))
     try:

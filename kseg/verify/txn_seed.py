@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..format.errors import CorruptionError
-from ..format.producer_snapshot import read_snapshot
-from ..format.txn_state import TxnTracker
-from ..storage.mapped import read_file
+from kseg.format.errors import CorruptionError
+from kseg.format.producer_snapshot import read_snapshot
+from kseg.format.txn_state import TxnTracker
+from kseg.storage.mapped import read_file
 
 
 def seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:

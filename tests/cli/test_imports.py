@@ -19,10 +19,10 @@ HEAVY = ("rich", "tabulate", "pyarrow", "pyspark", "numpy", "pandas", "kafka", "
 SPARK = ("kseg.cli_spark", "kseg.spark", "kseg.spark_submit")
 # what only a repair (or an index rebuild) writes with: locks, quarantine manifests, space checks
 REPAIR = (
-    "kseg.verify.repair",
-    "kseg.verify.manifest",
-    "kseg.verify.locking",
-    "kseg.verify.restore",
+    "kseg.repair.repair",
+    "kseg.repair.manifest",
+    "kseg.repair.locking",
+    "kseg.repair.restore",
     "kseg.storage.lock",
     "kseg.storage.space",
 )
@@ -30,7 +30,7 @@ RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.ren
 # the internal topics' record schemas (dump --decoder, or a __consumer_offsets-like topic)
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
 # record search and kcat's format strings (dump --key ..., --format-string)
-SEARCH = ("kseg.decode.search", "kseg.decode.format_string")
+SEARCH = ("kseg.dump.search", "kseg.dump.format_string")
 # a file kind the one-batch partition does not have (a .snapshot): its reader is not imported
 SNAPSHOT = "kseg.format.producer_snapshot"
 
@@ -76,13 +76,22 @@ def test_commands_import_no_heavy_modules(one_batch, args):
 COMMANDS = {
     "verify": (
         ("verify",),
-        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify.index_run", "kseg.decode", "kseg.lookup")
+        (
+            *REPAIR,
+            *SPARK,
+            *SCHEMAS,
+            "kseg.index.run",
+            "kseg.dump",
+            "kseg.seek",
+            "kseg.offsets",
+            "kseg.stats",
+        )
         + tuple(r for r in RENDER if r != "kseg.render.text"),
         ("kseg.verify.run", "kseg.render.text"),
     ),
     "verify-plain": (  # no snapshot and no repair: the rebuild's and snapshot reader's modules
         ("verify",),
-        ("kseg.verify.rebuild", SNAPSHOT, "kseg.storage.atomic"),
+        ("kseg.index.rebuild", SNAPSHOT, "kseg.storage.atomic"),
         ("kseg.verify.partition",),
     ),
     "verify-json": (
@@ -93,7 +102,7 @@ COMMANDS = {
     "verify-repair": (  # the control: a repair does import them
         ("verify", "--repair", "--dry-run"),
         SPARK,
-        ("kseg.verify.repair", "kseg.verify.manifest", "kseg.storage.space", "kseg.verify.rebuild"),
+        ("kseg.repair.repair", "kseg.repair.manifest", "kseg.storage.space", "kseg.index.rebuild"),
     ),
     "dump-json": (
         ("dump", "-f", "json"),
@@ -107,7 +116,7 @@ COMMANDS = {
             "kseg.render.text",
             "kseg.render.table",
         ),
-        ("kseg.decode.dump_run", "kseg.render.json"),
+        ("kseg.dump.run", "kseg.render.json"),
     ),
     "dump-search": (  # the control: a filter and --format-string do import them
         ("dump", "--key", "k", "--format-string", "%k"),
@@ -126,7 +135,7 @@ COMMANDS = {
             "kseg.render.json",
             "kseg.render.table",
         ),
-        ("kseg.decode.dump_run", "kseg.render.text"),
+        ("kseg.dump.run", "kseg.render.text"),
     ),
     "seek": (
         ("seek", "--time", "latest"),
@@ -135,16 +144,16 @@ COMMANDS = {
             *SPARK,
             *SCHEMAS,
             "kseg.verify",
-            "kseg.decode",
+            "kseg.dump",
             "kseg.render.json",
-            "kseg.lookup.group_offsets",
+            "kseg.offsets.group_offsets",
         ),  # fmt: skip
-        ("kseg.lookup.seek_run", "kseg.render.text"),
+        ("kseg.seek.run", "kseg.render.text"),
     ),
     "stats": (
         ("stats",),
-        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.decode", "kseg.render.plot", "matplotlib"),
-        ("kseg.lookup.stats", "kseg.render.text"),
+        (*REPAIR, *SPARK, *SCHEMAS, "kseg.verify", "kseg.dump", "kseg.render.plot", "matplotlib"),
+        ("kseg.stats.stats", "kseg.render.text"),
     ),
     "stats-plot": (  # the control: --plot does import matplotlib (the picture goes to a temp dir)
         ("stats", "--plot", "{tmp}/p.png"),
@@ -153,13 +162,13 @@ COMMANDS = {
     ),
     "index-check": (
         ("index", "check"),
-        (*REPAIR, *SPARK, "kseg.verify.rebuild", "kseg.storage.atomic", "kseg.decode"),
-        ("kseg.verify.index_run", "kseg.verify.index_check"),
+        (*REPAIR, *SPARK, "kseg.index.rebuild", "kseg.storage.atomic", "kseg.dump"),
+        ("kseg.index.run", "kseg.index.check"),
     ),
     "index-rebuild": (  # the control for index check's
         ("index", "rebuild", "--dry-run"),
         SPARK,
-        ("kseg.verify.rebuild", "kseg.storage.lock"),
+        ("kseg.index.rebuild", "kseg.storage.lock"),
     ),
 }
 
@@ -181,7 +190,15 @@ def test_version_and_help_import_no_command():
     its help is kseg.cli_spark's) without reading anything or importing Spark or rich."""
     version = imported("--version")
     assert "kseg.kernel" in version
-    commands = ("kseg.storage", "kseg.verify", "kseg.decode", "kseg.lookup", "kseg.format.batch")
+    commands = (
+        "kseg.storage",
+        "kseg.verify",
+        "kseg.dump",
+        "kseg.seek",
+        "kseg.offsets",
+        "kseg.stats",
+        "kseg.format.batch",
+    )
     assert under(version, (*commands, *SPARK, *HEAVY, "kseg.render.fields")) == []
     help_ = imported("--help")
     assert "kseg.cli_spark" in help_
@@ -215,8 +232,8 @@ def test_offsets_imports_only_what_it_needs(tmp_path):
 
     write_offsets_partition(tmp_path / "__consumer_offsets-0")
     names = imported("offsets", tmp_path, "--group", GROUP)
-    assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.decode.dump")) == []
-    assert {"kseg.lookup.group_offsets", "kseg.format.coordinator"} <= names
+    assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.dump.dump")) == []
+    assert {"kseg.offsets.group_offsets", "kseg.format.coordinator"} <= names
 
 
 # the commands kseg.cli_parse parses without typer (about half of a command's start-up)

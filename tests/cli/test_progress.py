@@ -185,9 +185,9 @@ def _one_segment(tmp_path):
 
 
 def _runs(pdir):
-    from kseg.lookup.stats import StatsOptions, StatsRun
+    from kseg.index.run import RebuildRun
+    from kseg.stats.stats import StatsOptions, StatsRun
     from kseg.storage.tree import resolve
-    from kseg.verify.index_run import RebuildRun
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     opts = VerifyOptions(deep=False, repair=False, dry_run=False, keep_later_segments=False,

@@ -12,28 +12,24 @@ FORMAT = Path(kseg.format.__file__).parent
 
 
 def _graph() -> dict[str, set[str]]:
-    """module -> the kseg.format modules it imports (relative imports: ``from . import x``,
-    ``from .x import y``)."""
+    """module -> the kseg.format modules it imports (``from kseg.format import x`` and
+    ``from kseg.format.x import y``; a name that is no module is never a graph node)."""
     graph: dict[str, set[str]] = {}
     for path in FORMAT.rglob("*.py"):
         mod = ".".join(path.relative_to(FORMAT).with_suffix("").parts)
-        pkg = mod.rpartition(".")[0]
         deps = graph.setdefault(mod, set())
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.level == 1 or pkg, f"{mod} imports above kseg.format"
-                base = pkg if node.level == 1 else ""
-                if node.module:
-                    deps.add(f"{base}.{node.module}".lstrip("."))
-                else:
-                    deps.update(f"{base}.{a.name}".lstrip(".") for a in node.names)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
-                names = (
-                    [node.module]
-                    if isinstance(node, ast.ImportFrom)
-                    else [a.name for a in node.names]
-                )
-                assert not any(n and n.startswith("kseg") for n in names), f"{mod}: {names}"
+            if isinstance(node, ast.ImportFrom):
+                assert not node.level, f"{mod}: relative import (kseg imports absolutely)"
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("kseg.") and name != "kseg.format":
+                    assert name.startswith("kseg.format."), f"{mod} imports above: {name}"
+                    deps.add(name.removeprefix("kseg.format."))
     return graph
 
 

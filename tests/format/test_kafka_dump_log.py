@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kseg.decode.dump import DumpOptions, dump_paths
+from kseg.dump.dump import DumpOptions, dump_paths
 from kseg.format.metadata import CONTROL_NAMES
 from kseg.format.schema import snake
 

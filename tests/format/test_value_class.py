@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kseg.decode.dump import DumpOptions
+from kseg.dump.dump import DumpOptions
 from kseg.format.checkpoint import EpochEntry, TopicPartitionOffset
 from kseg.format.control import ControlRecord
 from kseg.format.kafka07 import Inner
@@ -22,12 +22,12 @@ from kseg.format.record import Record
 from kseg.format.time_index import TimestampOffset
 from kseg.format.txn_index import AbortedTxn
 from kseg.format.value_class import FrozenValue, Value
-from kseg.lookup.seek import OffsetLocation, SeekResult
+from kseg.index.check import IndexStatus
+from kseg.seek.seek import OffsetLocation, SeekResult
 from kseg.storage.files import FileKind, PartitionName
 from kseg.storage.kafka07 import Gap
 from kseg.storage.tree import Child, Item, Layout, PartitionDir, Selection, Target
 from kseg.verify.findings import Finding, Patch
-from kseg.verify.index_check import IndexStatus
 from kseg.verify.partition import PartitionReport
 from kseg.verify.run import VerifyOptions
 from kseg.verify.segment import SegmentScan

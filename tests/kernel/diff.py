@@ -1,5 +1,5 @@
 """Both paths over one buffer, for the differential tests, the fuzz script and the benchmarks:
-the pure-Python core (kseg.format, kseg.decode.dump) and the compiled kernel (kseg._kernel)."""
+the pure-Python core (kseg.format, kseg.dump.dump) and the compiled kernel (kseg._kernel)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import struct
 
 import orjson
 
-from kseg.decode.dump import record_json_maker
+from kseg.dump.dump import record_json_maker
 from kseg.format import compression as codecs
 from kseg.format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
@@ -234,13 +234,13 @@ DUMP_OPTIONS = (
 
 
 def dump_run(path, choice: str, mode: str, **options) -> bytes:
-    """kseg.decode.dump's JSON Lines for one file with KSEG_KERNEL=choice, as the CLI writes
+    """kseg.dump.dump's JSON Lines for one file with KSEG_KERNEL=choice, as the CLI writes
     them (error events included)."""
     import io
     import os
 
     from kseg import kernel
-    from kseg.decode.dump import DumpOptions, dump_chunks
+    from kseg.dump.dump import DumpOptions, dump_chunks
     from kseg.render.json import write_json_chunks
 
     before = os.environ.get("KSEG_KERNEL")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg.decode.dump import record_json_maker
+from kseg.dump.dump import record_json_maker
 from kseg.format.batch import build_batch
 from kseg.format.crc import crc32c
 from kseg.format.errors import CorruptionError

@@ -338,7 +338,7 @@ def test_fuzzed_segments_whole_files(tree, k, tmp_path):
 
 def test_the_progress_bar_moves_within_a_run(big, choose):
     """dump_progress moves the bar by each part's position, not only at the file's end."""
-    from kseg.decode.dump import DumpOptions, dump_chunks, dump_progress
+    from kseg.dump.dump import DumpOptions, dump_chunks, dump_progress
 
     class Bar:
         enabled = True

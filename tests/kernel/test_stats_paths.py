@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kseg import kernel
-from kseg.lookup.stats import StatsOptions, count
+from kseg.stats.stats import StatsOptions, count
 
 from .diff import kernel_built
 

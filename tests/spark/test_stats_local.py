@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kseg.spark
-from kseg.lookup.stats import StatsOptions, count
+from kseg.stats.stats import StatsOptions, count
 
 pytestmark = pytest.mark.spark
 

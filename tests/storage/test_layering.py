@@ -39,34 +39,38 @@ def test_index_views_and_segment_names_only_in_storage_and_format():
 LEVEL_OF_FORMAT = ("format", "kernel")
 
 
+def _kseg_imports(text: str) -> list[str]:
+    """Every kseg module or name a source imports (kseg imports absolutely), at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        assert not (isinstance(node, ast.ImportFrom) and node.level), "a relative import"
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+    return [name for name in found if name.startswith("kseg.")]
+
+
 def test_storage_imports_only_format_and_storage():
     upward = []
     for rel, text in _sources():
-        if not rel.startswith("storage/"):
-            continue
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                target = (node.module or "").split(".")[0]
-                if node.level == 2 and target not in (*LEVEL_OF_FORMAT, ""):
-                    upward.append((rel, node.module))
-                if node.level == 2 and target == "" and node.names:
-                    upward += [(rel, a.name) for a in node.names if a.name not in LEVEL_OF_FORMAT]
-            elif isinstance(node, ast.Import):
-                upward += [(rel, a.name) for a in node.names if a.name.startswith("kseg.")]
+        if rel.startswith("storage/"):
+            upward += [
+                (rel, name)
+                for name in _kseg_imports(text)
+                if name.split(".")[1] not in (*LEVEL_OF_FORMAT, "storage")
+            ]
     assert upward == []
+    assert "kseg.format.errors.CorruptionError" in _kseg_imports(
+        (PACKAGE / "storage" / "segment.py").read_text()
+    )  # it sees imports
 
 
 def test_kernel_splice_imports_only_format():
     """kseg/kernel.py may be imported by storage: it must not import upwards itself."""
-    tree = ast.parse((PACKAGE / "kernel.py").read_text())
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            target = (node.module or "").split(".")[0]
-            if target == "":
-                found += [a.name for a in node.names if a.name != "_kernel"]
-            elif target != "format":
-                found.append(node.module)
-        elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.startswith("kseg")]
+    found = [
+        name
+        for name in _kseg_imports((PACKAGE / "kernel.py").read_text())
+        if name.split(".")[1] not in ("format", "_kernel")
+    ]
     assert found == []

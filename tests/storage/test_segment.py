@@ -10,7 +10,7 @@ import pytest
 import kseg.storage.segment as segment_mod
 from kseg.fixtures import PARTITIONS
 from kseg.format.offset_index import OffsetIndex
-from kseg.lookup.seek import seek_time
+from kseg.seek.seek import seek_time
 from kseg.storage import files as F
 from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, TXN_INDEX, Segment, read_batches
 from kseg.storage.tree import segment_logs

@@ -16,10 +16,10 @@ from kseg.fixtures.tree import FixedClock
 from kseg.format.kafka_version import DEFAULT, parse_kafka_version
 from kseg.format.record import Record
 from kseg.format.txn_index import encode_entries, read_entries
+from kseg.index.rebuild import rebuild_target
+from kseg.index.run import CheckRun
 from kseg.storage.tree import Target, resolve, segment_logs
 from kseg.storage.writer import LogWriter
-from kseg.verify.index_run import CheckRun
-from kseg.verify.rebuild import rebuild_target
 from tests.helpers import events, run_cli, run_kseg
 
 V22 = parse_kafka_version("2.2")
@@ -160,8 +160,8 @@ def test_a_bad_kafka_version_is_one_usage_line(tmp_path, command):
 
 def test_verify_repair_keeps_a_txnindex_another_release_wrote(tmp_path):
     """A repair that rebuilds a wrong `.index` leaves an equivalent `.txnindex` alone."""
+    from kseg.repair.repair import plan_repair
     from kseg.verify.partition import verify_target
-    from kseg.verify.repair import plan_repair
 
     pdir = write_txns(tmp_path / "old-0", V22, interval=60)
     index = pdir / "00000000000000000000.index"

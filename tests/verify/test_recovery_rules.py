@@ -14,8 +14,8 @@ import pytest
 from kseg.fixtures import recovery as R
 from kseg.format import txn_index as tx
 from kseg.format.log import MAGIC_POS
+from kseg.index.rebuild import rebuild_target
 from kseg.storage.tree import Target, segment_logs
-from kseg.verify.rebuild import rebuild_target
 from tests.helpers import run_kseg
 
 

@@ -5,7 +5,7 @@ Kafka's ConsumerProtocol does (new fields are appended and ignorable)."""
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 SUBSCRIPTION = schema("ConsumerProtocolSubscription", "0-3", None,
     f("Topics []string 0+"),

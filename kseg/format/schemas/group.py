@@ -9,7 +9,7 @@ definitions found in Kafka's history; no real 4.1 broker record has checked them
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 
 def _key(name: str, *fields):

@@ -4,7 +4,7 @@ VotersRecord. No frame: always schema version 0, flexible. Keyed by control reco
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 _VOTER = (f("VoterId int32 0+"),)
 

@@ -7,7 +7,7 @@ apiKeys 6, 13 and 16 are unused by released Kafka (removed before 3.0).
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 FLEX = "0+"
 

@@ -4,7 +4,7 @@ Version 1 (the broker's leader epoch, the update's end offset) is from Kafka's t
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 
 def _topic_id_partition(name: str = "TopicIdPartition"):

@@ -7,7 +7,7 @@ the decoder uses the one that parses the value completely and says which (``layo
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 _KEY_FIELDS = (f("GroupId string 0+"), f("TopicId uuid 0+"), f("Partition int32 0+"))
 KEYS = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..schema import f, schema
+from kseg.format.schema import f, schema
 
 KEY = schema("TransactionLogKey", "0", None, f("TransactionalId string 0+"))
 

@@ -1,0 +1,252 @@
+"""`kseg index rebuild` and `kseg index check` as library calls: events out, the exit status
+accumulated in ``code`` (read at any time: a closed pipe stops output early)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from kseg.exitcodes import BadOption, Exit
+from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
+from kseg.format.kafka_version import KafkaVersion
+from kseg.index.check import WRONG
+from kseg.storage.mapped import read_file
+from kseg.storage.tree import Selection, Target
+
+# RebuildRun's modules (rebuild, locks, atomic writes) are imported by RebuildRun: `index check`
+# does not need them (start-up time).
+
+INDEX_STATUSES = ("identical", "equivalent", "missing", "wrong")  # in order of gravity
+
+
+def target_tags(t: Target, several: bool) -> dict:
+    """topic, partition (and log_dir with several roots) for a target's JSON objects."""
+    name = t.name
+    tags = {"topic": name.topic, "partition": name.partition} if name else {}
+    if several:
+        tags["log_dir"] = str(t.log_dir)
+    return tags or {"topic": None, "partition": None}
+
+
+def log_bytes(targets: list[Target]) -> int:
+    """The bytes of the targets' logs (a progress bar's total): a listing, no reads."""
+    total = 0
+    for t in targets:
+        for log in t.logs:
+            try:
+                total += log.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def _unreadable(exc: OSError, where: Path, suffix: str = "") -> dict:
+    return {"type": "failure", "message": f"{exc.filename or where}: {exc.strerror or exc}{suffix}"}
+
+
+def _without_07(run, verb: str) -> Iterator[dict]:
+    """Take the Kafka 0.7 partitions out of ``run.targets``: they have no index files. Each is
+    named on stderr; when nothing else is left, that is a usage error (16), never a clean run."""
+    kept = []
+    for t in run.targets:
+        if t.kafka07:
+            yield {
+                "type": "notice",
+                "message": f"{t.partition_dir}: a Kafka 0.7 partition (.kafka segments) has no "
+                f"index files to {verb}; `kseg verify` checks it",
+            }
+        else:
+            kept.append(t)
+    if run.targets and not kept:
+        run.code |= Exit.USAGE
+    run.targets = kept
+
+
+class RebuildRun:
+    """Write each segment's indexes exactly as Kafka's LogSegment.recover would."""
+
+    def __init__(
+        self,
+        sel: Selection,
+        *,
+        index_interval_bytes: int = 4096,
+        preallocate: bool = False,
+        segment_index_bytes: int = 10 * 1024 * 1024,
+        dry_run: bool = False,
+        backup: Path | None = None,
+        force: bool = False,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+    ) -> None:
+        from kseg.repair.locking import inside_message, is_inside
+        from kseg.storage.lock import LogDirLocks
+
+        self.code = Exit.OK
+        self.targets = sel.required_targets("rebuild indexes in")
+        self.several = sel.several_log_dirs
+        self.dry_run = dry_run
+        self.backup = backup
+        self._rebuild = dict(
+            index_interval_bytes=index_interval_bytes,
+            preallocate=preallocate,
+            offset_index_bytes=segment_index_bytes,
+            dry_run=dry_run,
+            backup_dir=backup,
+            kafka_version=kafka_version,
+        )
+        self.locks = LogDirLocks(force=force)
+        if backup is not None:  # a usage mistake: before anything is locked or written
+            for log_dir in {t.log_dir.resolve() for t in self.targets}:
+                if is_inside(backup, log_dir):
+                    raise BadOption(inside_message("", backup, log_dir), "--backup")
+
+    def events(self) -> Iterator[dict]:
+        """Every event; the log dirs' locks are held until the events are consumed."""
+        with self.locks:
+            yield from self._events()
+
+    def _events(self) -> Iterator[dict]:
+        from kseg.index.rebuild import UNCHANGED, rebuild_target
+        from kseg.repair.locking import lock_log_dirs
+        from kseg.storage.atomic import fix_hint, remove_stale_temps
+
+        refused: set[Path] = set()
+        if not self.dry_run:  # every log dir's lock before anything is written
+            refused, said = lock_log_dirs(
+                self.locks, (t.log_dir for t in self.targets), "rebuilding"
+            )
+            if refused:
+                self.code |= Exit.OPERATIONAL
+            yield from said
+        segments = changed = 0
+        yield from _without_07(self, "rebuild")
+        for t in self.targets:
+            if t.log_dir.resolve() in refused:
+                continue
+            try:
+                if not self.dry_run and self.locks.holds(t.log_dir):
+                    remove_stale_temps(t.partition_dir)  # of a rebuild killed before
+                results = rebuild_target(t, **self._rebuild)
+            except OSError as exc:
+                self.code |= Exit.OPERATIONAL
+                yield _unreadable(exc, t.partition_dir, f": not rebuilt{fix_hint(exc)}")
+                continue
+            for r in results:
+                segments += 1
+                changed += sum(f.action != UNCHANGED for f in r.files)
+                if r.error is not None:
+                    self.code |= Exit.PROBLEMS
+                yield {
+                    "type": "index_rebuild",
+                    "file": str(r.scan.log),
+                    **target_tags(t, self.several),
+                    "base_offset": r.scan.base_offset,
+                    "size": r.scan.size,
+                    "valid_bytes": r.scan.valid_bytes,
+                    "dry_run": self.dry_run,
+                    "files": [f.to_dict() for f in r.files],
+                    "error": r.error.to_event() if r.error else None,
+                }
+        yield {
+            "type": "summary",
+            "segments": segments,
+            "files_changed": changed,
+            "dry_run": self.dry_run,
+            "exit_code": int(self.code),
+        }
+
+
+class CheckRun:
+    """Compare existing indexes with a rebuild: identical, equivalent, missing or wrong."""
+
+    def __init__(
+        self,
+        sel: Selection,
+        *,
+        index_interval_bytes: int = 4096,
+        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+    ) -> None:
+        self.code = Exit.OK
+        self.targets = sel.required_targets("check indexes in")
+        self.several = sel.several_log_dirs
+        self.index_interval_bytes = index_interval_bytes
+        self.kafka_version = kafka_version
+
+    def events(self) -> Iterator[dict]:
+        order = {s: n for n, s in enumerate(INDEX_STATUSES)}
+        counts = dict.fromkeys(INDEX_STATUSES, 0)
+        yield from _without_07(self, "check")
+        for t in self.targets:
+            if not t.logs:  # none, or the directory could not be listed: say which
+                try:
+                    next(t.partition_dir.iterdir(), None)
+                except OSError as exc:
+                    self.code |= Exit.OPERATIONAL
+                    yield _unreadable(exc, t.partition_dir)
+            for log, scan, txn_status in self._scans(t):
+                if scan is None:  # an OSError: name the file that failed (the log or an index)
+                    self.code |= Exit.OPERATIONAL
+                    yield _unreadable(txn_status, log)
+                    continue
+                status = max(
+                    (scan.offset_index.status, scan.time_index.status, txn_status.status),
+                    key=order.__getitem__,
+                )
+                counts[status] += 1
+                if status == WRONG or scan.first_error is not None:
+                    self.code |= Exit.PROBLEMS
+                yield {
+                    "type": "index_check",
+                    "file": str(log),
+                    **target_tags(t, self.several),
+                    "status": status,
+                    "offset_index": scan.offset_index.to_dict(),
+                    "time_index": scan.time_index.to_dict(),
+                    "txn_index": txn_status.to_dict(),
+                    "log_error": scan.first_error.to_event() if scan.first_error else None,
+                }
+        yield {"type": "summary", **counts, "exit_code": int(self.code)}
+
+    def _scans(self, t: Target) -> Iterator[tuple]:
+        """(log, scan, `.txnindex` status) per wanted log, or (log, None, OSError). The whole
+        partition is replayed from its first segment, as `index rebuild` does: a transaction's
+        first offset may lie in an earlier segment."""
+        from kseg.format.kafka_version import TXN_RULE_EMPTY_ABORTS, TXN_RULE_OPEN_ONLY, txn_rule
+        from kseg.format.txn_state import TxnTracker
+        from kseg.index.check import txn_index_status
+        from kseg.storage.tree import segment_logs
+        from kseg.verify.segment import aborted_under, scan_segment
+        from kseg.verify.txn_seed import seed_from_snapshot
+
+        wanted = set(t.logs)
+        try:
+            logs = segment_logs(t.partition_dir)
+        except OSError:
+            logs = []
+        if not wanted.issubset(logs):  # the listing failed or changed: each log on its own
+            logs = list(t.logs)
+        txn = TxnTracker()
+        if logs:
+            seed_from_snapshot(txn, logs[0])
+        chosen = txn_rule(self.kafka_version)
+        for log in logs:
+            try:
+                scan = scan_segment(
+                    log,
+                    index_interval_bytes=self.index_interval_bytes,
+                    check_indexes=log in wanted,
+                    txn=txn,
+                )
+                if log not in wanted:
+                    continue
+                path = log.with_suffix(".txnindex")
+                existing = read_file(path) if path.exists() else None
+            except OSError as exc:
+                if log in wanted:
+                    yield log, None, exc
+                continue
+            by_rule = {
+                rule: aborted_under(scan, rule == TXN_RULE_EMPTY_ABORTS)
+                for rule in (TXN_RULE_OPEN_ONLY, TXN_RULE_EMPTY_ABORTS)
+            }
+            mine = by_rule.pop(chosen)
+            yield log, scan, txn_index_status(existing, mine, by_rule)

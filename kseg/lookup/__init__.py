@@ -1,1 +1,0 @@
-"""Seeking by offset and by timestamp; time-expression parsing."""

@@ -1,0 +1,129 @@
+"""The seek command as a library call: one answer event per partition, the exit status in
+``code``; reset-csv rows (one per topic-partition) from the same answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kseg.events import Event
+from kseg.exitcodes import BadOption, Exit
+from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
+from kseg.seek.seek07 import seek_offset07, seek_time07
+from kseg.seek.timeexpr import parse_option_time, parse_time
+from kseg.storage.tree import Selection
+
+
+def parse_target(value: str, now: str | None = None) -> int:
+    """--time as the target ListOffsets takes: epoch ms, a special target (-1 latest, -2
+    earliest, -3 max-timestamp, or their names), an ISO or relative time (``now``: what a
+    relative time counts from). A bad value is a usage mistake (BadOption)."""
+    if now is not None:
+        parse_option_time(now, "--now")  # a bad --now is a usage error even when unused
+    v = value.strip().lower()
+    if v in SPECIAL_NAMES:
+        return SPECIAL_NAMES[v]
+    if v.lstrip("-").isdigit():
+        n = int(v)  # epoch ms, or a special target number (-1, -2, -3)
+        if not -(1 << 63) <= n < 1 << 63:
+            raise BadOption(f"{value} is outside the 64-bit range of Kafka timestamps", "--time")
+        return n
+    try:
+        now_ms = parse_time(now) if now is not None else None
+        # an ISO or relative time before 1970 means "from the start", not a special target
+        return max(0, parse_time(value, now_ms))
+    except ValueError as exc:
+        raise BadOption(str(exc), "--time") from None
+
+
+class SeekRun:
+    """``target`` (a --time) or ``offset`` (an --offset) in every selected partition. Each
+    answer is an Event ``about`` its partition dir. ``fill_latest``: a partition with no record
+    at or after the time answers its log end offset (kafka-consumer-groups' --to-datetime)."""
+
+    def __init__(
+        self,
+        sel: Selection,
+        *,
+        target: int | None = None,
+        offset: int | None = None,
+        data_only: bool = False,
+        fill_latest: bool = False,
+        topic: str | None = None,
+    ) -> None:
+        self.targets = sel.required_targets("seek in")
+        self.topic = topic  # the --topic regex: which internal topics reset-csv may name
+        self.several = sel.several_log_dirs
+        self.target, self.offset = target, offset
+        self.data_only = data_only
+        self.fill_latest = fill_latest and target is not None
+        self.code = Exit.OK
+
+    def events(self) -> Iterator[dict]:
+        for t in self.targets:
+            pdir = t.partition_dir
+            try:
+                if t.kafka07:  # byte offsets; time by segment mtimes (0.7's rule)
+                    res = (
+                        seek_time07(pdir, self.target)
+                        if self.target is not None
+                        else seek_offset07(pdir, self.offset)
+                    )
+                else:
+                    res = (
+                        seek_time(pdir, self.target, data_only=self.data_only)
+                        if self.target is not None
+                        else seek_offset(pdir, self.offset)
+                    )
+            except ValueError as exc:
+                raise BadOption(str(exc), "--time") from None
+            except OSError as exc:
+                self.code |= Exit.OPERATIONAL
+                yield {
+                    "type": "failure",
+                    "message": f"{exc.filename or pdir}: {exc.strerror or exc}",
+                }
+                continue
+            for w in res.warnings:
+                yield {"type": "notice", "message": w}
+            for problem in res.problems:  # worked around (the answer stands): invalid data
+                self.code |= Exit.PROBLEMS
+                yield {"type": "failure", "message": str(problem)}
+            if res.error is not None:
+                self.code |= Exit.PROBLEMS
+                yield {"type": "failure", "message": f"{pdir}: {res.error}"}
+            ev = Event(res.to_event(), about=pdir)
+            if self.fill_latest and ev["offset"] is None and res.error is None:
+                latest = seek_time07 if t.kafka07 else seek_time
+                ev["offset"] = latest(pdir, LATEST).offset
+            if t.kafka07 and self.target is not None and self.target >= 0:
+                ev["time_basis"] = "segment_mtime"  # 0.7: no timestamps, file mtimes only
+            if self.several:
+                ev["log_dir"] = str(t.log_dir)
+            yield ev
+
+    def reset_events(self) -> Iterator[dict]:
+        """``reset`` events (topic, partition, offset), one per topic-partition however many
+        replicas were read (see lookup.seek.reset_rows), and the messages on the way. Internal
+        topics only when --topic selects them explicitly (lookup.reset_csv)."""
+        from kseg.offsets.reset_csv import for_reset_file
+
+        yield from for_reset_file(self._reset_events(), self.topic)
+
+    def _reset_events(self) -> Iterator[dict]:
+        said: list[dict] = []
+
+        def answers():
+            for ev in self.events():
+                if ev["type"] in ("failure", "notice"):
+                    said.append(ev)
+                else:
+                    yield ev, ev.about
+
+        def warn(message: str) -> None:
+            said.append({"type": "notice", "message": message})
+
+        for topic, partition, offset in reset_rows(answers(), warn):
+            yield from said
+            said.clear()
+            yield {"type": "reset", "topic": topic, "partition": partition, "offset": offset}
+        yield from said

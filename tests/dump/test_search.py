@@ -1,0 +1,134 @@
+"""kseg.dump.search: the filter's semantics against re computed in the test, and the batch
+pre-check's soundness (it may only say "no match" when no record matches) on batches of every
+codec, including patterns with anchors and lookarounds (which get no pre-check)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kseg.dump.search import record_filter
+from kseg.exitcodes import BadOption
+from kseg.format import batch as v2
+from kseg.format import compression as codecs
+from kseg.format.record import Record
+
+ALPHABET = b"ab\x00\n-"
+small = st.binary(max_size=12).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b))
+maybe = st.none() | small
+PATTERNS = [
+    *("a", "ab", "^a", "b$", r"\Ab", r"a\b", "(?<=a)b", "a(?!b)", r"\x00", "[ab]-", "a|$", ""),
+    *("^ab-$", r"\bab\b", "(?i)AB", "(?m)^a-$", "ab|^b", "a(b|-)a$", "^a+b", r"a\Z"),
+]
+
+
+def records(draw_keys, draw_values, draw_headers):
+    return [
+        Record(k, v, 1_700_000_000_000 + i, h, i)
+        for i, (k, v, h) in enumerate(zip(draw_keys, draw_values, draw_headers, strict=True))
+    ]
+
+
+rec_lists = st.integers(1, 8).flatmap(
+    lambda n: st.tuples(
+        st.lists(maybe, min_size=n, max_size=n),
+        st.lists(maybe, min_size=n, max_size=n),
+        st.lists(
+            st.lists(st.tuples(st.sampled_from(["h", "trace", "é"]), maybe), max_size=2),
+            min_size=n,
+            max_size=n,
+        ),
+    )
+)
+filters = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=2),
+        "value": st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=2),
+        "header": st.lists(
+            st.sampled_from(["h", "trace", "é", "h=a", "trace=^b", "é=\\x00", "h="]),
+            min_size=1,
+            max_size=2,
+        ),
+        "key_eq": st.lists(small, min_size=1, max_size=1),
+        "value_contains": st.lists(small, min_size=1, max_size=2),
+    },
+)
+
+
+def _expected(kw, k, v, hs) -> bool:
+    """The documented semantics, written out independently."""
+    for p in kw.get("key", []):
+        if k is None or re.search(p.encode(), k) is None:
+            return False
+    for p in kw.get("value", []):
+        if v is None or re.search(p.encode(), v) is None:
+            return False
+    for lit in kw.get("key_eq", []):
+        if k != lit:
+            return False
+    for lit in kw.get("value_contains", []):
+        if v is None or lit not in v:
+            return False
+    for spec in kw.get("header", []):
+        name, eq, rx = spec.partition("=")
+        if not any(
+            hk == name and (not eq or (hv is not None and re.search(rx.encode(), hv)))
+            for hk, hv in hs
+        ):
+            return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(recs=rec_lists, kw=filters, codec=st.sampled_from([0, 1, 2, 3, 4]))
+def test_matches_and_the_pre_check_is_sound(recs, kw, codec):
+    f = record_filter(**kw)
+    if f is None:
+        assert not kw
+        return
+    rs = records(*recs)
+    want = [_expected(kw, r.key, r.value, r.headers) for r in rs]
+    got = [f.matches(r.key, r.value, r.headers) for r in rs]
+    assert got == want
+    data = v2.build_batch(rs, 0, compression_id=codec)
+    body = data[v2.HEADER_SIZE :]
+    if codec:
+        body = codecs.decompress(codec, body, 1 << 20)
+    if any(want):
+        assert f.may_match(body, 0, len(body))  # never skips a batch that has a match
+        assert f.may_match(memoryview(data), v2.HEADER_SIZE, len(data)) or codec
+
+
+def test_the_pre_check_skips_batches_without_the_needle():
+    rs = [Record(b"k%d" % i, b"value %d" % i, 0, [], i) for i in range(50)]
+    data = v2.build_batch(rs, 0)
+    f = record_filter(value_contains=[b"value 7"], key=["k[0-9]"])
+    assert f.may_match(data, v2.HEADER_SIZE, len(data))
+    assert not record_filter(value_contains=[b"value 77"]).may_match(
+        data, v2.HEADER_SIZE, len(data)
+    )
+    assert not record_filter(key=["zz+"]).may_match(data, v2.HEADER_SIZE, len(data))
+    # an anchored pattern is pre-checked by the literal bytes every match holds
+    assert record_filter(key=["^zz"]).needles == (b"zz",)
+    assert not record_filter(key=["^k77$"]).may_match(data, v2.HEADER_SIZE, len(data))
+    assert record_filter(key=["^k7$"]).may_match(data, v2.HEADER_SIZE, len(data))
+    assert record_filter(key=["(?i)^K7$", "^(k7)$"]).needles == ()  # nothing it can use
+
+
+@pytest.mark.parametrize(
+    ("kw", "option"),
+    [
+        ({"key": ["("]}, "--key"),
+        ({"value": ["[a-"]}, "--value"),
+        ({"header": ["x=["]}, "--header"),
+        ({"header": ["=x"]}, "--header"),
+    ],
+)
+def test_bad_patterns_name_their_option(kw, option):
+    with pytest.raises(BadOption) as exc:
+        record_filter(**kw)
+    assert exc.value.option == option

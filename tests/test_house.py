@@ -1,0 +1,119 @@
+"""The house (DESIGN.md): an import graph of kseg, every import at any depth in a file (lazy
+ones included), has no cycle and only downward arrows between layers, and no module outside
+kseg.cli imports kseg.cli. Read from the sources with ast, so a test of it can fail on a file
+no test imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kseg
+
+PKG = Path(kseg.__file__).parent
+
+# layer of each top-level name under kseg (a package or a module); an arrow may point to the
+# same layer (siblings, still no cycle) or lower
+LAYERS = {
+    "format": 0,
+    "outcome": 0,
+    "events": 0,
+    "version": 1,  # names the kernel that decodes
+    "kernel": 1,  # the compiled kernel's splice: beside storage, over format
+    "storage": 1,
+    **dict.fromkeys(("dump", "seek", "offsets", "stats", "verify", "repair", "index"), 2),
+    "fixtures": 2,  # writes example trees with storage's writer and the repair's corruptions
+    "render": 3,
+    "progress": 3,
+    "spark": 3,
+    "cli": 4,
+    "__main__": 5,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The kseg modules a file imports: ``from a.b import c`` is a.b.c where that is a module,
+    else a.b; relative imports are refused (kseg imports absolutely)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert not node.level, f"{path}: relative import"
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m == "kseg" or m.startswith("kseg.")}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: {d for d in imports(p, known) if d != m and d in known} for m, p in mods.items()}
+
+
+def top(mod: str) -> str:
+    return mod.split(".")[1] if "." in mod else ""
+
+
+def test_every_top_level_name_has_a_layer():
+    assert sorted({top(m) for m in modules()} - {""} - set(LAYERS)) == []
+
+
+def test_imports_point_down_only():
+    edges = graph()
+    assert ("kseg.storage.segment", "kseg.format.errors") in {
+        (a, b) for a in edges for b in edges[a]
+    }
+    upward = sorted(
+        f"{a} -> {b}"
+        for a, deps in edges.items()
+        for b in deps
+        if top(a) and top(b) and LAYERS[top(b)] > LAYERS[top(a)]
+    )
+    assert upward == []
+
+
+def test_nothing_outside_cli_imports_cli():
+    bad = sorted(
+        f"{a} -> {b}"
+        for a, deps in graph().items()
+        for b in deps
+        if top(b) == "cli" and top(a) not in ("cli", "__main__")
+    )
+    assert bad == []
+
+
+def test_no_import_cycle():
+    edges = graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(mod: str, path: list[str]) -> None:
+        state[mod] = 1
+        for dep in sorted(edges.get(mod, ())):
+            if dep == "kseg":
+                continue  # the package's __init__ (version, lazy attributes)
+            if state.get(dep) == 1:
+                cycles.append(
+                    " -> ".join([*path[path.index(dep) :], mod, dep])
+                    if dep in path
+                    else f"{mod} -> {dep}"
+                )
+            elif not state.get(dep):
+                visit(dep, [*path, mod])
+        state[mod] = 2
+
+    for mod in sorted(edges):
+        if not state.get(mod):
+            visit(mod, [])
+    assert cycles == []
