@@ -657,7 +657,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     """The space check passes, then the disk fills anyway (another writer): the partial copy is a
     temp file that goes away, the manifest says `failed`, and a re-run after space is freed
     finishes the repair."""
-    from kseg.verify import repair
+    from kseg.repair import repair
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     ref = _big_partition(tmp_path / "reference" / "logs")
@@ -690,7 +690,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
 def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monkeypatch, reference):
     """(I) A copy that fails before the first change: the partition is untouched and the
     quarantine dir, which holds nothing needed, is removed."""
-    from kseg.verify import repair
+    from kseg.repair import repair
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
