@@ -19,7 +19,7 @@ HEAVY = ("rich", "tabulate", "pyarrow", "pyspark", "numpy", "pandas", "kafka", "
 SPARK = ("kseg.cli_spark", "kseg.spark", "kseg.spark_submit")
 # what only a repair (or an index rebuild) writes with: locks, quarantine manifests, space checks
 REPAIR = (
-    "kseg.repair.repair",
+    "kseg.repair",  # plan, apply, actions, resume, quarantine, faults, ...
     "kseg.repair.manifest",
     "kseg.repair.locking",
     "kseg.repair.restore",
@@ -99,10 +99,15 @@ COMMANDS = {
         (*REPAIR, *SPARK, "kseg.render.text", "kseg.render.table"),
         ("kseg.verify.run", "kseg.render.json"),
     ),
-    "verify-repair": (  # the control: a repair does import them
+    "verify-repair": (  # the control: a repair does import them; a dry run only its plan
         ("verify", "--repair", "--dry-run"),
+        (*SPARK, "kseg.repair.apply", "kseg.storage.space"),
+        ("kseg.repair.plan", "kseg.repair.manifest", "kseg.index.rebuild"),
+    ),
+    "verify-repair-write": (  # the control for the writing modules (takes the log dir's .lock)
+        ("verify", "--repair"),
         SPARK,
-        ("kseg.repair.repair", "kseg.repair.manifest", "kseg.storage.space", "kseg.index.rebuild"),
+        ("kseg.repair.apply", "kseg.repair.locking", "kseg.storage.lock", "kseg.storage.space"),
     ),
     "dump-json": (
         ("dump", "-f", "json"),

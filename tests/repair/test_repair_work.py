@@ -12,8 +12,9 @@ import pytest
 
 from kseg.format.batch import HEADER_SIZE
 from kseg.format.log import walk_headers
+from kseg.index import rebuild
 from kseg.storage.tree import segment_logs
-from kseg.verify import partition, rebuild
+from kseg.verify import partition
 from kseg.verify.run import VerifyOptions, VerifyRun
 
 
