@@ -14,7 +14,10 @@ def default_quarantine_root(log_dir: Path) -> Path:
 
 
 class Quarantine:
-    """One run's quarantine under ``root``: the run dir is made when the first partition needs it."""
+    """One run's quarantine under ``root``: the run dir is made when the first partition needs it
+    (so it changes: a plain class, not a value)."""
+
+    __slots__ = ("root", "run_dir")
 
     def __init__(self, root: Path) -> None:
         self.root = root

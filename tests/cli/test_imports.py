@@ -31,6 +31,16 @@ RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.ren
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
 # record search and kcat's format strings (dump --key ..., --format-string)
 SEARCH = ("kseg.dump.search", "kseg.dump.format_string")
+# `kseg offsets`: __consumer_offsets replayed (seek imports only kseg.offsets.reset_csv)
+OFFSETS = (
+    "kseg.offsets.run",
+    "kseg.offsets.replay",
+    "kseg.offsets.groups",
+    "kseg.offsets.placement",
+    "kseg.offsets.expiry",
+    "kseg.offsets.as_of",
+    "kseg.offsets.share_state",
+)
 # a file kind the one-batch partition does not have (a .snapshot): its reader is not imported
 SNAPSHOT = "kseg.format.producer_snapshot"
 
@@ -151,7 +161,7 @@ COMMANDS = {
             "kseg.verify",
             "kseg.dump",
             "kseg.render.json",
-            "kseg.offsets.group_offsets",
+            *OFFSETS,
         ),  # fmt: skip
         ("kseg.seek.run", "kseg.render.text"),
     ),
@@ -221,7 +231,7 @@ def test_every_module_named_here_exists():
     """A renamed module would make its absence trivially true: every kseg name above is real."""
     import importlib.util
 
-    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, *SEARCH, SNAPSHOT}
+    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, *SEARCH, *OFFSETS, SNAPSHOT}
     for _args, absent, present in COMMANDS.values():
         named.update(absent, present)
     missing = sorted(
@@ -238,7 +248,7 @@ def test_offsets_imports_only_what_it_needs(tmp_path):
     write_offsets_partition(tmp_path / "__consumer_offsets-0")
     names = imported("offsets", tmp_path, "--group", GROUP)
     assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.dump.dump")) == []
-    assert {"kseg.offsets.group_offsets", "kseg.format.coordinator"} <= names
+    assert {*OFFSETS, "kseg.format.coordinator"} <= names
 
 
 # the commands kseg.cli_parse parses without typer (about half of a command's start-up)
