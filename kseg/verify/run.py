@@ -13,7 +13,8 @@ from kseg.format.value_class import FrozenValue, init
 from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
-from kseg.verify.partition import PartitionReport, verify_root_checkpoints, verify_target
+from kseg.verify.partition import PartitionReport, verify_target
+from kseg.verify.root_checkpoints import verify_root_checkpoints
 
 if TYPE_CHECKING:
     from kseg.repair.quarantine import Quarantine
