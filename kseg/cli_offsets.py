@@ -1,5 +1,5 @@
 """`kseg offsets`: registered on the app by kseg.cli (which must stay a short veneer); the
-library is kseg.offsets.group_offsets, imported only when the command runs."""
+library is kseg.offsets.run, imported only when the command runs."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def register_offsets() -> None:
           kseg offsets /var/lib/kafka/data --list
         """
         from kseg.cli import _finish, _selection
-        from kseg.offsets.group_offsets import offsets_run
+        from kseg.offsets.run import offsets_run
 
         csv = fmt is o.SeekFormat.reset_csv
         run = offsets_run(

@@ -24,6 +24,9 @@ from pathlib import Path
 from kseg.events import Event
 from kseg.exitcodes import BadOption, Exit
 from kseg.format.errors import KsegError
+from kseg.repair.actions import MOVE, TRUNCATE, check_actions, kind_of, qfile
+from kseg.repair.errors import MovedOn
+from kseg.repair.faults import fault_point
 from kseg.repair.manifest import (
     INCOMPLETE,
     MANIFEST,
@@ -34,15 +37,6 @@ from kseg.repair.manifest import (
     load,
     peek_status,
     save,
-)
-from kseg.repair.repair import (
-    MOVE,
-    TRUNCATE,
-    MovedOn,
-    check_actions,
-    fault_point,
-    kind_of,
-    qfile,
 )
 from kseg.storage.atomic import remove_stale_temps
 from kseg.storage.lock import LogDirLocks, held_message

@@ -385,7 +385,7 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
     from kseg.spark.planning import log_dirs
     from kseg.storage.uri import as_path
     from kseg.verify.findings import ERROR, INFO, WARNING, exit_bits
-    from kseg.verify.partition import verify_root_checkpoints
+    from kseg.verify.root_checkpoints import verify_root_checkpoints
 
     require_input(paths, options.get("topic"), segments=False)
     df = read(spark, paths, mode="findings", **options)

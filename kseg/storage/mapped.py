@@ -23,29 +23,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kseg.storage.file_errors import FileShrankError, NotRegularFileError
 from kseg.storage.uri import UriPath
 
 _PAGE = mmap.PAGESIZE
 FILL_STEP = 8 << 20  # read ahead of the walk in pieces of this size
 KEEP_BEHIND = 16 << 20  # release what the walk has passed beyond this much
 _MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0  # not in mmap before 3.13
-
-
-class NotRegularFileError(OSError):
-    """A named pipe, device, socket or directory where a file is expected."""
-
-
-class FileShrankError(OSError):
-    """The file became shorter than it was when opened, while it was being read."""
-
-    def __init__(self, path: str, position: int, size_at_open: int, size_now: int) -> None:
-        super().__init__(
-            errno.EIO,
-            f"file shrank while reading: {size_at_open} bytes when opened, {size_now} now "
-            f"(could not read byte {position}); was it truncated or deleted by retention?",
-            path,
-        )
-        self.position = position
 
 
 def _kind(mode: int) -> str:

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kseg.storage.file_errors import NotRegularFileError
+
 # Whole-file reads of a URI (indexes, checkpoints, snapshots) are refused above this size: a
 # Kafka index is 10 MiB at most by default (segment.index.bytes); a lying or foreign file must not
 # be pulled into memory whole.
@@ -248,10 +250,8 @@ class UriPath:
     # --- reading ---------------------------------------------------------------------------
     def open_input(self):
         """(pyarrow RandomAccessFile, size) of this regular file: a directory or anything else
-        is refused as a local one is (kseg.storage.mapped.NotRegularFileError)."""
+        is refused as a local one is (kseg.storage.file_errors.NotRegularFileError)."""
         from pyarrow import fs as pafs
-
-        from kseg.storage.mapped import NotRegularFileError
 
         filesystem, path = self.filesystem, self.fs_path
         try:

@@ -18,8 +18,9 @@ from pathlib import Path
 from kseg.format import kafka07 as k7
 from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
 from kseg.format.errors import CorruptionError
+from kseg.repair.actions import MOVE, TRUNCATE
 from kseg.repair.manifest import Action, Plan
-from kseg.repair.repair import MOVE, TRUNCATE, _whole_file
+from kseg.repair.plan import whole_file
 from kseg.storage.atomic import sha256_range
 from kseg.storage.kafka07 import Partition07, Segment07
 from kseg.storage.tree import Target
@@ -173,5 +174,5 @@ def plan_repair07(report: Report07, *, keep_later_segments: bool = False) -> Pla
             f"segment after the truncation point (new log end {end}): a 0.7 log must stay "
             "contiguous (name + size == next name)"
         )
-        plan.actions.append(_whole_file(MOVE, pdir / later.log.name, why))
+        plan.actions.append(whole_file(MOVE, pdir / later.log.name, why))
     return plan

@@ -18,7 +18,8 @@ broker. Kafka's rules (storage/internals/log/LogLoader.java, LogSegment.java):
 from __future__ import annotations
 
 from kseg.verify import findings as K
-from kseg.verify.partition import EVERY_START, PartitionReport
+from kseg.verify.partition import PartitionReport
+from kseg.verify.swaps import EVERY_START
 
 UNCLEAN = "unclean_shutdown"  # Kafka does it on a start after an unclean shutdown
 

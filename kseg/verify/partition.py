@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from kseg.format import checkpoint as cp
-from kseg.format import offset_index as oi
-from kseg.format import time_index as ti
 from kseg.format import txn_index as tx
 from kseg.format.entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, SIZE_POS
 from kseg.format.errors import CorruptionError
@@ -14,17 +12,16 @@ from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.format.magic import MIN_ENTRY_SIZE
 from kseg.format.txn_state import TxnTracker
 from kseg.format.value_class import Value
-from kseg.index.check import MISSING, WRONG
 from kseg.storage import files as F
 from kseg.storage.mapped import read_file
 from kseg.storage.partition import Partition
-from kseg.storage.segment import Segment, read_batches
+from kseg.storage.segment import Segment
 from kseg.storage.tree import Target
 from kseg.verify import findings as K
-from kseg.verify.findings import Finding, from_error
+from kseg.verify.findings import Finding
+from kseg.verify.index_findings import index_findings
+from kseg.verify.partition_files import partition_files
 from kseg.verify.segment import EpochRanges, SegmentScan, scan_segment
-
-EVERY_START = "every_start"  # kafka_outcome's `when`: Kafka does it on every start
 
 
 class PartitionReport(Value):
@@ -246,7 +243,7 @@ def verify_target(
                 )
                 continue
             active = log == all_logs[-1]
-            _index_findings(scan, active)
+            index_findings(scan, active)
             report.scans.append(scan)
     except BaseException as exc:
         if isinstance(exc, Exception):
@@ -261,7 +258,8 @@ def verify_target(
         if last.kafka_stop is not None and last.log not in report.recovered_at_load:
             report.kafka_tail_fatal = _size_below_overhead(last.log, last.kafka_stop)
     if report.whole:  # a whole partition, not one file of it
-        _partition_files(report, part)
+        found, report.kafka_swaps = partition_files(pdir, part, report.kafka_log_end)
+        report.findings.extend(found)
         _below_log_start(report)
     return report
 
@@ -285,65 +283,6 @@ def _size_below_overhead(log: Path, start: int) -> int | None:
     except OSError:
         return None
     return None
-
-
-def _swaps(entries: list[Path]) -> list[dict]:
-    """What Kafka's LogLoader.load does with leftover `.swap` files (an interrupted compaction
-    or segment split), before it loads or recovers anything:
-
-    - removeTempFilesAndCollectSwapFiles deletes every `.swap` whose base offset is at or above
-      the lowest `.cleaned` file's (part of an unfinished split: KAFKA-6264), and the
-      `.cleaned`/`.deleted` files;
-    - of the other `.swap` segments (a `.log.swap`), it takes the lowest base offset and the
-      highest next offset (LogSegment.readNextOffset: the last batch's last offset + 1), deletes
-      every file of the partition whose name starts with an offset in that range (the segments
-      the swap replaces, with their indexes and producer snapshots), and renames each `.swap`
-      back to its name: the swapped segment is loaded (and, lacking its `.index`, recovered)
-      like any other.
-    """
-    named = [(p, F.file_kind(p)) for p in entries if not p.is_dir()]
-    cleaned = [
-        k.base_offset for _, k in named if k.temp_suffix == ".cleaned" and k.base_offset is not None
-    ]
-    min_cleaned = min(cleaned, default=None)
-    out: list[dict] = []
-    swap_logs: list[tuple[Path, int]] = []
-    for p, k in named:
-        if k.temp_suffix != ".swap" or k.base_offset is None:
-            continue
-        if min_cleaned is not None and k.base_offset >= min_cleaned:
-            out.append({"action": "delete_swap", "file": str(p), "when": EVERY_START})
-        elif k.kind == F.LOG:
-            swap_logs.append((p, k.base_offset))
-    if not swap_logs:
-        return out
-    low, high = min(b for _, b in swap_logs), None
-    for p, base in swap_logs:
-        try:
-            last = None
-            for entry in read_batches(p, validate=False):
-                last = entry.last_offset
-        except (OSError, CorruptionError):
-            pass  # Kafka reads what it can; the walk stops where kseg cannot read on
-        nxt = base if last is None else last + 1
-        high = nxt if high is None else max(high, nxt)
-    replaced = sorted(
-        str(p)
-        for p, k in named
-        if not k.temp_suffix and k.base_offset is not None and low <= k.base_offset < high
-    )
-    for p, base in sorted(swap_logs, key=lambda x: x[1]):
-        out.append(
-            {
-                "action": "complete_swap",
-                "file": str(p),
-                "offset": base,
-                "replaces": replaced,
-                "when": EVERY_START,
-            }
-        )
-        replaced = []  # said once, with the first swap segment
-    return out
 
 
 def _recovered_at_load(seg: Segment) -> str | None:
@@ -413,64 +352,6 @@ def _below_log_start(report: PartitionReport) -> None:
     )
 
 
-def _index_findings(scan: SegmentScan, active: bool) -> None:
-    for suffix, st in ((".index", scan.offset_index), (".timeindex", scan.time_index)):
-        if st is None:
-            continue
-        path = str(scan.log.with_suffix(suffix))
-        if st.status == WRONG:
-            d = st.first_difference or {}
-            scan.findings.append(
-                Finding(
-                    K.ERROR,
-                    K.INDEX_MISMATCH,
-                    path,
-                    d.get("position"),
-                    None,
-                    f"entry {d.get('entry')}: {d.get('message')}",
-                    True,
-                )
-            )
-        elif st.status == MISSING:
-            sev = K.INFO if active else K.WARNING
-            if active:
-                why = "Kafka rebuilds it at startup"
-            elif suffix == ".index":  # LogLoader.loadSegmentFiles: NoSuchFileException
-                why = "Kafka recovers the segment at startup to rebuild it"
-            else:  # LogSegment.sanityCheck(timeIndexFileNewlyCreated): resize(0)
-                why = (
-                    "Kafka creates it empty and time lookups fall back to the .log's mtime; "
-                    "`kseg index rebuild` writes it"
-                )
-            scan.findings.append(
-                Finding(
-                    sev,
-                    K.MISSING_INDEX,
-                    path,
-                    None,
-                    None,
-                    f"{suffix} file is missing ({why})",
-                    True,
-                )
-            )
-        if st.padded_bytes:
-            note = (
-                "preallocated active index"
-                if active
-                else "preallocated index on an inactive segment (unclean shutdown?)"
-            )
-            scan.findings.append(
-                Finding(
-                    K.INFO,
-                    K.INDEX_PADDING,
-                    path,
-                    st.entries * (oi.ENTRY_SIZE if suffix == ".index" else ti.ENTRY_SIZE),
-                    None,
-                    f"{note}: {st.entries} entries, then {st.padded_bytes} zero bytes",
-                )
-            )
-
-
 def _segment_order(report: PartitionReport) -> None:
     prev = None
     for s in report.scans:
@@ -497,209 +378,3 @@ def _segment_order(report: PartitionReport) -> None:
                 )
             )
         prev = s
-
-
-def _partition_files(report: PartitionReport, part: Partition) -> None:
-    pdir = report.target.partition_dir
-    logs = part.segments
-    segments = {s.base_offset: s for s in logs}
-    bases = set(segments)
-    # what Kafka acts on at its next start (not kseg's repair, which also cuts below the
-    # recovery point): a finding that says "Kafka deletes it" must be true of Kafka
-    end = report.kafka_log_end
-    ordered = sorted(bases)
-    next_base = dict(zip(ordered, [*ordered[1:], None], strict=False))  # none when no .log
-    entries = sorted(pdir.iterdir())
-    if not logs:  # Kafka creates such dirs (a new or deleted topic, a reassignment): not an error
-        report.findings.append(
-            Finding(
-                K.INFO,
-                K.NO_SEGMENTS,
-                str(pdir),
-                None,
-                None,
-                "empty partition directory: nothing to check"
-                if not entries
-                else "no segment (.log) file in this partition directory; checking the files it has",
-            )
-        )
-    report.kafka_swaps = _swaps(entries)
-    for p in entries:
-        if p.is_dir():  # a FIFO or device named like a known file is read, and refused there
-            continue
-        k = F.file_kind(p)
-        if k.temp_suffix:
-            report.findings.append(
-                Finding(
-                    K.INFO,
-                    K.LEFTOVER_FILE,
-                    str(p),
-                    None,
-                    None,
-                    f"leftover {k.temp_suffix} file (Kafka completes or removes it at startup)",
-                )
-            )
-            continue
-        if k.kind in (F.INDEX, F.TIME_INDEX, F.TXN_INDEX) and k.base_offset not in bases:
-            # LogLoader.loadSegmentFiles: "Found an orphaned index file ..., with no
-            # corresponding log file." and Files.deleteIfExists: it indexes nothing Kafka keeps
-            report.findings.append(
-                Finding(
-                    K.INFO,
-                    K.ORPHAN_FILE,
-                    str(p),
-                    None,
-                    k.base_offset,
-                    f"{p.suffix} file without its .log (Kafka deletes it at startup: "
-                    'LogLoader\'s "Found an orphaned index file")',
-                )
-            )
-            continue
-        try:
-            data = None
-            if k.kind == F.TXN_INDEX:  # the segment's, opened there once
-                aborted = segments[k.base_offset].aborted_transactions()
-                segments[k.base_offset].release()  # the entries hold what they read
-            elif k.kind in (F.SNAPSHOT, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA):
-                data = read_file(p)
-        except OSError as exc:
-            report.findings.append(
-                Finding(K.ERROR, K.UNREADABLE, str(p), None, None, exc.strerror or str(exc))
-            )
-            continue
-        try:
-            if k.kind == F.SNAPSHOT:
-                from kseg.format import producer_snapshot as ps  # a partition without: not imported
-
-                ps.read_snapshot(data)
-                if end is not None and k.base_offset > end:
-                    report.findings.append(
-                        Finding(
-                            K.INFO,
-                            K.CHECKPOINT,
-                            str(p),
-                            None,
-                            k.base_offset,
-                            f"snapshot at offset {k.base_offset} is past the log end {end} (Kafka deletes it at startup)",
-                        )
-                    )
-            elif k.kind == F.TXN_INDEX:
-                hi = next_base.get(k.base_offset)
-                for n, e in enumerate(aborted):
-                    if (
-                        e.last_offset < k.base_offset
-                        or (hi is not None and e.last_offset >= hi)
-                        or e.first_offset > e.last_offset
-                    ):
-                        report.findings.append(
-                            Finding(  # read_committed fetches collect it for the wrong offsets
-                                K.ERROR,
-                                K.INDEX_MISMATCH,
-                                str(p),
-                                n * tx.ENTRY_SIZE,
-                                e.last_offset,
-                                f"aborted transaction {e.first_offset}..{e.last_offset} lies outside the segment",
-                            )
-                        )
-                        break
-            elif k.kind == F.LEADER_EPOCH_CHECKPOINT:
-                _epochs(report, p, cp.read_leader_epoch_checkpoint(data), end)
-            elif k.kind == F.PARTITION_METADATA:
-                cp.read_partition_metadata(data)
-        except CorruptionError as exc:
-            # Kafka deletes a producer snapshot it cannot read (ProducerStateManager:
-            # CorruptSnapshotException) and rebuilds a .txnindex failing its sanity check
-            # (LogLoader: CorruptIndexException): warnings. It reads leader-epoch-checkpoint
-            # and partition.metadata through CheckpointFileWithFailureHandler, whose IOException
-            # takes the whole log dir offline (KafkaStorageException): errors.
-            sev = K.WARNING if k.kind in (F.SNAPSHOT, F.TXN_INDEX) else K.ERROR
-            report.findings.append(
-                from_error(exc.in_file(p), str(p), severity=sev, repairable=False)
-            )
-
-
-def _epochs(
-    report: PartitionReport, path: Path, entries: list[cp.EpochEntry], end: int | None
-) -> None:
-    for a, b in zip(entries, entries[1:], strict=False):
-        if b.epoch <= a.epoch or b.start_offset < a.start_offset:
-            report.findings.append(
-                Finding(
-                    K.WARNING,
-                    K.CHECKPOINT,
-                    str(path),
-                    None,
-                    b.start_offset,
-                    f"leader epochs do not increase: {a.epoch}@{a.start_offset} then {b.epoch}@{b.start_offset}",
-                    True,
-                )
-            )
-            return
-    if end is not None and entries and entries[-1].start_offset > end:
-        report.findings.append(
-            Finding(
-                K.WARNING,
-                K.CHECKPOINT,
-                str(path),
-                None,
-                entries[-1].start_offset,
-                f"epoch {entries[-1].epoch} starts at {entries[-1].start_offset}, past the log end {end}",
-                True,
-            )
-        )
-
-
-def verify_root_checkpoints(
-    root: Path, reports: list[PartitionReport]
-) -> list[tuple[Finding, dict]]:
-    """log.dirs checkpoint files against what is on disk: each finding with the ``topic`` and
-    ``partition`` of the checkpoint entry it is about (None for the file as a whole)."""
-    out: list[tuple[Finding, dict]] = []
-    whole = {"topic": None, "partition": None}
-    ends = {}
-    below_start = set()  # reported per partition already (below_log_start)
-    for r in reports:
-        name = F.parse_partition_dir(r.target.partition_dir.name)
-        if name and not name.state:
-            ends[(name.topic, name.partition)] = r.kafka_log_end
-            if r.below_log_start:
-                below_start.add((name.topic, name.partition))
-    for cname in F.ROOT_CHECKPOINTS:
-        path = root / cname
-        if not path.exists():
-            continue
-        try:
-            data = read_file(path)
-            entries = cp.read_offset_checkpoint(data) if data.strip() else []
-        except CorruptionError as exc:
-            # read through CheckpointFileWithFailureHandler: its IOException marks the log dir
-            # offline (LogDirFailureChannel), even where LogManager then resets the values
-            finding = from_error(exc.in_file(path), str(path), severity=K.ERROR, repairable=False)
-            finding.message += (
-                " (Kafka's checkpoint reader fails on it and takes the log dir offline: a broker"
-                " with no other log dir shuts down at start, 'Shutdown broker because all log"
-                " dirs ... have failed', seen on 4.1.0)"
-            )
-            out.append((finding, whole))
-            continue
-        except OSError as exc:
-            finding = Finding(
-                K.ERROR, K.UNREADABLE, str(path), None, None, exc.strerror or str(exc)
-            )
-            out.append((finding, whole))
-            continue
-        for e in entries:
-            end = ends.get((e.topic, e.partition))
-            if end is None or e.offset <= end:
-                continue
-            if cname == "log-start-offset-checkpoint":
-                if (e.topic, e.partition) in below_start:
-                    continue
-                # LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment goes
-                sev, why = K.ERROR, "the log start offset is past the log end"
-            else:
-                sev, why = K.INFO, "Kafka resets it to the log end at startup"
-            message = f"{e.topic}-{e.partition}: {e.offset} > log end {end} ({why})"
-            finding = Finding(sev, K.CHECKPOINT, str(path), None, e.offset, message)
-            out.append((finding, {"topic": e.topic, "partition": e.partition}))
-    return out

@@ -13,13 +13,14 @@ from kseg.format.value_class import FrozenValue, init
 from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
-from kseg.verify.partition import PartitionReport, verify_root_checkpoints, verify_target
+from kseg.verify.partition import PartitionReport, verify_target
+from kseg.verify.root_checkpoints import verify_root_checkpoints
 
 if TYPE_CHECKING:
-    from kseg.repair.repair import Quarantine
+    from kseg.repair.quarantine import Quarantine
     from kseg.storage.lock import LogDirLocks
 
-# The repair's modules (kseg.repair.repair, .manifest, .locking, storage.lock, storage.space)
+# The repair's modules (kseg.repair.*, storage.lock, storage.space)
 # are imported by --repair only: a plain verify starts faster without them.
 
 _COUNTED = (K.ERROR, K.WARNING)
@@ -97,7 +98,7 @@ class VerifyRun:
         return {"type": "failure", "message": message}
 
     def _quarantine(self, t: Target) -> Quarantine:
-        from kseg.repair.repair import Quarantine, default_quarantine_root
+        from kseg.repair.quarantine import Quarantine, default_quarantine_root
 
         root = self.opts.quarantine or default_quarantine_root(t.log_dir)
         key = root.absolute()
@@ -107,7 +108,7 @@ class VerifyRun:
 
     def _quarantine_roots(self, t: Target) -> list[Path]:
         """Where an unfinished repair of ``t`` may be: the default place and --quarantine."""
-        from kseg.repair.repair import default_quarantine_root
+        from kseg.repair.quarantine import default_quarantine_root
 
         roots = [default_quarantine_root(t.log_dir)]
         if self.opts.quarantine is not None:
@@ -225,8 +226,9 @@ class VerifyRun:
         writing = self.writing and not read_only
         repair = opts.repair and not read_only
         if writing:
+            from kseg.repair.errors import RepairFailed
             from kseg.repair.manifest import RESTORING
-            from kseg.repair.repair import RepairFailed, resume, unfinished_work
+            from kseg.repair.resume import resume, unfinished_work
 
             found = unfinished_work(self._quarantine_roots(t), t.partition_dir, self._unfinished)
             restoring = [q for q, status in found if status == RESTORING]
@@ -273,7 +275,7 @@ class VerifyRun:
             )
         else:
             if repair:
-                from kseg.repair.repair import plan_repair
+                from kseg.repair.plan import plan_repair
             try:
                 report = verify_target(
                     t,
@@ -308,8 +310,9 @@ class VerifyRun:
             for a in plan.actions:
                 yield a.to_event(opts.dry_run or not writing)
             if writing:
+                from kseg.repair.apply import apply_plan
+                from kseg.repair.errors import RepairError, RepairFailed
                 from kseg.repair.manifest import ManifestError
-                from kseg.repair.repair import RepairError, RepairFailed, apply_plan
                 from kseg.storage.space import NoSpace
 
                 failure = None
@@ -355,8 +358,8 @@ class VerifyRun:
 
     def _segment_events(self, before: PartitionReport, after: PartitionReport) -> Iterator[dict]:
         post = {s.log: s for s in after.scans}
-        if after is not before:  # repaired: what the repair fixed (kseg.repair.repair)
-            from kseg.repair.repair import index_problem
+        if after is not before:  # repaired: what the repair fixed (kseg.repair.plan)
+            from kseg.repair.plan import index_problem
         for s in before.scans:
             self.segments += 1
             now = post.get(s.log)

@@ -15,30 +15,22 @@ from kseg.format.legacy import ATTR_COMPRESSION, LegacyEntry
 from kseg.format.log import MAGIC_POS, bad_magic_message, v2_crc_matches
 from kseg.format.magic import CURRENT_MAGIC as V2_MAGIC
 from kseg.format.magic import format_of
-from kseg.format.offset_index import OffsetIndex
-from kseg.format.time_index import TimeIndex
 from kseg.format.timestamps import in_date_range, with_iso
 from kseg.format.txn_index import AbortedTxn
 from kseg.format.txn_state import TxnTracker
 from kseg.format.value_class import Value
 from kseg.index.check import (
-    EQUIVALENT,
-    IDENTICAL,
-    MISSING,
-    WRONG,
     IndexStatus,
-    OffsetIndexChecker,
-    TimeIndexChecker,
 )
 from kseg.kernel import ROW
-from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.storage.segment import Segment
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, Patch, from_error
+from kseg.verify.index_compare import index_statuses, open_indexes
 from kseg.verify.kafka_walk import kafka_walk
 
 INT32_MAX = 0x7FFFFFFF
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-_NEVER = 1 << 62
 _LEGACY_CODEC = (
     ATTR_COMPRESSION  # a legacy wrapper: its messages are checked too (see _wrapper_check)
 )
@@ -201,7 +193,7 @@ def scan_segment(
     After the first invalid batch, later batches are still CRC-checked and reported (so one run
     shows every damaged batch) as long as the structure lets the walk continue.
 
-    Offsets that go backwards: the batch to blame is found first (``_find_liar``: a batch whose
+    Offsets that go backwards: the batch to blame is found first (kseg.verify.liar: a batch whose
     baseOffset, outside the CRC, does not fit between neighbours that agree with each other) and
     the segment is scanned again with that batch as its first problem (``liar``), so the valid
     prefix ends AT it. What Kafka does with such a segment is its own walk (kafka_walk.py).
@@ -212,7 +204,7 @@ def scan_segment(
     scan = SegmentScan(log, base, seg.size())
     builder = IndexBuilder(base, index_interval_bytes)
     scan.rebuilt = builder
-    index_views = _open_indexes(seg) if check_indexes else None
+    index_views = open_indexes(seg) if check_indexes else None
     prev_last = base - 1 if prev_last_offset is None else max(prev_last_offset, base - 1)
     valid = True
     add = builder.add
@@ -333,7 +325,9 @@ def scan_segment(
                 scan.findings.append(f)
         stop = scan.first_error
         if liar is None and stop is not None and stop.kind == K.OFFSETS_NOT_INCREASING:
-            found = _find_liar(seg, buf, stop.position, name)
+            from kseg.verify.liar import find_liar  # offsets going back: rare
+
+            found = find_liar(seg, buf, stop.position, name)
             if found is not None:  # scan again, the lying batch first (rare: a corrupt segment)
                 if txn is not None:
                     txn.ongoing = txn_start
@@ -367,7 +361,15 @@ def scan_segment(
         scan.kafka_stop = stop.position
         scan.kafka_end = base if valid_last is None else valid_last + 1
     if index_views is not None:
-        _index_statuses(scan, seg, index_views, builder)
+        scan.offset_index, scan.time_index = index_statuses(
+            seg,
+            index_views,
+            builder,
+            scan.base_offset,
+            scan.valid_bytes,
+            scan.max_timestamp,
+            scan.patches,
+        )
     return scan
 
 
@@ -415,50 +417,6 @@ def _kafka_offsets(scan: SegmentScan, seg: Segment, buf, index_interval_bytes: i
             and f.position < end
         }
     )
-
-
-def _find_liar(seg: Segment, buf, position: int, name: str) -> Finding | None:
-    """The batch to blame when the batch at ``position`` (B) starts at or below the previous
-    batch's (A) last offset. baseOffset lies outside the CRC (the broker rewrites it), so a CRC
-    that matches proves everything but it. The liar is the batch whose offsets do not fit
-    between two neighbours that agree with each other: A when B follows A's predecessor (A's
-    base offset was raised), else B when the batch after B follows A (B's was lowered); A
-    when both fit (a small shift: cutting earlier keeps only what is proven). None when
-    neither does (e.g. a run of batches that go back): B stays the first problem."""
-    window: list[tuple] = []  # (position, first, last), up to the batch after B
-    try:
-        for t in seg.walk_headers(buf):
-            if not t[9]:  # a batch whose CRC fails proves nothing
-                break
-            window.append((t[0], t[3], t[4]))
-            if len(window) > 4:
-                window.pop(0)
-            if t[0] > position:
-                break
-    except CorruptionError:
-        pass
-    at = next((i for i, w in enumerate(window) if w[0] == position), None)
-    if at is None or at == 0:
-        return None
-    a, b = window[at - 1], window[at]
-    before_a = window[at - 2][2] if at >= 2 else seg.base_offset - 1
-    after_b = window[at + 1][1] if at + 1 < len(window) else None
-    if at < 2 and a[0] != 0:  # A's predecessor fell out of the window: not known
-        return None
-    if b[1] > before_a:  # B follows A's predecessor: A was raised
-        liar, prev_last, next_first = a, before_a, b[1]
-    elif after_b is None or after_b > a[2]:  # the batch after B follows A: B was lowered
-        liar, prev_last, next_first = b, a[2], after_b
-    else:
-        return None
-    pos, first, last = liar
-    after = "" if next_first is None else f", the batch after it starts at {next_first}"
-    message = (
-        f"base_offset {first} (outside the CRC) is wrong: this batch's offsets {first}..{last}"
-        f" do not fit between its neighbours', which agree with each other (the batch before it"
-        f" ends at {prev_last}{after})"
-    )
-    return Finding(K.ERROR, K.BAD_BASE_OFFSET, name, pos, first, message, True)
 
 
 class EpochRanges:
@@ -579,37 +537,6 @@ def _magic_check(
         True,
         v.partition_leader_epoch,
     ), None
-
-
-def _check_pass(
-    seg: Segment, scan: SegmentScan, oidx: OffsetIndex | None, tidx: TimeIndex | None
-) -> tuple:
-    """Second walk, only for indexes whose bytes differ from the rebuild: are they still valid
-    under Kafka's rules? Header-only, over the valid prefix; checkers run only when an entry is due."""
-    oc = OffsetIndexChecker(oidx) if oidx is not None else None
-    tc = TimeIndexChecker(tidx) if tidx is not None else None
-    o_due = oc.due if oc is not None else _NEVER
-    t_due = tc.due if tc is not None else _NEVER
-    prev_last = scan.base_offset - 1
-    prefix_max = -1
-    flipped = {p.position - MAGIC_POS for p in scan.patches}  # v2 batches with magic 0/1
-    with seg.mapped(sequential=True) as buf:
-        for pos, _size, magic, _first, last, max_ts, *_ in seg.walk_headers(
-            buf, 0, scan.valid_bytes
-        ):
-            if magic < V2_MAGIC and pos in flipped:
-                b = v2.RecordBatch(buf, pos)
-                last, max_ts = b.last_offset, b.max_timestamp
-            if pos >= o_due:
-                oc.on_batch(pos, last, prev_last)
-                o_due = oc.due
-            if last >= t_due:
-                tc.on_batch(prev_last, last, max_ts, prefix_max)
-                t_due = tc.due
-            prev_last = last
-            if max_ts > prefix_max:
-                prefix_max = max_ts
-    return oc, tc
 
 
 def _check_entry(
@@ -828,81 +755,3 @@ def aborted_under(scan: SegmentScan, empty_aborts: bool) -> list[AbortedTxn]:
     if not empty_aborts or not scan.empty_aborts:
         return list(scan.aborted)
     return sorted(scan.aborted + scan.empty_aborts, key=lambda a: a.last_offset)
-
-
-def _open_indexes(seg: Segment):
-    """The segment's offset and time indexes (None: missing); an index that cannot be read
-    raises its OSError (verify reports the file as unreadable)."""
-    out = []
-    for kind in (OFFSET_INDEX, TIME_INDEX):
-        idx = seg.index(kind)
-        if idx.error is not None and not idx.missing:
-            raise idx.error
-        out.append(None if idx.missing else idx)
-    return tuple(out)
-
-
-def _index_statuses(scan: SegmentScan, seg: Segment, files, builder: IndexBuilder) -> None:
-    ofile, tfile = files
-    oidx = ofile.view if ofile is not None else None
-    tidx = tfile.view if tfile is not None else None
-    o_size, t_size = OffsetIndex.ENTRY_SIZE, TimeIndex.ENTRY_SIZE
-    rebuilt_o = len(builder.offset_index) // o_size
-    rebuilt_t = len(builder.time_index) // t_size
-    same_o = oidx is not None and bytes(oidx.buf[: len(oidx) * o_size]) == bytes(
-        builder.offset_index
-    )
-    same_t = tidx is not None and bytes(tidx.buf[: len(tidx) * t_size]) == bytes(builder.time_index)
-    need = (
-        oidx if oidx is not None and not same_o else None,
-        tidx if tidx is not None and not same_t else None,
-    )
-    oc, tc = _check_pass(seg, scan, *need) if any(v is not None for v in need) else (None, None)
-    if oidx is None:
-        scan.offset_index = IndexStatus(MISSING, 0, rebuilt_o)
-    else:
-        problem = _sanity(ofile) or (oc.finish(scan.valid_bytes) if oc is not None else None)
-        status = WRONG if problem else IDENTICAL if same_o else EQUIVALENT
-        diff = problem or (
-            None if same_o else _first_diff(oidx.buf, builder.offset_index, o_size, len(oidx))
-        )
-        rule = oc.rule if oc is not None and status == EQUIVALENT else None
-        scan.offset_index = IndexStatus(status, len(oidx), rebuilt_o, oidx.padded_bytes, diff, rule)
-    if tidx is None:
-        scan.time_index = IndexStatus(MISSING, 0, rebuilt_t)
-    else:
-        problem = _sanity(tfile) or (
-            tc.finish(scan.max_timestamp, preallocated=tidx.padded_bytes > 0)
-            if tc is not None
-            else None
-        )
-        status = WRONG if problem else IDENTICAL if same_t else EQUIVALENT
-        diff = problem or (
-            None if same_t else _first_diff(tidx.buf, builder.time_index, t_size, len(tidx))
-        )
-        scan.time_index = IndexStatus(status, len(tidx), rebuilt_t, tidx.padded_bytes, diff)
-
-
-def _sanity(idx) -> dict | None:
-    exc = idx.problem  # Kafka's sanity check, run once by the Segment
-    if exc is None:
-        return None
-    return {
-        "entry": (exc.position or 0) // idx.view.ENTRY_SIZE,
-        "position": exc.position,
-        "message": exc.message,
-    }
-
-
-def _first_diff(existing, rebuilt: bytes, width: int, n_existing: int) -> dict | None:
-    n = max(n_existing, len(rebuilt) // width)
-    for i in range(n):
-        a = bytes(existing[i * width : (i + 1) * width]) if i < n_existing else b""
-        b = bytes(rebuilt[i * width : (i + 1) * width])
-        if a != b:
-            return {
-                "entry": i,
-                "position": i * width,
-                "message": "differs from the rebuilt index (still valid for lookups)",
-            }
-    return None

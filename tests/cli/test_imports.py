@@ -19,7 +19,7 @@ HEAVY = ("rich", "tabulate", "pyarrow", "pyspark", "numpy", "pandas", "kafka", "
 SPARK = ("kseg.cli_spark", "kseg.spark", "kseg.spark_submit")
 # what only a repair (or an index rebuild) writes with: locks, quarantine manifests, space checks
 REPAIR = (
-    "kseg.repair.repair",
+    "kseg.repair",  # plan, apply, actions, resume, quarantine, faults, ...
     "kseg.repair.manifest",
     "kseg.repair.locking",
     "kseg.repair.restore",
@@ -31,6 +31,16 @@ RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.ren
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
 # record search and kcat's format strings (dump --key ..., --format-string)
 SEARCH = ("kseg.dump.search", "kseg.dump.format_string")
+# `kseg offsets`: __consumer_offsets replayed (seek imports only kseg.offsets.reset_csv)
+OFFSETS = (
+    "kseg.offsets.run",
+    "kseg.offsets.replay",
+    "kseg.offsets.groups",
+    "kseg.offsets.placement",
+    "kseg.offsets.expiry",
+    "kseg.offsets.as_of",
+    "kseg.offsets.share_state",
+)
 # a file kind the one-batch partition does not have (a .snapshot): its reader is not imported
 SNAPSHOT = "kseg.format.producer_snapshot"
 
@@ -99,10 +109,15 @@ COMMANDS = {
         (*REPAIR, *SPARK, "kseg.render.text", "kseg.render.table"),
         ("kseg.verify.run", "kseg.render.json"),
     ),
-    "verify-repair": (  # the control: a repair does import them
+    "verify-repair": (  # the control: a repair does import them; a dry run only its plan
         ("verify", "--repair", "--dry-run"),
+        (*SPARK, "kseg.repair.apply", "kseg.storage.space"),
+        ("kseg.repair.plan", "kseg.repair.manifest", "kseg.index.rebuild"),
+    ),
+    "verify-repair-write": (  # the control for the writing modules (takes the log dir's .lock)
+        ("verify", "--repair"),
         SPARK,
-        ("kseg.repair.repair", "kseg.repair.manifest", "kseg.storage.space", "kseg.index.rebuild"),
+        ("kseg.repair.apply", "kseg.repair.locking", "kseg.storage.lock", "kseg.storage.space"),
     ),
     "dump-json": (
         ("dump", "-f", "json"),
@@ -146,7 +161,7 @@ COMMANDS = {
             "kseg.verify",
             "kseg.dump",
             "kseg.render.json",
-            "kseg.offsets.group_offsets",
+            *OFFSETS,
         ),  # fmt: skip
         ("kseg.seek.run", "kseg.render.text"),
     ),
@@ -216,7 +231,7 @@ def test_every_module_named_here_exists():
     """A renamed module would make its absence trivially true: every kseg name above is real."""
     import importlib.util
 
-    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, *SEARCH, SNAPSHOT}
+    named = {*SPARK, *REPAIR, *RENDER, *SCHEMAS, *SEARCH, *OFFSETS, SNAPSHOT}
     for _args, absent, present in COMMANDS.values():
         named.update(absent, present)
     missing = sorted(
@@ -233,7 +248,7 @@ def test_offsets_imports_only_what_it_needs(tmp_path):
     write_offsets_partition(tmp_path / "__consumer_offsets-0")
     names = imported("offsets", tmp_path, "--group", GROUP)
     assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.dump.dump")) == []
-    assert {"kseg.offsets.group_offsets", "kseg.format.coordinator"} <= names
+    assert {*OFFSETS, "kseg.format.coordinator"} <= names
 
 
 # the commands kseg.cli_parse parses without typer (about half of a command's start-up)

@@ -1,4 +1,4 @@
-"""kseg.offsets.group_offsets: the coordinator partition hash, and group offsets replayed from
+"""kseg.offsets (run, placement, replay, expiry): the coordinator partition hash, and group offsets replayed from
 real brokers' __consumer_offsets (expected answers computed independently: from kafka-dump-log's
 own --offsets-decoder output, and from kafka-python's record reader with hand-read keys/values)
 and from the fixture partition (kseg.fixtures.offsets)."""
@@ -23,12 +23,8 @@ from kseg.fixtures.offsets import (
     T0,
     write_offsets_partition,
 )
-from kseg.offsets.group_offsets import (
-    OffsetsRun,
-    coordinator_partition,
-    java_string_hash,
-    partition_count,
-)
+from kseg.offsets.placement import coordinator_partition, java_string_hash, partition_count
+from kseg.offsets.run import OffsetsRun
 from kseg.storage.tree import InputError, resolve
 
 # --- the partition hash -----------------------------------------------------------------------
@@ -169,16 +165,18 @@ def test_real_41_partition_count_from_kraft_metadata(real_root):
 
 
 def test_real_41_only_the_mapped_partition_is_read(real_root, tmp_path, monkeypatch):
-    import kseg.offsets.group_offsets as go
+    import kseg.offsets.placement as placement
+    import kseg.offsets.run as run
 
     read = []
-    real = go.Partition
+    real = run.Partition
 
     def spy(pdir, *a, **kw):
         read.append(Path(pdir).name)
         return real(pdir, *a, **kw)
 
-    monkeypatch.setattr(go, "Partition", spy)
+    monkeypatch.setattr(run, "Partition", spy)  # the replay's reads
+    monkeypatch.setattr(placement, "Partition", spy)  # the choice between replicas
     _run(real_root / "kafka-4.1.0-dev" / "data", "dev-g-java")
     assert read == ["__consumer_offsets-1"]
 
@@ -391,9 +389,9 @@ def test_real_41_share_group_start_offset_matches_kafka_dump_log(real_root):
 
 def _kip848_replay(records):
     from kseg.format.coordinator import consumer_offsets, consumer_offsets_record
-    from kseg.offsets.group_offsets import _Replay
+    from kseg.offsets.replay import Replay
 
-    rp = _Replay(None, None)
+    rp = Replay(None, None)
     for i, (rtype, fields, *tomb) in enumerate(records):
         key, value = consumer_offsets_record(rtype, fields, tombstone=bool(tomb))
         rp.apply(consumer_offsets(key, value), -1, ("f.log", i, i), T0 + i)
@@ -434,7 +432,7 @@ def test_kip848_state(group_epoch, assignment_epoch, member_epoch, member_state,
 
 
 def test_kip848_expiry_spares_subscribed_and_regex_topics():
-    from kseg.offsets.group_offsets import mark_expired
+    from kseg.offsets.expiry import mark_expired
 
     g = _kip848_replay([
         (3, {"group_id": "g", "epoch": 1}),

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,20 @@ def _manifests(qroot: Path) -> list[Path]:
 
 def _repair(pdir, *extra, cwd=None, env=None):
     return run_kseg("verify", pdir, "--repair", "-f", "json", *extra, cwd=cwd, env=env)
+
+
+def _stalled_at(proc, stall_file: Path, timeout: float = 120) -> str:
+    """The fault point a KSEG_TEST_STALL_AT run stopped at: kseg.repair.faults writes its name
+    to the file KSEG_TEST_STALL_FILE names ('' if the run ended first or never got there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ended = proc.poll() is not None
+        if stall_file.exists():
+            return stall_file.read_text()
+        if ended:
+            return ""
+        time.sleep(0.02)
+    return ""
 
 
 def _quarantine_of(proc) -> Path:
@@ -537,7 +552,8 @@ def test_restore_follows_no_symlink(corrupt_cases, tmp_path):
 def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path, reference):
     expected = reference
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
-    env = {**os.environ, "KSEG_TEST_STALL_AT": "copied"}
+    stall = tmp_path / "stalled"
+    env = {**os.environ, "KSEG_TEST_STALL_AT": "copied", "KSEG_TEST_STALL_FILE": str(stall)}
     first = subprocess.Popen(
         [*kseg_command(), "verify", str(pdir), "--repair"],
         env=env,
@@ -546,7 +562,7 @@ def test_a_second_repair_refuses_while_the_first_runs(tree, tmp_path, reference)
         stderr=subprocess.PIPE,
     )
     try:
-        assert first.stderr.readline().startswith(b"kseg: stalled at copied")
+        assert _stalled_at(first, stall) == "copied\n"
         # a broker starting now fails to take its lock (the JVM's POSIX lock), as would flock
         for how in ("lockf", "flock"):
             probe = subprocess.run(
@@ -657,7 +673,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     """The space check passes, then the disk fills anyway (another writer): the partial copy is a
     temp file that goes away, the manifest says `failed`, and a re-run after space is freed
     finishes the repair."""
-    from kseg.repair import repair
+    from kseg.repair import apply
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     ref = _big_partition(tmp_path / "reference" / "logs")
@@ -667,7 +683,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     pdir = _big_partition(tmp_path / "logs")
     original = snapshot_tree(pdir)
     q = small_tmpfs / "q"
-    monkeypatch.setattr(repair, "check_space", lambda needs: None)  # as if space vanished later
+    monkeypatch.setattr(apply, "check_space", lambda needs: None)  # as if space vanished later
     run = VerifyRun(VerifyOptions(repair=True, quarantine=q))
     evs = list(run.events([pdir]))
     assert run.code & 8
@@ -690,7 +706,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
 def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monkeypatch, reference):
     """(I) A copy that fails before the first change: the partition is untouched and the
     quarantine dir, which holds nothing needed, is removed."""
-    from kseg.repair import repair
+    from kseg.repair import actions
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
@@ -699,7 +715,7 @@ def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monk
     def no_space(*args, **kwargs):
         raise OSError(28, "No space left on device", str(args[1]))
 
-    monkeypatch.setattr(repair, "atomic_copy", no_space)
+    monkeypatch.setattr(actions, "atomic_copy", no_space)
     run = VerifyRun(VerifyOptions(repair=True))
     evs = list(run.events([pdir]))
     (failure,) = [e for e in evs if e["type"] == "failure"]
@@ -746,15 +762,16 @@ def test_interrupted_repair_leaves_a_manifest_or_nothing(tree, tmp_path, point, 
     expected = reference
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "work")
     original = snapshot_tree(pdir)
+    stall = tmp_path / "stalled"
     proc = subprocess.Popen(
         [*kseg_command(), "verify", str(pdir), "--repair"],
-        env={**os.environ, "KSEG_TEST_STALL_AT": point},
+        env={**os.environ, "KSEG_TEST_STALL_AT": point, "KSEG_TEST_STALL_FILE": str(stall)},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
-        assert proc.stderr.readline().startswith(b"kseg: stalled at")
+        assert _stalled_at(proc, stall) == f"{point}\n"
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
     finally:
@@ -848,8 +865,8 @@ def test_any_manifest_is_loaded_or_refused_never_crashes(corrupt_cases, tmp_path
     from hypothesis import strategies as st
 
     from kseg.format.errors import KsegError
+    from kseg.repair.actions import check_actions
     from kseg.repair.manifest import load
-    from kseg.repair.repair import check_actions
     from kseg.repair.restore import check
 
     base = tmp_path_factory.mktemp("fuzz")

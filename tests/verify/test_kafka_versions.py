@@ -160,7 +160,7 @@ def test_a_bad_kafka_version_is_one_usage_line(tmp_path, command):
 
 def test_verify_repair_keeps_a_txnindex_another_release_wrote(tmp_path):
     """A repair that rebuilds a wrong `.index` leaves an equivalent `.txnindex` alone."""
-    from kseg.repair.repair import plan_repair
+    from kseg.repair.plan import plan_repair
     from kseg.verify.partition import verify_target
 
     pdir = write_txns(tmp_path / "old-0", V22, interval=60)
