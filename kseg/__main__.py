@@ -1,5 +1,5 @@
 """`python -m kseg`: the same entry point as the `kseg` console script."""
 
-from kseg.entry import main
+from kseg.cli.entry import main
 
 main()

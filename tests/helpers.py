@@ -9,13 +9,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kseg.cli import main
+from kseg.cli.entry import run_app
 
 
 def run_cli(monkeypatch, capsysbinary, *args) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["kseg", *map(str, args)])
     with pytest.raises(SystemExit) as exc:
-        main()
+        run_app()
     out, err = capsysbinary.readouterr()
     return exc.value.code, out.decode(), err.decode()
 

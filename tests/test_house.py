@@ -18,13 +18,14 @@ LAYERS = {
     "format": 0,
     "outcome": 0,
     "events": 0,
+    "exitcodes": 0,  # the bits a run's code holds, and BadOption (until kseg.outcome)
+    "interrupt": 0,  # Interrupted, which the library recognises (the handlers: kseg.cli)
     "version": 1,  # names the kernel that decodes
     "kernel": 1,  # the compiled kernel's splice: beside storage, over format
     "storage": 1,
     **dict.fromkeys(("dump", "seek", "offsets", "stats", "verify", "repair", "index"), 2),
     "fixtures": 2,  # writes example trees with storage's writer and the repair's corruptions
     "render": 3,
-    "progress": 3,
     "spark": 3,
     "cli": 4,
     "__main__": 5,

@@ -100,10 +100,7 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
 
 def finish_format_string(run):
     """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
-    as one line each on stderr. Returns the exit status."""
-    from kseg.exitcodes import exit_status, track
-
-    track(run)
+    as one line each on stderr. Returns the run's code (the CLI makes it the exit status)."""
     out = stdout()
     write = out.write
     for chunk in run.chunks():
@@ -114,16 +111,13 @@ def finish_format_string(run):
                 where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
                 say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
     out.flush()
-    return exit_status(run)
+    return run.code
 
 
 def finish_count(run, fmt: str):
     """dump --count: the ``match_count`` events and their ``match_total`` (a summary line in a
     table), and any error (as in dump: data, and one line on stderr except in JSON); returns
-    the exit status."""
-    from kseg.exitcodes import exit_status, track
-
-    track(run)
+    the run's code."""
 
     def events():
         for chunk in run.chunks():
@@ -137,7 +131,7 @@ def finish_count(run, fmt: str):
             where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
             say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
     stdout().flush()
-    return exit_status(run)
+    return run.code
 
 
 def finish(
@@ -151,23 +145,22 @@ def finish(
     merge_interrupt: bool = False,
 ):
     """Show ``run``'s events in ``fmt`` on stdout (a progress bar sized by ``bar_total()`` when
-    one is wanted) and return the run's exit status. ``merge_interrupt``: an interrupt keeps
-    what was found (verify's bitmask)."""
-    from kseg import interrupt, progress
-    from kseg.exitcodes import exit_status, track
+    one is wanted) and return the run's code. ``merge_interrupt``: an interrupt keeps what was
+    found (verify's bitmask)."""
+    from kseg.interrupt import Interrupted
+    from kseg.render import progress
 
-    track(run)
     bar_on = progress.wanted(quiet) if bar_total is not None else False
     try:
         with progress.Bar(bar_on, command, bar_total() if bar_on else None) as bar:
             out = progress.stdout_through(bar, stdout())
             show(command, progress.per_segment(events, bar), fmt, out)
             out.flush()
-    except interrupt.Interrupted as exc:
+    except Interrupted as exc:
         if merge_interrupt:
             exc.code |= int(run.code)
         raise
-    return exit_status(run)
+    return run.code
 
 
 def check_plot(path) -> None:
@@ -199,15 +192,13 @@ def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
 
 def finish_dump(run, fmt: str, quiet: bool = True):
     """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
-    stdout is not the terminal; returns the exit status."""
-    from kseg import progress
+    stdout is not the terminal; returns the run's code."""
     from kseg.dump.dump import dump_progress, total_bytes
-    from kseg.exitcodes import exit_status, track
+    from kseg.render import progress
 
-    track(run)
     out = stdout()
     bar_on = progress.wanted(quiet, stdout_to_file=True)
     with progress.Bar(bar_on, "dump", total_bytes(run.paths) if bar_on else None) as bar:
         show_dump(dump_progress(run.chunks(), bar), fmt, out)
     out.flush()
-    return exit_status(run)
+    return run.code

@@ -13,7 +13,7 @@ class NoInput(ValueError):
     """The inputs hold nothing to read (no partition dir, or no segment): never an empty
     success, and never a Spark job planned over nothing."""
 
-    kind = "nothing_found"  # a usage mistake (kseg.exitcodes)
+    kind = "nothing_found"  # a usage mistake (kseg.cli.exit)
 
 
 def check_inputs(

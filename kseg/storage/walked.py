@@ -4,7 +4,7 @@ A segment's walk (Segment.walk_blocks / walk_headers) reports, between blocks of
 kernel hands them over per window of at most 64 MiB or 4096 batches; the core's walk every 1024
 entries), the byte position it has read up to in that `.log`. Nothing is reported unless a
 watcher is set, and then once per block, never per batch: the hot loop does not change. The
-library never prints; a watcher is the CLI's (kseg.progress.Bar.walked).
+library never prints; a watcher is the progress bar's (kseg.render.progress.Bar.walked).
 """
 
 from __future__ import annotations

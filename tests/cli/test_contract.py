@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 import kseg
-from kseg.exitcodes import TABLE
+from kseg.cli.exit import TABLE
 from tests.helpers import events, kseg_command, run_kseg
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -191,7 +191,7 @@ def test_a_signal_after_the_outcome_changes_nothing(tmp_path, sig):
     import sys
 
     code = (
-        "import atexit, os, signal, sys; from kseg.entry import main;"
+        "import atexit, os, signal, sys; from kseg.cli.entry import main;"
         f"atexit.register(lambda: os.kill(os.getpid(), {int(sig)}));"
         "sys.argv = ['kseg', 'seek', sys.argv[1], '--offset', '0']; main()"
     )
@@ -212,15 +212,15 @@ def test_a_signal_during_an_import_waits_for_the_import(tmp_path):
         "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nDONE = True\n"
     )
     code = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); from kseg import interrupt\n"
-        "interrupt.install()\n"
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from kseg.cli import signals\n"
+        "signals.install()\n"
         "try:\n"
         "    import slow_module\n"
         "    assert slow_module.DONE\n"
         "    deadline = time.monotonic() + 10\n"
         "    while time.monotonic() < deadline: sum(range(1000))\n"
         "    print('never interrupted')\n"
-        "except interrupt.Interrupted as exc:\n"
+        "except signals.Interrupted as exc:\n"
         "    print('interrupted after the import', 'slow_module' in sys.modules, exc.code)\n"
     )
     proc = subprocess.run(
@@ -734,7 +734,7 @@ def test_json_record_line_equals_its_dict(tree):
 
 
 def test_in_process_run_restores_the_hosts_signal_handlers(tree, monkeypatch, capsysbinary):
-    """kseg.cli.main inside another program (pytest here) hands its handlers back."""
+    """kseg.cli.entry.run_app inside another program (pytest here) hands its handlers back."""
     from tests.helpers import run_cli
 
     before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
@@ -789,8 +789,8 @@ def test_a_swallowed_interrupt_still_ends_the_run_as_interrupted(tree):
     import sys
 
     code = (
-        "import sys; from kseg import interrupt; from kseg.entry import main;"
-        "interrupt._received.append(2);"  # what the handler records before raising
+        "import sys; from kseg.cli import signals; from kseg.cli.entry import main;"
+        "signals._received.append(2);"  # what the handler records before raising
         "sys.argv = ['kseg', 'verify', sys.argv[1]]; main()"
     )
     proc = subprocess.run(

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 import kseg
-from kseg.cli import main
+from kseg.cli.entry import run_app
 
 BATCH_KEYS = {
     "type",
@@ -59,7 +59,7 @@ def run(*args: str, capsys=None) -> tuple[int, str, str]:
 def run_inproc(monkeypatch, capsysbinary, *args):
     monkeypatch.setattr(sys, "argv", ["kseg", *args])
     with pytest.raises(SystemExit) as exc:
-        main()
+        run_app()
     out, err = capsysbinary.readouterr()
     return exc.value.code, out.decode(), err.decode()
 

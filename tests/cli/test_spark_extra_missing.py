@@ -20,7 +20,9 @@ def without(tmp_path):
         site.mkdir(exist_ok=True)
         blocked = "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
         (site / "sitecustomize.py").write_text("import sys\n" + blocked)
-        return {**os.environ, "PYTHONPATH": str(site)}
+        # the blocking site first, then the kseg under test (a worktree's PYTHONPATH, if any)
+        path = os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))
+        return {**os.environ, "PYTHONPATH": path}
 
     return env
 

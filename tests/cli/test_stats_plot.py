@@ -59,7 +59,9 @@ def test_without_matplotlib_one_line_and_8_before_any_work(tree, tmp_path):
     (hide / "matplotlib" / "__init__.py").write_text("raise ImportError('hidden for a test')\n")
     import os
 
-    env = {**os.environ, "PYTHONPATH": str(hide)}
+    # the hiding dir first, then the kseg under test (a worktree's PYTHONPATH, if any)
+    path = os.pathsep.join(filter(None, (str(hide), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path}
     r = run_kseg("stats", tree, "--plot", tmp_path / "s.png", env=env)
     assert r.returncode == 8
     assert r.stdout == b""

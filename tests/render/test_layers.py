@@ -1,6 +1,6 @@
 """Imports point one way (DESIGN.md): the library never imports the render layer or the CLI,
-the render layer never the CLI, kseg.spark never the CLI (its spark-submit entry point lives
-beside the CLI: kseg/spark_submit.py)."""
+the render layer never the CLI, kseg.spark never the CLI (its spark-submit entry point is the
+CLI's: kseg/cli/spark_submit.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "kseg"
-# every command-line module (kseg/cli*.py: the commands, their options, registry, parsers and
-# the typer app), the process around them and the spark-submit entry point
-CLI = {f"kseg.{p.stem}" for p in PKG.glob("cli*.py")} | {"kseg.entry", "kseg.spark_submit"}
+# every command-line module (kseg/cli/: the typer app, the commands, their options, the process
+# around them and the spark-submit entry point)
+CLI = {"kseg.cli"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -52,20 +52,22 @@ def _modules(sub: str) -> list[Path]:
         ("render", CLI),
         ("spark", CLI),
         ("exitcodes", CLI | {"kseg.render"}),
+        ("interrupt", CLI | {"kseg.render"}),
         ("events", CLI | {"kseg.render"}),
     ],
 )
 def test_imports_point_one_way(layer, forbidden):
-    assert {"kseg.cli", "kseg.cli_parse", "kseg.cli_typer", "kseg.cli_registry"} <= CLI
+    assert {p.stem for p in (PKG / "cli").glob("*.py")} >= {"app", "entry", "options", "exit"}
+    assert not list(PKG.glob("cli*.py")) and not (PKG / "entry.py").exists()  # all in kseg/cli/
     for path in _modules(layer):
         bad = {m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in forbidden)}
         assert not bad, f"{path.relative_to(PKG.parent)} imports {sorted(bad)}"
 
 
 def test_spark_submit_entry_point_runs_as_a_file(tmp_path):
-    """spark-submit runs kseg/spark_submit.py as a script (README): it parses `kseg spark`
+    """spark-submit runs kseg/cli/spark_submit.py as a script (README): it parses `kseg spark`
     options and checks the inputs before any JVM starts (nothing Kafka here: one line, 16)."""
-    script = PKG / "spark_submit.py"
+    script = PKG / "cli" / "spark_submit.py"
     proc = subprocess.run(
         [sys.executable, str(script), "stats", str(tmp_path)],
         capture_output=True,

@@ -122,9 +122,9 @@ class Cluster:
     service: Service
 
     def submit(self, *args: str, timeout: float = 600, cwd=None) -> subprocess.CompletedProcess:
-        """``spark-submit --master spark://... kseg/spark_submit.py ARGS`` (the README's way),
+        """``spark-submit --master spark://... kseg/cli/spark_submit.py ARGS`` (the README's way),
         from ``cwd`` (this process's working directory by default)."""
-        import kseg.spark_submit
+        import kseg.cli.spark_submit
 
         argv = [
             str(spark_home() / "bin" / "spark-submit"),
@@ -142,7 +142,7 @@ class Cluster:
             "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
             "--conf",
             "spark.executor.memory=512m",
-            kseg.spark_submit.__file__,
+            kseg.cli.spark_submit.__file__,
             *args,
         ]
         return subprocess.run(argv, capture_output=True, env=self.env, timeout=timeout, cwd=cwd)

@@ -179,10 +179,10 @@ def test_verify_repair_keeps_a_txnindex_another_release_wrote(tmp_path):
 
 
 def test_bad_option_from_the_command_function():
-    from kseg.cli import _kafka_version
+    from kseg.cli.inputs import parsed_kafka_version
 
     with pytest.raises(BadOption) as exc:
-        _kafka_version("4.9")
+        parsed_kafka_version("4.9")
     assert exc.value.option == "--kafka-version"
 
 

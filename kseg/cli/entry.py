@@ -1,15 +1,11 @@
-"""The `kseg` process: signal handlers first, then the app; whatever ends a command (its run, a
-usage error, an exception) becomes one line on stderr at most and the exit status from
-kseg.exitcodes.exit_status. Never a traceback.
-
-A common command line is parsed by kseg.cli_parse without importing typer (half of the
-start-up time); help, completion, usage errors and the rest go through the typer app that
-kseg.cli_typer builds from the same declarations.
+"""The `kseg` process: signal handlers first, then the typer app (kseg.cli.app); whatever ends a
+command (its run, a usage error, an exception) becomes one line on stderr at most and the exit
+status from kseg.cli.exit.exit_status. Never a traceback.
 
 The console script's ``main`` installs the signal handlers before anything heavy is imported
 (typer, rich and the commands take tens of milliseconds to import): an interrupt at any moment
-after that exits 32 with one line on stderr. Importing this module changes nothing (kseg.cli's
-``main`` runs inside other programs: tests)."""
+after that exits 32 with one line on stderr. Importing this module changes nothing (``run_app``
+runs inside other programs: tests)."""
 
 from __future__ import annotations
 
@@ -17,45 +13,46 @@ import errno
 import os
 import sys
 
-from kseg import interrupt
+from kseg.cli import signals
+from kseg.interrupt import Interrupted
 
 _OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
 
 
 def main() -> None:
     """The console script."""
-    interrupt.install()
+    signals.install()
     try:
-        from kseg.cli import main as cli_main
-    except interrupt.Interrupted as exc:
-        interrupt.exit_now(exc.code)
+        import kseg.cli.app  # noqa: F401 - the app, before any command runs
+    except Interrupted as exc:
+        signals.exit_now(exc.code)
     try:
-        cli_main()
+        run_app()
     except SystemExit:
         # The outcome is decided, reported and flushed. A signal from here on would land in the
         # interpreter's shutdown, which puts the OS default handlers back (the process would die
         # of SIGINT, status -2, after a complete run): it stays pending and the status stays
         # the outcome's. Only the console script does this; a host program keeps its signals.
-        interrupt.block()
+        signals.block()
         raise
 
 
 def run_app() -> None:
     """Run the command on sys.argv and exit with the outcome's status."""
-    from kseg.exitcodes import exit_status, track
+    from kseg.cli.exit import exit_status, track
     from kseg.render import streams
 
-    previous = interrupt.install()  # again: the console script did it before this import
+    previous = signals.install()  # again: the console script did it before this import
     streams.reset()
     track(None)
     try:
         code = _run()
-    except interrupt.Interrupted as exc:  # while flushing or reporting
+    except Interrupted as exc:  # while flushing or reporting
         code = exit_status(exc)
-        interrupt.defer()
+        signals.defer()
         _say_interrupted()
     finally:
-        interrupt.restore(previous)  # the console script's own (a host program's, in tests)
+        signals.restore(previous)  # the console script's own (a host program's, in tests)
     sys.exit(int(code))
 
 
@@ -63,58 +60,31 @@ def _call_app() -> int:
     from kseg.render import streams
 
     try:
-        rv = _call_command()
+        rv = _call_typer()
         streams.flush()
-        if interrupt.received():
+        if signals.received():
             # an Interrupted was swallowed on its way up (a cleanup's error replaced it and was
             # reported as a finding): the run was still interrupted
-            raise interrupt.Interrupted(code=rv if isinstance(rv, int) else 0)
+            raise Interrupted(code=rv if isinstance(rv, int) else 0)
     except Exception as exc:
-        if interrupt.received():
+        if signals.received():
             # cleanup code (a writer's close, a flush) failed while the interrupt unwound and
             # replaced it: still an interrupt, and that error is only its consequence
-            raise interrupt.Interrupted() from exc
+            raise Interrupted() from exc
         raise
     return rv if isinstance(rv, int) else 0
-
-
-class OptionMistake(Exception):
-    """A usage mistake the library found (BadOption) in a command line kseg.cli_parse parsed:
-    worded as click words the typer.BadParameter it becomes on the typer path."""
-
-    kind = "usage"
-
-    def __init__(self, exc, command_path: str) -> None:
-        super().__init__(f"Invalid value for {exc.option}: {exc} (see '{command_path} --help')")
-
-
-def _call_command():
-    """The command's outcome: through kseg.cli_parse if it models the command line, else typer."""
-    from kseg.exitcodes import BadOption
-
-    if not os.environ.get("_KSEG_COMPLETE"):  # shell completion: typer's
-        from kseg.cli_parse import parse
-
-        parsed = parse(sys.argv[1:])
-        if parsed is not None:
-            command, kwargs = parsed
-            try:
-                return command.fn(**kwargs)
-            except BadOption as exc:
-                raise OptionMistake(exc, " ".join(("kseg", *command.path))) from None
-    return _call_typer()
 
 
 def _call_typer():
     import typer
 
-    from kseg.cli_typer import app_for
+    from kseg.cli.app import app
 
     try:
         # the command is invoked directly, not through Click's main(): that one turns a
         # closed pipe (EPIPE) into exit 1, losing what the command had found, and a
         # KeyboardInterrupt into a silent exit 130
-        command = typer.main.get_command(app_for(sys.argv[1:]))
+        command = typer.main.get_command(app)
         # _KSEG_COMPLETE=... (shell completion, as --install-completion sets up): answer, exit
         command._main_shell_completion({}, "kseg", None)
         with command.make_context("kseg", sys.argv[1:]) as ctx:
@@ -124,7 +94,7 @@ def _call_typer():
 
 
 def _run() -> int:
-    from kseg.exitcodes import exit_status, so_far
+    from kseg.cli.exit import exit_status, so_far
 
     try:
         return _call_app()
@@ -141,13 +111,13 @@ def _run() -> int:
 
 def _report(exc: BaseException) -> None:
     """What the operator sees of an exception that ended the command: one line on stderr."""
-    from kseg.exitcodes import EXIT_FOR
+    from kseg.cli.exit import EXIT_FOR
     from kseg.render import streams
 
     names = {c.__name__ for c in type(exc).__mro__}  # click may be vendored by typer
-    if isinstance(exc, (interrupt.Interrupted, KeyboardInterrupt)):
+    if isinstance(exc, (Interrupted, KeyboardInterrupt)):
         # KeyboardInterrupt: raised by a library's own handler (kseg's were replaced)
-        interrupt.defer()  # cleanup below must not be cut short by a second signal
+        signals.defer()  # cleanup below must not be cut short by a second signal
         _stop_spark()
         _say_interrupted()
     elif "NoArgsIsHelpError" in names:
@@ -156,8 +126,6 @@ def _report(exc: BaseException) -> None:
         # one line, as the README promises: what is wrong, and where the help is
         where = exc.ctx.command_path if exc.ctx is not None else "kseg"
         streams.say(f"{exc.format_message()} (see '{where} --help')")
-    elif isinstance(exc, OptionMistake):
-        streams.say(str(exc))
     elif "Abort" in names:  # EOF on a prompt (kseg has none); Ctrl-C is Interrupted
         pass
     elif isinstance(exc, BrokenPipeError):
@@ -192,7 +160,7 @@ def _say_interrupted() -> None:
 
     try:
         streams.flush()  # keep what was produced so far (exit 32 says it is incomplete)
-    except (OSError, ValueError, interrupt.Interrupted):
+    except (OSError, ValueError, Interrupted):
         pass
     sys.stderr.write("kseg: interrupted\n")
     sys.stderr.flush()

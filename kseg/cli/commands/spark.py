@@ -1,15 +1,19 @@
-"""`kseg spark ...`: the same shape as kseg.cli (options -> one job -> kseg.render -> exit
-status), on Apache Spark. The inputs are checked before a JVM starts (seconds, not a minute, for
-a wrong path); the jobs are kseg.spark.jobs."""
-
-from __future__ import annotations
+"""`kseg spark ...`: the same shape as the other commands (options -> one job -> kseg.render ->
+exit status), on Apache Spark. The inputs are checked before a JVM starts (seconds, not a minute,
+for a wrong path); the jobs are kseg.spark.jobs. Its own typer app: kseg.cli.app adds it only
+when a command line needs it."""
 
 import os
 import sys
 from contextlib import contextmanager
+from typing import NamedTuple
 
-from kseg import interrupt
-from kseg.cli_options import (
+import typer
+
+from kseg.cli import signals
+from kseg.cli.command import Command
+from kseg.cli.exit import exit_status, track
+from kseg.cli.options import (
     ConfOpt,
     ExportFormatOpt,
     ExportFromTimeOpt,
@@ -29,13 +33,15 @@ from kseg.cli_options import (
     TopicOpt,
     ToTimeOpt,
 )
-from kseg.cli_registry import command, group
 from kseg.exitcodes import BadOption, Exit
 from kseg.render import streams
 
-group(
-    ("spark",),
-    "Read, verify and export whole data directories on Apache Spark (pip install 'kseg[spark]').",
+app = typer.Typer(
+    name="spark",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Read, verify and export whole data directories on Apache Spark (pip install "
+    "'kseg[spark]').",
 )
 
 
@@ -60,7 +66,7 @@ def _session(master: str, conf: list[str] | None, quiet: bool):
             f"Spark support needs the spark extra: pip install 'kseg[spark]' ({exc})"
         ) from None
     spark = session(None if master == "from-spark-submit" else master, pairs, quiet=quiet)
-    interrupt.install()  # pyspark's SparkContext installed its own SIGINT handler
+    signals.install()  # pyspark's SparkContext installed its own SIGINT handler
     return spark
 
 
@@ -75,7 +81,7 @@ def _spark_errors():
         from kseg.spark.failure import spark_failure
 
         line = spark_failure(exc)
-        if line is None or interrupt.received():  # an interrupt's consequence: exit 32
+        if line is None or signals.received():  # an interrupt's consequence: exit 32
             raise
         if os.environ.get("KSEG_DEBUG"):
             import traceback
@@ -101,18 +107,26 @@ def _check_writer(writer, fmt: str, cols: tuple, out: str, conf) -> None:
 
 
 def _bar(spark, quiet: bool, description: str):
-    from kseg import progress
+    from kseg.render import progress
 
     return progress.SparkBar(progress.wanted(quiet), spark, description)
+
+
+class _Done(NamedTuple):
+    """A Spark job's result as kseg.render.finish takes a run: its ``code``."""
+
+    code: int
 
 
 def _finish(command: str, code: int, events: list[dict], fmt: str) -> int:
     from kseg.render import finish
 
-    return finish(command, Exit(code), events, fmt)
+    done = _Done(Exit(code))
+    track(done)
+    return exit_status(finish(command, done, events, fmt))
 
 
-@command("spark", "export")
+@app.command("export", cls=Command)
 def spark_export(
     inputs: SparkPathsArg,
     out: OutOpt,
@@ -165,10 +179,10 @@ def spark_export(
         streams.say(message)
     skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
     streams.say(f"wrote {n} records to {out}{skipped}")
-    return int(Exit.OPERATIONAL if unreadable else Exit.OK)
+    return exit_status(Exit.OPERATIONAL if unreadable else Exit.OK)
 
 
-@command("spark", "verify")
+@app.command("verify", cls=Command)
 def spark_verify(
     inputs: SparkPathsArg,
     out: FindingsOutOpt = None,
@@ -200,7 +214,7 @@ def spark_verify(
     return _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
 
 
-@command("spark", "stats")
+@app.command("stats", cls=Command)
 def spark_stats(
     inputs: SparkPathsArg,
     per_hour: PerHourOpt = False,

@@ -1,4 +1,4 @@
-"""kseg.exitcodes.exit_status: every outcome becomes its exit status in one place."""
+"""kseg.cli.exit.exit_status: every outcome becomes its exit status in one place."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import errno
 import pytest
 import typer
 
-from kseg.exitcodes import EXIT_FOR, BadOption, Exit, exit_status
+from kseg.cli.exit import EXIT_FOR, exit_status
+from kseg.exitcodes import BadOption, Exit
 from kseg.format.errors import CorruptionError
 from kseg.interrupt import Interrupted
 from kseg.storage.tree import InputError

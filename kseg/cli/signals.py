@@ -1,0 +1,122 @@
+"""kseg's signal handlers: SIGINT/SIGTERM raise kseg.interrupt.Interrupted (see there why),
+installed first thing by the process entry (kseg.cli.entry) and again after anything that
+installs its own (pyspark's SparkContext: kseg.cli.commands.spark)."""
+
+from __future__ import annotations
+
+import signal
+
+from kseg.exitcodes import Exit
+from kseg.interrupt import Interrupted
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+_received: list[int] = []
+
+
+_IMPORT_MACHINERY = "<frozen importlib._bootstrap"  # also matches ..._bootstrap_external
+_RETRY_SECONDS = 0.02
+_held: list[int] = []  # a signal that arrived inside an import, to raise once it is done
+
+
+def _importing(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORT_MACHINERY):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise(signum, frame) -> None:
+    _received.append(signum)
+    if _importing(frame):
+        # An exception raised while a module is being imported can reach a C extension's init
+        # (orjson's segfaults, status -11): hold the signal until the import is over.
+        _held.append(signum)
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
+    raise Interrupted(signum)
+
+
+def _retry(signum, frame) -> None:
+    """SIGALRM after a held signal: raise it now, or look again shortly if still importing."""
+    if not _held:
+        return
+    if _importing(frame):
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
+    if signal.getsignal(signal.SIGINT) is not _raise:  # deferred or restored meanwhile
+        _late.extend(_held)
+        _held.clear()
+        return
+    held = _held[0]
+    _held.clear()
+    raise Interrupted(held)
+
+
+def received() -> bool:
+    """Did a signal arrive? (cleanup code may have replaced the Interrupted by its own error)"""
+    return bool(_received) or bool(_late)
+
+
+_late: list[int] = []
+
+
+def _remember(signum, frame) -> None:
+    _late.append(signum)
+
+
+def install() -> dict:
+    """From now on SIGINT and SIGTERM raise Interrupted (call it first thing, and again after
+    anything that installs its own handler, e.g. pyspark's SparkContext). Returns the previous
+    handlers, for ``restore`` when kseg runs inside another program (tests)."""
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        signal.signal(s, _raise)
+    return previous
+
+
+def restore(previous: dict) -> None:
+    """Put back a host program's handlers; kseg's own process keeps its (and any deferral) to
+    the end, so that a late signal is not a traceback."""
+    for s, handler in previous.items():
+        if handler is not None and handler not in (_raise, _remember):
+            signal.signal(s, handler)
+            if _held:
+                _cancel_retry()
+
+
+def defer() -> None:
+    """While finishing (flushing, cleaning up): only remember a signal; see ``arrived``."""
+    for s in SIGNALS:
+        signal.signal(s, _remember)
+
+
+def _cancel_retry() -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _late.extend(_held)
+    _held.clear()
+
+
+def block() -> None:
+    """Hold SIGINT and SIGTERM pending for the rest of the process (it is about to exit)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, (*SIGNALS, signal.SIGALRM))
+    _cancel_retry()
+
+
+def exit_now(code: int = Exit.INTERRUPTED) -> None:
+    """Say so (one line on stderr) and exit; a second signal meanwhile changes nothing."""
+    import os
+    import sys
+
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    _cancel_retry()
+    try:
+        sys.stderr.write("kseg: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(int(code) | Exit.INTERRUPTED)
