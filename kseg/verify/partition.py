@@ -13,7 +13,6 @@ from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.format.magic import MIN_ENTRY_SIZE
 from kseg.format.txn_state import TxnTracker
-from kseg.format.value_class import Value
 from kseg.index.check import MISSING, WRONG
 from kseg.storage import files as F
 from kseg.storage.mapped import read_file
@@ -27,7 +26,7 @@ from kseg.verify.segment import EpochRanges, SegmentScan, scan_segment
 EVERY_START = "every_start"  # kafka_outcome's `when`: Kafka does it on every start
 
 
-class PartitionReport(Value):
+class PartitionReport:  # filled in as the scan goes: an accumulator, not a value
     target: Target
     scans: list[SegmentScan]
     findings: list[Finding]  # partition-level ones
@@ -674,11 +673,14 @@ def verify_root_checkpoints(
         except CorruptionError as exc:
             # read through CheckpointFileWithFailureHandler: its IOException marks the log dir
             # offline (LogDirFailureChannel), even where LogManager then resets the values
-            finding = from_error(exc.in_file(path), str(path), severity=K.ERROR, repairable=False)
-            finding.message += (
-                " (Kafka's checkpoint reader fails on it and takes the log dir offline: a broker"
-                " with no other log dir shuts down at start, 'Shutdown broker because all log"
-                " dirs ... have failed', seen on 4.1.0)"
+            finding = from_error(
+                exc.in_file(path),
+                str(path),
+                severity=K.ERROR,
+                repairable=False,
+                note=" (Kafka's checkpoint reader fails on it and takes the log dir offline: a"
+                " broker with no other log dir shuts down at start, 'Shutdown broker because all"
+                " log dirs ... have failed', seen on 4.1.0)",
             )
             out.append((finding, whole))
             continue
