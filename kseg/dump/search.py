@@ -18,7 +18,7 @@ Semantics (the single definition; the CLI and the Spark source use these objects
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kseg.exitcodes import BadOption
 from kseg.format import compression as codecs
@@ -26,8 +26,7 @@ from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
 
 
-@dataclass(frozen=True, slots=True)
-class RecordFilter:
+class RecordFilter(NamedTuple):
     keys: tuple[re.Pattern, ...] = ()
     values: tuple[re.Pattern, ...] = ()
     headers: tuple[tuple[str, re.Pattern | None], ...] = ()
@@ -206,4 +205,4 @@ def record_filter(
             b if isinstance(b, bytes) else _arg_bytes(b) for b in value_contains or ()
         ),
     )
-    return replace(f, needles=_needles(f))
+    return f._replace(needles=_needles(f))

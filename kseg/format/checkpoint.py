@@ -6,35 +6,22 @@ Parsers raise :class:`CorruptionError` with the byte position of the offending l
 from __future__ import annotations
 
 import base64
+from typing import NamedTuple
 
 from kseg.format.errors import INVALID_FILE, CorruptionError
-from kseg.format.value_class import FrozenValue, init
 
 CHECKPOINT_VERSION = 0
 
 
-class TopicPartitionOffset(FrozenValue):
+class TopicPartitionOffset(NamedTuple):
     topic: str
     partition: int
     offset: int
 
-    __slots__ = ("topic", "partition", "offset")
 
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        init(self, "topic", topic)
-        init(self, "partition", partition)
-        init(self, "offset", offset)
-
-
-class EpochEntry(FrozenValue):
+class EpochEntry(NamedTuple):
     epoch: int
     start_offset: int
-
-    __slots__ = ("epoch", "start_offset")
-
-    def __init__(self, epoch: int, start_offset: int) -> None:
-        init(self, "epoch", epoch)
-        init(self, "start_offset", start_offset)
 
 
 def _lines(data: bytes) -> list[tuple[int, str]]:

@@ -11,9 +11,9 @@ Kafka's reading rules (clients ControlRecordType.parse, EndTransactionMarker.des
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from kseg.format.errors import INVALID_CONTROL, CorruptionError
-from kseg.format.value_class import FrozenValue, init
 
 KEY = struct.Struct(">hh")  # version, type
 END_TXN_VALUE = struct.Struct(">hi")  # version, coordinator epoch
@@ -40,28 +40,12 @@ KRAFT_CONTROL_NAMES = {
 CURRENT_KEY_VERSION = 0
 
 
-class ControlRecord(FrozenValue):
+class ControlRecord(NamedTuple):
     version: int  # the key's version
     type: int
-    coordinator_epoch: int | None  # end-transaction markers only
-    value_version: int | None  # end-transaction markers only
-    trailing_bytes: int  # end-transaction value bytes past the 6 Kafka reads
-
-    __slots__ = ("version", "type", "coordinator_epoch", "value_version", "trailing_bytes")
-
-    def __init__(
-        self,
-        version: int,
-        type: int,
-        coordinator_epoch: int | None = None,
-        value_version: int | None = None,
-        trailing_bytes: int = 0,
-    ) -> None:
-        init(self, "version", version)
-        init(self, "type", type)
-        init(self, "coordinator_epoch", coordinator_epoch)
-        init(self, "value_version", value_version)
-        init(self, "trailing_bytes", trailing_bytes)
+    coordinator_epoch: int | None = None  # end-transaction markers only
+    value_version: int | None = None  # end-transaction markers only
+    trailing_bytes: int = 0  # end-transaction value bytes past the 6 Kafka reads
 
     @property
     def type_name(self) -> str:

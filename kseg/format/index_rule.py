@@ -17,35 +17,25 @@ never has one.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kseg.format.offset_index import ENTRY as OFFSET_ENTRY
 from kseg.format.offset_index import OffsetPosition
 from kseg.format.time_index import ENTRY as TIME_ENTRY
 from kseg.format.time_index import TimestampOffset
-from kseg.format.value_class import FrozenValue, init
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 OFFSET, TIME = "offset", "time"  # which index refused an entry
 
 
-class RefusedEntry(FrozenValue):
+class RefusedEntry(NamedTuple):
     """An index append Kafka refuses with InvalidOffsetException (see the module docstring)."""
 
     index: str  # OFFSET (OffsetIndex.append) or TIME (TimeIndex.maybeAppend)
     position: int  # of the batch whose append was refused (the log's end for the final entry)
     offset: int  # the refused entry's offset
     last_offset: int  # the index's last entry's offset, which it does not exceed
-    final: bool  # the time-index entry LogSegment.recover appends after its walk
-
-    __slots__ = ("index", "position", "offset", "last_offset", "final")
-
-    def __init__(
-        self, index: str, position: int, offset: int, last_offset: int, final: bool = False
-    ) -> None:
-        init(self, "index", index)
-        init(self, "position", position)
-        init(self, "offset", offset)
-        init(self, "last_offset", last_offset)
-        init(self, "final", final)
+    final: bool = False  # the time-index entry LogSegment.recover appends after its walk
 
 
 class IndexBuilder:

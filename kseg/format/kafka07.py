@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from kseg.format import compression as codecs
 from kseg.format.crc import crc32
@@ -34,7 +35,6 @@ from kseg.format.errors import (
     DecompressionError,
 )
 from kseg.format.log import is_zero
-from kseg.format.value_class import FrozenValue, init
 
 _FIELDS = {
     0: (
@@ -273,7 +273,7 @@ def entries(
 # --- compressed wrappers -------------------------------------------------------------------------
 
 
-class Inner(FrozenValue):
+class Inner(NamedTuple):
     """One message delivered by a 0.7 deep iteration of a wrapper (flattened across nesting)."""
 
     payload: bytes
@@ -282,24 +282,6 @@ class Inner(FrozenValue):
     depth: int  # 1: directly inside the top-level wrapper
     position: int  # its position in the decompressed set that holds it
     consumer_offset: int  # what a 0.7 consumer stores for it (see inner_messages)
-
-    __slots__ = ("payload", "magic", "crc", "depth", "position", "consumer_offset")
-
-    def __init__(
-        self,
-        payload: bytes,
-        magic: int,
-        crc: int,
-        depth: int,
-        position: int,
-        consumer_offset: int,
-    ) -> None:
-        init(self, "payload", payload)
-        init(self, "magic", magic)
-        init(self, "crc", crc)
-        init(self, "depth", depth)
-        init(self, "position", position)
-        init(self, "consumer_offset", consumer_offset)
 
 
 class _Budget:

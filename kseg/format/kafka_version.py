@@ -23,8 +23,7 @@ follows. Default: the newest (the rules every other module states).
 from __future__ import annotations
 
 import re
-
-from kseg.format.value_class import FrozenValue, init
+from typing import NamedTuple
 
 # every Apache Kafka release line (major.minor) kseg knows; patch numbers are accepted too
 RELEASES = (
@@ -43,19 +42,12 @@ NEWEST = RELEASES[-1]
 _FORM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-class KafkaVersion(FrozenValue):
+class KafkaVersion(NamedTuple):
     """A Kafka release line (and patch, when given) and the rules it wrote by."""
 
     major: int
     minor: int
-    patch: int | None
-
-    __slots__ = ("major", "minor", "patch")
-
-    def __init__(self, major: int, minor: int, patch: int | None = None) -> None:
-        init(self, "major", major)
-        init(self, "minor", minor)
-        init(self, "patch", patch)
+    patch: int | None = None
 
     @property
     def line(self) -> tuple[int, int]:

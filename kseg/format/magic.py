@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kseg.format import batch, legacy
 from kseg.format.crc import crc32, crc32c
-from kseg.format.value_class import FrozenValue, init
 
 
-class MagicFormat(FrozenValue):
+class MagicFormat(NamedTuple):
     magic: int
     entry_name: str  # what Kafka calls one entry: "batch" (v2) or "message" (legacy)
     crc: Callable[..., int]
@@ -26,43 +26,6 @@ class MagicFormat(FrozenValue):
     min_size: int  # the smallest legal size field (bytes after offset + size)
     reader: type  # the class that reads one entry in place
     timestamps: bool  # entries carry timestamps (magic 0 has none)
-
-    __slots__ = (
-        "magic",
-        "entry_name",
-        "crc",
-        "crc_name",
-        "crc_pos",
-        "crc_coverage_start",
-        "header",
-        "min_size",
-        "reader",
-        "timestamps",
-    )
-
-    def __init__(
-        self,
-        magic: int,
-        entry_name: str,
-        crc: Callable[..., int],
-        crc_name: str,
-        crc_pos: int,
-        crc_coverage_start: int,
-        header: struct.Struct,
-        min_size: int,
-        reader: type,
-        timestamps: bool,
-    ) -> None:
-        init(self, "magic", magic)
-        init(self, "entry_name", entry_name)
-        init(self, "crc", crc)
-        init(self, "crc_name", crc_name)
-        init(self, "crc_pos", crc_pos)
-        init(self, "crc_coverage_start", crc_coverage_start)
-        init(self, "header", header)
-        init(self, "min_size", min_size)
-        init(self, "reader", reader)
-        init(self, "timestamps", timestamps)
 
     @property
     def crc_mismatch(self) -> str:

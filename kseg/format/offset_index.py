@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kseg.format.index import Index, entry_struct
-from kseg.format.value_class import FrozenValue, init
 
 FIELDS = (
     ("relative_offset", "i"),  # offset - base offset
@@ -14,15 +15,9 @@ ENTRY_SIZE = ENTRY.size  # 8
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
 
 
-class OffsetPosition(FrozenValue):
+class OffsetPosition(NamedTuple):
     offset: int
     position: int
-
-    __slots__ = ("offset", "position")
-
-    def __init__(self, offset: int, position: int) -> None:
-        init(self, "offset", offset)
-        init(self, "position", position)
 
 
 class OffsetIndex(Index):

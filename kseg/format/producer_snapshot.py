@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kseg.format.crc import crc32c
 from kseg.format.errors import CRC_MISMATCH, INVALID_FILE, CorruptionError
@@ -37,6 +38,8 @@ VERSION = 1
 NO_TXN = -1
 
 
+# Still a dataclass: kseg.dump.dump lists its fields through __slots__ (its `_asdict`), and dump.py
+# is being restructured apart from this change; it becomes a NamedTuple with dump's `e._asdict()`.
 @dataclass(frozen=True, slots=True)
 class ProducerEntry:
     producer_id: int
@@ -49,8 +52,7 @@ class ProducerEntry:
     current_txn_first_offset: int = NO_TXN
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerSnapshot:
+class ProducerSnapshot(NamedTuple):
     version: int
     crc: int
     entries: list[ProducerEntry]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kseg.format.value_class import Value
+from collections.abc import Sequence
+from typing import NamedTuple
 
 Header = tuple[str, "bytes | None"]
 
@@ -12,7 +13,7 @@ NO_TIMESTAMP_TYPE = "NoTimestampType"
 NO_TIMESTAMP = -1
 
 
-class Record(Value):
+class Record(NamedTuple):
     """One record (or legacy message).
 
     For appending, ``offset`` and ``timestamp`` may be left ``None``: the writer assigns the next
@@ -20,30 +21,11 @@ class Record(Value):
     sequence (``baseSequence + offsetDelta``, -1 when the batch's base sequence is negative) and ``timestamp_type`` is the batch's.
     """
 
-    key: bytes | None
-    value: bytes | None
-    timestamp: int | None
-    headers: list[Header]
-    offset: int | None
-    sequence: int
-    timestamp_type: str
-
-    __slots__ = ("key", "value", "timestamp", "headers", "offset", "sequence", "timestamp_type")
-
-    def __init__(
-        self,
-        key: bytes | None = None,
-        value: bytes | None = None,
-        timestamp: int | None = None,
-        headers: list[Header] | None = None,
-        offset: int | None = None,
-        sequence: int = -1,
-        timestamp_type: str = CREATE_TIME,
-    ) -> None:
-        self.key = key
-        self.value = value
-        self.timestamp = timestamp
-        self.headers = [] if headers is None else headers
-        self.offset = offset
-        self.sequence = sequence
-        self.timestamp_type = timestamp_type
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp: int | None = None
+    # read back: a list; given none: (), an immutable default no two records can share changes of
+    headers: Sequence[Header] = ()
+    offset: int | None = None
+    sequence: int = -1
+    timestamp_type: str = CREATE_TIME

@@ -22,8 +22,7 @@ from __future__ import annotations
 import base64
 import re
 import struct
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kseg.format.errors import INVALID_RECORD, CorruptionError
 
@@ -65,8 +64,7 @@ def in_range(r: tuple[int, int], v: int) -> bool:
     return r[0] <= v <= r[1]
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     name: str  # snake_case
     kafka_name: str  # as in Kafka's JSON (PascalCase)
     type: str  # a primitive, or "struct"
@@ -122,14 +120,13 @@ def f(
     )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Schema:
+class Schema(NamedTuple):
     name: str  # Kafka's message name, e.g. "PartitionRecord"
     valid: tuple[int, int]
     flexible: tuple[int, int]
     fields: tuple[Field, ...]
     api_key: int | None = None
-    record: str = field(default="")  # snake_case name shown in output
+    record: str = ""  # snake_case name shown in output
 
     def supports(self, version: int) -> bool:
         return in_range(self.valid, version)

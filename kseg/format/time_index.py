@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kseg.format.index import Index, entry_struct
-from kseg.format.value_class import FrozenValue, init
 
 FIELDS = (
     ("timestamp", "q"),  # the largest timestamp seen up to this offset
@@ -14,15 +15,9 @@ ENTRY_SIZE = ENTRY.size  # 12
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024 // ENTRY_SIZE * ENTRY_SIZE  # 10,485,756
 
 
-class TimestampOffset(FrozenValue):
+class TimestampOffset(NamedTuple):
     timestamp: int
     offset: int
-
-    __slots__ = ("timestamp", "offset")
-
-    def __init__(self, timestamp: int, offset: int) -> None:
-        init(self, "timestamp", timestamp)
-        init(self, "offset", offset)
 
 
 class TimeIndex(Index):

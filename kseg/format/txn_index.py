@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from kseg.format.errors import INVALID_INDEX, CorruptionError
 from kseg.format.index import entry_struct
-from kseg.format.value_class import FrozenValue, init
 
 FIELDS = (
     ("version", "h"),  # CURRENT_VERSION
@@ -21,28 +21,12 @@ VERSION_POS = 0
 CURRENT_VERSION = 0
 
 
-class AbortedTxn(FrozenValue):
+class AbortedTxn(NamedTuple):
     producer_id: int
     first_offset: int
     last_offset: int
     last_stable_offset: int
-    version: int
-
-    __slots__ = ("producer_id", "first_offset", "last_offset", "last_stable_offset", "version")
-
-    def __init__(
-        self,
-        producer_id: int,
-        first_offset: int,
-        last_offset: int,
-        last_stable_offset: int,
-        version: int = CURRENT_VERSION,
-    ) -> None:
-        init(self, "producer_id", producer_id)
-        init(self, "first_offset", first_offset)
-        init(self, "last_offset", last_offset)
-        init(self, "last_stable_offset", last_stable_offset)
-        init(self, "version", version)
+    version: int = CURRENT_VERSION
 
 
 def read_entries(buf) -> Iterator[AbortedTxn]:

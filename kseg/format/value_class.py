@@ -1,12 +1,14 @@
-"""Bases for kseg's small data classes: equality, hash and repr over ``__slots__``, written once.
+"""What remains of kseg's hand-written value base: only ``kseg.dump.dump.DumpOptions`` uses it.
 
-``@dataclass`` compiles three to six methods per class from generated source each time a module
-is imported: for the 22 classes every ``kseg verify`` loaded that was ~17 ms of a ~120 ms start
-(BENCHMARKS.md, "Start-up"). These classes instead write their ``__init__`` by hand and take the
-rest from here, with dataclass semantics: ``==`` compares the fields of two instances of the
-same class, frozen instances hash by their fields and refuse assignment
-(``dataclasses.FrozenInstanceError``), mutable ones are unhashable, and the repr is
-``Name(field=value, ...)``. The fields are ``__slots__``, in declaration order.
+kseg's value classes are ``typing.NamedTuple``s (the house's one idiom: cheap to define at
+import, unlike ``@dataclass``, which compiles its methods from generated source each time a
+module is imported). ``DumpOptions`` lives in a module being restructured apart from that
+change and converts with it; delete this module then (nothing else imports it).
+
+``FrozenValue`` gives a class that writes its ``__init__`` by hand the semantics of a frozen
+``@dataclass(slots=True)``: ``==`` compares the fields of two instances of the same class,
+instances hash by their fields and refuse assignment (``dataclasses.FrozenInstanceError``), and
+the repr is ``Name(field=value, ...)``. The fields are ``__slots__``, in declaration order.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from __future__ import annotations
 _set = object.__setattr__
 
 
-class Value:
-    """A mutable data class (unhashable, as a dataclass with eq=True)."""
+class FrozenValue:
+    """An immutable data class: set its fields in ``__init__`` with ``init(self, name, value)``."""
 
     __slots__ = ()
-    __hash__ = None  # type: ignore[assignment]
 
     def _fields(self) -> tuple:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -28,26 +29,12 @@ class Value:
             return self._fields() == other._fields()  # type: ignore[attr-defined]
         return NotImplemented
 
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
         return f"{type(self).__qualname__}({shown})"
-
-    def as_dict(self) -> dict:
-        """The fields by name (``dataclasses.asdict`` for these classes; not recursive)."""
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def replaced(self, **changes: object):
-        """A new instance with ``changes`` (``dataclasses.replace``)."""
-        return type(self)(**{**self.as_dict(), **changes})
-
-
-class FrozenValue(Value):
-    """An immutable data class: set its fields in ``__init__`` with ``init(self, name, value)``."""
-
-    __slots__ = ()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
 
     def __setattr__(self, name: str, value: object) -> None:
         from dataclasses import FrozenInstanceError  # (not imported at start-up: only a bug)

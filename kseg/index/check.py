@@ -13,6 +13,8 @@ writes (FORMATS.md section 5):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kseg.format.errors import CorruptionError
 from kseg.format.kafka_version import OFFSET_RULE_FIRST
 from kseg.format.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
@@ -23,44 +25,20 @@ from kseg.format.timestamps import with_iso
 from kseg.format.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kseg.format.txn_index import AbortedTxn
 from kseg.format.txn_index import read_entries as read_txn_entries
-from kseg.format.value_class import Value
 
 IDENTICAL, EQUIVALENT, WRONG, MISSING = "identical", "equivalent", "wrong", "missing"
 _NEVER = 1 << 62
 
 
-class IndexStatus(Value):
+class IndexStatus(NamedTuple):
     status: str
     entries: int
     rebuilt_entries: int
-    padded_bytes: int
-    first_difference: dict | None  # {"entry", "position" (byte in the index), "message"}
-    rule: str | None  # equivalent: the Kafka release rule that wrote these bytes ("0.11-2.7")
-
-    __slots__ = (
-        "status",
-        "entries",
-        "rebuilt_entries",
-        "padded_bytes",
-        "first_difference",
-        "rule",
+    padded_bytes: int = 0
+    first_difference: dict | None = None  # {"entry", "position" (byte in the index), "message"}
+    rule: str | None = (
+        None  # equivalent: the Kafka release rule that wrote these bytes ("0.11-2.7")
     )
-
-    def __init__(
-        self,
-        status: str,
-        entries: int,
-        rebuilt_entries: int,
-        padded_bytes: int = 0,
-        first_difference: dict | None = None,
-        rule: str | None = None,
-    ) -> None:
-        self.status = status
-        self.entries = entries
-        self.rebuilt_entries = rebuilt_entries
-        self.padded_bytes = padded_bytes
-        self.first_difference = first_difference
-        self.rule = rule
 
     def to_dict(self) -> dict:
         return {

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format import offset_index as oi
 from kseg.format import time_index as ti
@@ -25,8 +25,7 @@ from kseg.verify.txn_seed import seed_from_snapshot
 UNCHANGED, CREATED, REPLACED = "unchanged", "created", "replaced"
 
 
-@dataclass(slots=True)
-class FileAction:
+class FileAction(NamedTuple):
     file: Path
     action: str
     entries: int
@@ -41,10 +40,9 @@ class FileAction:
         }
 
 
-@dataclass(slots=True)
-class SegmentRebuild:
+class SegmentRebuild(NamedTuple):
     scan: SegmentScan
-    files: list[FileAction] = field(default_factory=list)
+    files: list[FileAction]
 
     @property
     def error(self) -> Finding | None:
@@ -80,9 +78,8 @@ def rebuild_target(
         )
         if log not in wanted:
             continue
-        res = SegmentRebuild(scan)
         pad = preallocate and log == partition_logs[-1]
-        res.files = write_indexes(
+        files = write_indexes(
             log,
             rebuilt_indexes(scan, kafka_version),
             offset_index_bytes if pad else None,
@@ -91,12 +88,11 @@ def rebuild_target(
             target=target,
             only=only,
         )
-        out.append(res)
+        out.append(SegmentRebuild(scan, files))
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class RebuiltIndexes:
+class RebuiltIndexes(NamedTuple):
     """A segment's three indexes as Kafka's recovery writes them, from one scan of its log."""
 
     offset_index: bytes

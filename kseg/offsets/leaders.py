@@ -10,8 +10,8 @@ PartitionRecord sets a partition's state and PartitionChangeRecord changes it (i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format.errors import CorruptionError
 from kseg.format.metadata import decode_metadata
@@ -22,8 +22,7 @@ from kseg.storage.tree import segment_logs
 NO_CHANGE = -2
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderAt:
+class LeaderAt(NamedTuple):
     topic: str
     topic_id: str
     partition: int

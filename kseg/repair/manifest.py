@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from kseg.format.errors import KsegError
@@ -52,48 +51,99 @@ class ManifestError(KsegError):
     """A manifest that cannot be trusted or used: nothing is touched."""
 
 
-@dataclass(slots=True)
 class Action:
-    action: str  # truncate | move | replace | create (see repair.ACTIONS)
-    file: str  # absolute path inside the partition dir
-    reason: str
-    position: int | None = None  # truncate: the new size
-    length: int | None = None  # bytes removed, moved or replaced
-    sha256: str | None = None  # of those bytes
-    quarantine_file: str | None = None  # relative to the partition's quarantine dir
-    after_length: int | None = None  # replace/create: the file as the repair left it
-    after_sha256: str | None = None
-    old_hex: str | None = None  # patch: the bytes found at position (restore writes them back)
-    new_hex: str | None = None  # patch: the bytes written there
-    restored: bool = False  # progress of a restore (information: restore checks the files)
+    """One change of a repair. Not a value: the repair records the file it left (after_length,
+    after_sha256) and the restore its progress (restored) on the action, then saves the
+    manifest; so a plain class."""
+
+    __slots__ = ("action", "file", "reason", "position", "length", "sha256", "quarantine_file")
+    __slots__ += ("after_length", "after_sha256", "old_hex", "new_hex", "restored")
+
+    def __init__(
+        self,
+        action: str,
+        file: str,
+        reason: str,
+        position: int | None = None,
+        length: int | None = None,
+        sha256: str | None = None,
+        quarantine_file: str | None = None,
+        after_length: int | None = None,
+        after_sha256: str | None = None,
+        old_hex: str | None = None,
+        new_hex: str | None = None,
+        restored: bool = False,
+    ) -> None:
+        self.action = action  # truncate | move | replace | create (see repair.ACTIONS)
+        self.file = file  # absolute path inside the partition dir
+        self.reason = reason
+        self.position = position  # truncate: the new size
+        self.length = length  # bytes removed, moved or replaced
+        self.sha256 = sha256  # of those bytes
+        self.quarantine_file = quarantine_file  # relative to the partition's quarantine dir
+        self.after_length = after_length  # replace/create: the file as the repair left it
+        self.after_sha256 = after_sha256
+        self.old_hex = old_hex  # patch: the bytes found at position (restore writes them back)
+        self.new_hex = new_hex  # patch: the bytes written there
+        self.restored = restored  # progress of a restore (information: restore checks the files)
+
+    def as_dict(self) -> dict:
+        """Every field by name, in order: the manifest's JSON object for this action."""
+        return {name: getattr(self, name) for name in self.__slots__}
 
     def to_event(self, dry_run: bool) -> dict:
-        d = asdict(self)
+        d = self.as_dict()
         del d["after_length"], d["after_sha256"], d["restored"]
         return {"type": "repair_action", "dry_run": dry_run, **d}
 
 
-@dataclass(slots=True)
 class Manifest:
-    partition_dir: Path
-    actions: list[Action] = field(default_factory=list)
-    rebuild_logs: list[str] = field(default_factory=list)
-    epoch_truncate_to: int | None = None
-    index_interval_bytes: int = 4096
-    kafka_version: str | None = None  # --kafka-version (None: the newest): its index rules
-    status: str = IN_PROGRESS
-    # the log ends below its log start offset: every segment goes and one empty segment is
-    # created at this offset (Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd)
-    reset_to: int | None = None
-    run: str | None = None
-    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    changes_started: bool = False  # set (and fsynced) before the first change to the partition
-    error: str | None = None
-    after_logs: dict[str, int] | None = None  # live .log name -> size when the repair completed
-    # in memory only, never in the manifest: rebuild_logs' indexes as the verify scan built them
-    # (.log path -> RebuiltIndexes); a resumed repair, which has none, rescans
-    rebuilt: dict = field(default_factory=dict, repr=False, compare=False)
-    version: int = VERSION
+    """A repair's plan, then its record: the repair and restore fill it in and save it as they
+    go (status, changes_started, actions restored), so a plain class, not a value."""
+
+    __slots__ = ("partition_dir", "actions", "rebuild_logs", "epoch_truncate_to")
+    __slots__ += ("index_interval_bytes", "kafka_version", "status", "reset_to", "run", "created")
+    __slots__ += ("changes_started", "error", "after_logs", "rebuilt", "version")
+
+    def __init__(
+        self,
+        partition_dir: Path,
+        actions: list[Action] | None = None,
+        rebuild_logs: list[str] | None = None,
+        epoch_truncate_to: int | None = None,
+        index_interval_bytes: int = 4096,
+        kafka_version: str | None = None,
+        status: str = IN_PROGRESS,
+        reset_to: int | None = None,
+        run: str | None = None,
+        created: str | None = None,
+        changes_started: bool = False,
+        error: str | None = None,
+        after_logs: dict[str, int] | None = None,
+        rebuilt: dict | None = None,
+        version: int = VERSION,
+    ) -> None:
+        self.partition_dir = partition_dir
+        self.actions = [] if actions is None else actions
+        self.rebuild_logs = [] if rebuild_logs is None else rebuild_logs
+        self.epoch_truncate_to = epoch_truncate_to
+        self.index_interval_bytes = index_interval_bytes
+        self.kafka_version = kafka_version  # --kafka-version (None: the newest): its index rules
+        self.status = status
+        # the log ends below its log start offset: every segment goes and one empty segment is
+        # created at this offset (Kafka's LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd)
+        self.reset_to = reset_to
+        self.run = run
+        self.created = (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if created is None else created
+        )
+        self.changes_started = changes_started  # set (and fsynced) before the first change
+        self.error = error
+        self.after_logs = after_logs  # live .log name -> size when the repair completed
+        # in memory only, never in the manifest: rebuild_logs' indexes as the verify scan built
+        # them (.log path -> RebuiltIndexes); a resumed repair, which has none, rescans
+        self.rebuilt = {} if rebuilt is None else rebuilt
+        self.version = version
 
     @property
     def log_dir(self) -> Path:
@@ -120,7 +170,7 @@ class Manifest:
             "epoch_truncate_to": self.epoch_truncate_to,
             "reset_to": self.reset_to,
             "after_logs": self.after_logs,
-            "actions": [asdict(a) for a in self.actions],
+            "actions": [a.as_dict() for a in self.actions],
         }
         return json.dumps(doc, indent=2).encode() + b"\n"
 
@@ -198,7 +248,7 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
     if "log_dir" in doc and absolute(doc["log_dir"]) != pdir.parent:
         raise ManifestError(f"{where}: log_dir is not the partition dir's parent")
     actions = []
-    allowed = {f.name for f in fields(Action)}
+    allowed = set(Action.__slots__)
     if not isinstance(doc["actions"], list):
         raise ManifestError(f"{where}: actions is not a list")
     for raw in doc["actions"]:

@@ -18,8 +18,8 @@ Given one partition's quarantine dir (``<run>/<partition>/``) or a run dir (ever
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.events import Event
 from kseg.exitcodes import BadOption, Exit
@@ -52,11 +52,10 @@ class LockRefused(KsegError):
     pass
 
 
-@dataclass(slots=True)
-class PartitionRestore:
+class PartitionRestore(NamedTuple):
     qdir: Path
     manifest: Manifest
-    pending: list[Action] = field(default_factory=list)  # in the order they are undone
+    pending: list[Action]  # in the order they are undone
     note: str | None = None  # why there is nothing to do
 
 
@@ -115,23 +114,17 @@ def _run_order(run: Path) -> tuple:
 
 def check(qdir: Path, m: Manifest) -> PartitionRestore:
     """What restoring ``qdir`` would undo; raises (MovedOn, RepairError) if it cannot be done."""
-    pr = PartitionRestore(qdir, m)
     if m.status == RESTORED:
-        pr.note = "already restored"
-        return pr
+        return PartitionRestore(qdir, m, [], "already restored")
     if m.status in INCOMPLETE and not m.changes_started:
-        pr.note = "the repair never changed the partition"
-        return pr
+        return PartitionRestore(qdir, m, [], "the repair never changed the partition")
     pending = []
     for a in reversed(m.actions):  # undo in the reverse order of the repair
         if kind_of(a).restore_pending(a, qfile(qdir, a)):
             pending.append(a)
     if m.after_logs is not None:
         _check_segments(m)
-    pr.pending = pending
-    if not pending:
-        pr.note = "nothing left to undo"
-    return pr
+    return PartitionRestore(qdir, m, pending, None if pending else "nothing left to undo")
 
 
 def _check_segments(m: Manifest) -> None:

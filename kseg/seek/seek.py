@@ -12,12 +12,12 @@ index and the few batches after the indexed position.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format import batch as v2
 from kseg.format.errors import CorruptionError
-from kseg.format.value_class import Value
 from kseg.storage import files as F
 from kseg.storage.partition import Partition
 
@@ -26,62 +26,19 @@ SPECIAL_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TI
 UNSUPPORTED = {-4: "earliest-local", -5: "latest-tiered", -6: "earliest-pending-upload"}
 
 
-class SeekResult(Value):
+class SeekResult(NamedTuple):
     topic: str | None
     partition: int | None
     target: int
-    offset: int | None
-    timestamp: int | None
-    leader_epoch: int | None
-    segment: str | None
-    position: int | None
-    error: CorruptionError | None
-    warnings: list[str]
-    problems: list[CorruptionError]  # invalid data worked around (a lying index entry)
-    bytes_read: int
-
-    __slots__ = (
-        "topic",
-        "partition",
-        "target",
-        "offset",
-        "timestamp",
-        "leader_epoch",
-        "segment",
-        "position",
-        "error",
-        "warnings",
-        "problems",
-        "bytes_read",
-    )
-
-    def __init__(
-        self,
-        topic: str | None,
-        partition: int | None,
-        target: int,
-        offset: int | None = None,
-        timestamp: int | None = None,
-        leader_epoch: int | None = None,
-        segment: str | None = None,
-        position: int | None = None,
-        error: CorruptionError | None = None,
-        warnings: list[str] | None = None,
-        problems: list[CorruptionError] | None = None,
-        bytes_read: int = 0,
-    ) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.target = target
-        self.offset = offset
-        self.timestamp = timestamp
-        self.leader_epoch = leader_epoch
-        self.segment = segment
-        self.position = position
-        self.error = error
-        self.warnings = [] if warnings is None else warnings
-        self.problems = [] if problems is None else problems
-        self.bytes_read = bytes_read
+    offset: int | None = None
+    timestamp: int | None = None
+    leader_epoch: int | None = None
+    segment: str | None = None
+    position: int | None = None
+    error: CorruptionError | None = None
+    warnings: Sequence[str] = ()
+    problems: Sequence[CorruptionError] = ()  # invalid data worked around (a lying index entry)
+    bytes_read: int = 0
 
     def to_event(self) -> dict:
         return {
@@ -105,31 +62,39 @@ def _epoch(entry) -> int | None:
 
 def seek_time(pdir: Path, target: int, *, data_only: bool = False) -> SeekResult:
     part = Partition(pdir)
-    res = SeekResult(part.topic, part.partition, target)
+    found: dict = {}  # SeekResult's fields as the steps find them (kept when one then fails)
+    error = None
     try:
         if target in UNSUPPORTED:
             raise ValueError(
                 f"target {target} ({UNSUPPORTED[target]}) needs broker or tiered-storage state"
             )
         if target == LATEST:
-            res.offset = part.log_end_offset()
+            found["offset"] = part.log_end_offset()
         elif target == EARLIEST:
-            res.offset = part.log_start_offset()
-            _locate(part, res, res.offset)
+            found["offset"] = part.log_start_offset()
+            found.update(_locate(part, found["offset"]))
         elif target == MAX_TIMESTAMP:
-            _max_timestamp(part, res, data_only)
+            found.update(_max_timestamp(part, data_only))
         elif target >= 0:
-            _by_time(part, res, target, data_only)
+            found.update(_by_time(part, target, data_only))
         else:
             raise ValueError(f"unknown special target {target}")
     except CorruptionError as exc:
-        res.error = exc
-    res.warnings, res.problems = part.warnings, part.problems
-    res.bytes_read = part.bytes_read
-    return res
+        error = exc
+    return SeekResult(
+        part.topic,
+        part.partition,
+        target,
+        **found,
+        error=error,
+        warnings=part.warnings,
+        problems=part.problems,
+        bytes_read=part.bytes_read,
+    )
 
 
-def _by_time(part: Partition, res: SeekResult, target: int, data_only: bool) -> None:
+def _by_time(part: Partition, target: int, data_only: bool) -> dict:
     start_offset = part.log_start_offset()
     for seg in part.segments:
         if part.max_timestamp(seg) < target:
@@ -140,128 +105,74 @@ def _by_time(part: Partition, res: SeekResult, target: int, data_only: bool) -> 
                 continue
             for rec in entry.records():
                 if rec.timestamp >= target and rec.offset >= start_offset:
-                    res.offset, res.timestamp, res.leader_epoch = (
-                        rec.offset,
-                        rec.timestamp,
-                        _epoch(entry),
-                    )
-                    res.segment, res.position = str(seg.log), entry.position
-                    return
-    # no record at or after the target: no offset (the broker answers -1)
+                    return _answer(rec, entry, seg)
+    return {}  # no record at or after the target: no offset (the broker answers -1)
 
 
-def _max_timestamp(part: Partition, res: SeekResult, data_only: bool) -> None:
+def _max_timestamp(part: Partition, data_only: bool) -> dict:
     best_seg, best = None, -1
     for seg in part.segments:
         m = part.max_timestamp(seg)
         if m > best:
             best_seg, best = seg, m
     if best_seg is None:
-        return
+        return {}
     from_offset = part.time_start_offset(best_seg, best - 1)
     for entry in part.batches_for(best_seg, from_offset):
         if entry.max_timestamp != best or (data_only and entry.is_control):
             continue
         for rec in entry.records():
             if rec.timestamp == best:
-                res.offset, res.timestamp, res.leader_epoch = (
-                    rec.offset,
-                    rec.timestamp,
-                    _epoch(entry),
-                )
-                res.segment, res.position = str(best_seg.log), entry.position
-                return
+                return _answer(rec, entry, best_seg)
+    return {}
 
 
-def _locate(part: Partition, res: SeekResult, offset: int) -> None:
+def _answer(rec, entry, seg) -> dict:
+    return {
+        "offset": rec.offset,
+        "timestamp": rec.timestamp,
+        "leader_epoch": _epoch(entry),
+        "segment": str(seg.log),
+        "position": entry.position,
+    }
+
+
+def _locate(part: Partition, offset: int) -> dict:
     seg = part.segment_for(offset)
     if seg is None:
-        return
+        return {}
     for entry in part.batches_for(seg, offset):
         if entry.last_offset >= offset:
-            res.segment, res.position, res.leader_epoch = (
-                str(seg.log),
-                entry.position,
-                _epoch(entry),
-            )
-            return
+            return {
+                "segment": str(seg.log),
+                "position": entry.position,
+                "leader_epoch": _epoch(entry),
+            }
+    return {}
 
 
-class OffsetLocation(Value):
+class OffsetLocation(NamedTuple):
     topic: str | None
     partition: int | None
     target_offset: int
-    status: str  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
-    offset: int | None  # the target, or the next offset that exists
-    segment: str | None
-    position: int | None
-    batch_base_offset: int | None
-    batch_last_offset: int | None
-    log_start_offset: int | None
-    log_end_offset: int | None
-    error: CorruptionError | None
-    warnings: list[str]
-    problems: list[CorruptionError]  # invalid data worked around (a lying index entry)
-    bytes_read: int
-
-    __slots__ = (
-        "topic",
-        "partition",
-        "target_offset",
-        "status",
-        "offset",
-        "segment",
-        "position",
-        "batch_base_offset",
-        "batch_last_offset",
-        "log_start_offset",
-        "log_end_offset",
-        "error",
-        "warnings",
-        "problems",
-        "bytes_read",
-    )
-
-    def __init__(
-        self,
-        topic: str | None,
-        partition: int | None,
-        target_offset: int,
-        status: str = "",
-        offset: int | None = None,
-        segment: str | None = None,
-        position: int | None = None,
-        batch_base_offset: int | None = None,
-        batch_last_offset: int | None = None,
-        log_start_offset: int | None = None,
-        log_end_offset: int | None = None,
-        error: CorruptionError | None = None,
-        warnings: list[str] | None = None,
-        problems: list[CorruptionError] | None = None,
-        bytes_read: int = 0,
-    ) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.target_offset = target_offset
-        self.status = status
-        self.offset = offset
-        self.segment = segment
-        self.position = position
-        self.batch_base_offset = batch_base_offset
-        self.batch_last_offset = batch_last_offset
-        self.log_start_offset = log_start_offset
-        self.log_end_offset = log_end_offset
-        self.error = error
-        self.warnings = [] if warnings is None else warnings
-        self.problems = [] if problems is None else problems
-        self.bytes_read = bytes_read
+    status: str = ""  # "found", "in_gap", "below_log_start", "at_or_above_log_end", "corrupt"
+    offset: int | None = None  # the target, or the next offset that exists
+    segment: str | None = None
+    position: int | None = None
+    batch_base_offset: int | None = None
+    batch_last_offset: int | None = None
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    error: CorruptionError | None = None
+    warnings: Sequence[str] = ()
+    problems: Sequence[CorruptionError] = ()  # invalid data worked around (a lying index entry)
+    bytes_read: int = 0
 
     def to_event(self) -> dict:
         out = {"type": "seek_offset"}
-        for k in self.__slots__:
+        for k, v in zip(self._fields, self, strict=True):
             if k in ("warnings", "problems", "bytes_read"):
                 continue
-            v = getattr(self, k)
             out[k] = str(v) if isinstance(v, CorruptionError) else v
         return out
 
@@ -281,41 +192,50 @@ def _first_and_next(entry, offset: int) -> tuple[int | None, int | None]:
 def seek_offset(pdir: Path, offset: int) -> OffsetLocation:
     """The broker's read path: segment by base offset, offset index, scan."""
     part = Partition(pdir)
-    res = OffsetLocation(part.topic, part.partition, offset)
+    found: dict = {}  # OffsetLocation's fields as they are found (kept when a step then fails)
     try:
         start, end = part.log_start_offset(), part.log_end_offset()
-        res.log_start_offset, res.log_end_offset = start, end
+        found.update(log_start_offset=start, log_end_offset=end)
         if offset < start:
-            res.status = "below_log_start"
+            found["status"] = "below_log_start"
         elif offset >= end:
-            res.status = "at_or_above_log_end"
+            found["status"] = "at_or_above_log_end"
         else:
-            seg = part.segment_for(offset)
-            while seg is not None:
-                for entry in part.batches_for(seg, offset):
-                    if entry.last_offset < offset:
-                        continue
-                    first, nxt = _first_and_next(entry, offset)
-                    if nxt is None:
-                        continue  # an empty (compacted) batch: the next batch holds it
-                    res.status = "found" if nxt == offset else "in_gap"
-                    res.offset, res.segment, res.position = nxt, str(seg.log), entry.position
-                    res.batch_base_offset = (
-                        entry.base_offset if isinstance(entry, v2.RecordBatch) else first
-                    )
-                    res.batch_last_offset = entry.last_offset
-                    break
-                else:
-                    seg = part.next_segment(seg)
-                    continue
-                break
-            else:
-                res.status = "at_or_above_log_end"
+            found.update(_read_path(part, offset))
     except CorruptionError as exc:
-        res.error = exc
-        res.status = "corrupt"
-    res.warnings, res.problems, res.bytes_read = part.warnings, part.problems, part.bytes_read
-    return res
+        found.update(error=exc, status="corrupt")
+    return OffsetLocation(
+        part.topic,
+        part.partition,
+        offset,
+        **found,
+        warnings=part.warnings,
+        problems=part.problems,
+        bytes_read=part.bytes_read,
+    )
+
+
+def _read_path(part: Partition, offset: int) -> dict:
+    seg = part.segment_for(offset)
+    while seg is not None:
+        for entry in part.batches_for(seg, offset):
+            if entry.last_offset < offset:
+                continue
+            first, nxt = _first_and_next(entry, offset)
+            if nxt is None:
+                continue  # an empty (compacted) batch: the next batch holds it
+            return {
+                "status": "found" if nxt == offset else "in_gap",
+                "offset": nxt,
+                "segment": str(seg.log),
+                "position": entry.position,
+                "batch_base_offset": (
+                    entry.base_offset if isinstance(entry, v2.RecordBatch) else first
+                ),
+                "batch_last_offset": entry.last_offset,
+            }
+        seg = part.next_segment(seg)
+    return {"status": "at_or_above_log_end"}
 
 
 def reset_rows(answers, warn) -> Iterator[tuple[str, int, int]]:

@@ -35,43 +35,48 @@ def _name(pdir: Path) -> tuple[str | None, int | None]:
 
 def seek_offset07(pdir: Path, offset: int) -> OffsetLocation:
     part = Partition07(pdir)
-    res = OffsetLocation(*_name(pdir), offset)
     start, end = part.log_start_offset, part.log_end_offset
-    res.log_start_offset, res.log_end_offset = start, end
+    known = (*_name(pdir), offset)
+
+    def answer(status: str, **found) -> OffsetLocation:
+        return OffsetLocation(*known, status, log_start_offset=start, log_end_offset=end, **found)
+
     if start is None or offset < start:
-        res.status = "below_log_start"
-        return res
+        return answer("below_log_start")
     if offset >= end:
-        res.status = "at_or_above_log_end"
-        return res
+        return answer("at_or_above_log_end")
     seg = part.segment_for(offset)
-    res.segment = str(seg.path)
+    segment = str(seg.path)
     try:
         with seg.mapped() as buf:
             for e in k7.entries(buf, base=seg.base_offset, source=str(seg.path)):
                 if e.next_offset <= offset:
                     continue
-                res.status = "found" if e.offset == offset else INSIDE_ENTRY
-                res.offset, res.position = e.offset, e.position
-                res.batch_base_offset, res.batch_last_offset = e.offset, e.next_offset - 1
-                return res
+                return answer(
+                    "found" if e.offset == offset else INSIDE_ENTRY,
+                    offset=e.offset,
+                    segment=segment,
+                    position=e.position,
+                    batch_base_offset=e.offset,
+                    batch_last_offset=e.next_offset - 1,
+                )
     except CorruptionError as exc:
-        res.error, res.status = exc, "corrupt"
-        return res
-    res.status = "at_or_above_log_end"  # past this segment's end: a gap before the next one
-    return res
+        return answer("corrupt", segment=segment, error=exc)
+    # past this segment's end: a gap before the next one
+    return answer("at_or_above_log_end", segment=segment)
 
 
 def seek_time07(pdir: Path, target: int, *, now_ms: int | None = None) -> SeekResult:
     part = Partition07(pdir)
-    res = SeekResult(*_name(pdir), target)
+    known = (*_name(pdir), target)
     segs = part.segments
     if not segs:
-        return res
+        return SeekResult(*known)
     pairs = [(s.base_offset, s.mtime_ms, s) for s in segs]
     if segs[-1].size > 0:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         pairs.append((segs[-1].end_offset, now, None))
+    warnings = []
     if target == LATEST:
         chosen = pairs[-1]
     elif target == EARLIEST:
@@ -83,10 +88,9 @@ def seek_time07(pdir: Path, target: int, *, now_ms: int | None = None) -> SeekRe
         )
     else:
         chosen = next((p for p in reversed(pairs) if p[1] <= target), None)
-        res.warnings.append(f"{pdir}: {MTIME_NOTE}")
+        warnings.append(f"{pdir}: {MTIME_NOTE}")
     if chosen is None:
-        return res
-    res.offset = chosen[0]
-    if chosen[2] is not None:
-        res.segment, res.position = str(chosen[2].path), 0
-    return res
+        return SeekResult(*known, warnings=warnings)
+    if chosen[2] is None:
+        return SeekResult(*known, chosen[0], warnings=warnings)
+    return SeekResult(*known, chosen[0], segment=str(chosen[2].path), position=0, warnings=warnings)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 PARTITION_COLUMNS = ("topic", "partition")
 TEMPORARY = "_temporary"
@@ -80,8 +80,7 @@ def _filesystem(out: str):
     return pafs.LocalFileSystem(), os.path.abspath(out)
 
 
-@dataclass(frozen=True)
-class ArrowExport:
+class ArrowExport(NamedTuple):
     """One export job: plain data, pickled to the executors."""
 
     out: str

@@ -11,8 +11,8 @@ kseg.storage's Partition and Segment (which read a URI through pyarrow.fs).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format.log import check_entry_header
 from kseg.storage import files, tree
@@ -23,8 +23,7 @@ from kseg.storage.uri import as_path
 DEFAULT_MAX_BYTES = 128 << 20
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     """One input partition: plain data, pickled to the executors."""
 
     path: str  # the .log (or the partition dir, for partition-level tasks)
@@ -37,11 +36,10 @@ class Task:
     log_dir: str = ""  # the log.dirs root (broker) the partition was found in
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
 
-@dataclass(frozen=True)
-class Prune:
+class Prune(NamedTuple):
     topic: str | None = None  # regex
     partitions: frozenset[int] | None = None
     from_offset: int | None = None

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg import kernel
 from kseg.exitcodes import Exit
@@ -186,39 +186,47 @@ def hour_text(hour_ms: int | None) -> str | None:
     return datetime.fromtimestamp(hour_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:00:00Z")
 
 
-@dataclass(slots=True)
 class SegmentMark:
-    """One segment on a partition's timeline (--plot)."""
+    """One segment on a partition's timeline (--plot), filled in as it is counted (an
+    accumulator, not a value)."""
 
-    file: str
-    base_offset: int
-    first_offset: int | None = None
-    last_offset: int | None = None
-    min_timestamp: int | None = None
-    max_timestamp: int | None = None
-    error_position: int | None = None  # where counting stopped (corruption), byte in the file
-    error_offset: int | None = None  # the offset there, as far as known (next expected)
-    error_kind: str | None = None
+    __slots__ = ("file", "base_offset", "first_offset", "last_offset", "min_timestamp")
+    __slots__ += ("max_timestamp", "error_position", "error_offset", "error_kind")
+
+    def __init__(self, file: str, base_offset: int) -> None:
+        self.file = file
+        self.base_offset = base_offset
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.min_timestamp: int | None = None
+        self.max_timestamp: int | None = None
+        self.error_position: int | None = None  # where counting stopped (corruption), in the file
+        self.error_offset: int | None = None  # the offset there, as far as known (next expected)
+        self.error_kind: str | None = None
 
 
-@dataclass(slots=True)
 class Timeline:
     """What --plot draws of a partition: segments, (last offset, max timestamp) samples, offset
     gaps and where counting stopped. Bounded: at most SAMPLES_PER_PARTITION samples (a stride
-    that doubles when full) and 1,000 gaps."""
+    that doubles when full) and 1,000 gaps. Filled in as the partition is counted (an
+    accumulator, not a value)."""
 
-    topic: str | None
-    partition: int | None
-    log_dir: str
-    log_start_offset: int | None = None
-    segments: list[SegmentMark] = field(default_factory=list)
-    samples: list[tuple[int, int]] = field(default_factory=list)
-    gaps: list[tuple[int, int]] = field(default_factory=list)  # (first missing, next present)
-    # offsets not counted: from where a segment stopped (corruption) to the next batch counted
-    uncounted: list[tuple[int, int]] = field(default_factory=list)
-    stride: int = 1
-    seen: int = 0
-    untimed: int = 0  # batches without a timestamp a date holds (magic 0, -1): not drawn
+    __slots__ = ("topic", "partition", "log_dir", "log_start_offset", "segments", "samples")
+    __slots__ += ("gaps", "uncounted", "stride", "seen", "untimed")
+
+    def __init__(self, topic: str | None, partition: int | None, log_dir: str) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.log_dir = log_dir
+        self.log_start_offset: int | None = None
+        self.segments: list[SegmentMark] = []
+        self.samples: list[tuple[int, int]] = []
+        self.gaps: list[tuple[int, int]] = []  # (first missing, next present)
+        # offsets not counted: from where a segment stopped (corruption) to the next batch counted
+        self.uncounted: list[tuple[int, int]] = []
+        self.stride = 1
+        self.seen = 0
+        self.untimed = 0  # batches without a timestamp a date holds (magic 0, -1): not drawn
 
     def sample(self, last_offset: int, max_ts: int) -> None:
         self.seen += 1
@@ -230,8 +238,7 @@ class Timeline:
             self.stride *= 2
 
 
-@dataclass
-class StatsOptions:
+class StatsOptions(NamedTuple):
     by_hour: bool = False
     uncompressed: bool = False
     timeline: bool = False  # keep what --plot draws

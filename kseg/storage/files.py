@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-
-from kseg.format.value_class import FrozenValue, init
+from typing import NamedTuple
 
 LOG, INDEX, TIME_INDEX, TXN_INDEX, SNAPSHOT = "log", "index", "timeindex", "txnindex", "snapshot"
 KRAFT_CHECKPOINT = "kraft_checkpoint"
@@ -57,17 +56,10 @@ _PARTITION_DIR_RE = re.compile(
 )
 
 
-class FileKind(FrozenValue):
+class FileKind(NamedTuple):
     kind: str
-    base_offset: int | None  # segment files: the offset in the name
-    temp_suffix: str  # ".deleted", ".cleaned", ".swap" when present
-
-    __slots__ = ("kind", "base_offset", "temp_suffix")
-
-    def __init__(self, kind: str, base_offset: int | None = None, temp_suffix: str = "") -> None:
-        init(self, "kind", kind)
-        init(self, "base_offset", base_offset)
-        init(self, "temp_suffix", temp_suffix)
+    base_offset: int | None = None  # segment files: the offset in the name
+    temp_suffix: str = ""  # ".deleted", ".cleaned", ".swap" when present
 
 
 def file_kind(path: str | Path) -> FileKind:
@@ -97,17 +89,10 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-class PartitionName(FrozenValue):
+class PartitionName(NamedTuple):
     topic: str
     partition: int
-    state: str | None  # "delete", "future", "stray" for renamed dirs
-
-    __slots__ = ("topic", "partition", "state")
-
-    def __init__(self, topic: str, partition: int, state: str | None = None) -> None:
-        init(self, "topic", topic)
-        init(self, "partition", partition)
-        init(self, "state", state)
+    state: str | None = None  # "delete", "future", "stray" for renamed dirs
 
 
 def parse_partition_dir(name: str) -> PartitionName | None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
-from kseg.format.value_class import FrozenValue, init
 from kseg.storage import files as F
 from kseg.storage.mapped import mapped
 from kseg.storage.tree import kafka07_segments
@@ -45,21 +45,13 @@ class Segment07:
         return f"Segment07({self.path.name}, size={self.size})"
 
 
-class Gap(FrozenValue):
+class Gap(NamedTuple):
     """Two neighbouring segments whose names and sizes disagree."""
 
     segment: Path  # the earlier one
     next_segment: Path
     expected: int  # segment name + size
     actual: int  # the next segment's name
-
-    __slots__ = ("segment", "next_segment", "expected", "actual")
-
-    def __init__(self, segment: Path, next_segment: Path, expected: int, actual: int) -> None:
-        init(self, "segment", segment)
-        init(self, "next_segment", next_segment)
-        init(self, "expected", expected)
-        init(self, "actual", actual)
 
     @property
     def message(self) -> str:

@@ -18,7 +18,6 @@ import errno
 import fcntl
 import os
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
 
 LOCK_NAME = ".lock"
@@ -90,18 +89,21 @@ def lock_held(log_dir: str | Path) -> bool:
 broker_lock_held = lock_held  # the name earlier versions exported
 
 
-@dataclass
 class LogDirLocks:
     """The `.lock` of every log dir a writing command touches, each taken once and held to the end.
 
     ``acquire`` answers once per log dir: True (held by us, or ``force`` and held by someone
     else), or False (held by someone else; the caller reports it once and skips the log dir).
+    A resource that changes as locks are taken, not a value: a plain class.
     """
 
-    force: bool = False
-    _held: dict[Path, int] = field(default_factory=dict)
-    _refused: set[Path] = field(default_factory=set)
-    forced: set[Path] = field(default_factory=set)
+    __slots__ = ("force", "_held", "_refused", "forced")
+
+    def __init__(self, force: bool = False) -> None:
+        self.force = force
+        self._held: dict[Path, int] = {}  # log dir -> the descriptor holding its lock
+        self._refused: set[Path] = set()
+        self.forced: set[Path] = set()  # held by someone else, gone past with force
 
     def acquire(self, log_dir: str | Path) -> bool:
         key = Path(log_dir).resolve()

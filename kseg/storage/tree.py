@@ -21,8 +21,8 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
-from kseg.format.value_class import FrozenValue, init
 from kseg.storage import files as F
 from kseg.storage.uri import UriPath
 
@@ -73,17 +73,10 @@ class InputError(ValueError):
         self.path = str(path)
 
 
-class Child(FrozenValue):
+class Child(NamedTuple):
     name: str
     path: str
     is_dir: bool
-
-    __slots__ = ("name", "path", "is_dir")
-
-    def __init__(self, name: str, path: str, is_dir: bool) -> None:
-        init(self, "name", name)
-        init(self, "path", path)
-        init(self, "is_dir", is_dir)
 
 
 Lister = Callable[[str], list[Child]]
@@ -129,51 +122,21 @@ def is_partition_listing(name: str, children: list[Child]) -> bool:
     return not children or _has_partition_files(children)
 
 
-class PartitionDir(FrozenValue):
+class PartitionDir(NamedTuple):
     path: Path
     topic: str
     partition: int
-    state: str | None
-    log_dir: Path | None  # the root it was found in (None: given directly)
-
-    __slots__ = ("path", "topic", "partition", "state", "log_dir")
-
-    def __init__(
-        self,
-        path: Path,
-        topic: str,
-        partition: int,
-        state: str | None = None,
-        log_dir: Path | None = None,
-    ) -> None:
-        init(self, "path", path)
-        init(self, "topic", topic)
-        init(self, "partition", partition)
-        init(self, "state", state)
-        init(self, "log_dir", log_dir)
+    state: str | None = None
+    log_dir: Path | None = None  # the root it was found in (None: given directly)
 
 
-class Layout(FrozenValue):
+class Layout(NamedTuple):
     """One input resolved: its kind, the log.dirs roots it covers and its partition dirs."""
 
     path: str
     kind: str
     roots: list[str]  # ROOT: [path]; ROOTS: the roots found; PARTITION/FILE: []
     partitions: list[tuple[str, str, F.PartitionName]]  # (log dir, partition dir, parsed name)
-
-    __slots__ = ("path", "kind", "roots", "partitions")
-
-    def __init__(
-        self,
-        path: str,
-        kind: str,
-        roots: list[str],
-        partitions: list[tuple[str, str, F.PartitionName]],
-    ) -> None:
-        init(self, "path", path)
-        init(self, "kind", kind)
-        init(self, "roots", roots)
-        init(self, "partitions", partitions)
 
 
 def _safe_list(ls: Lister, path: str) -> list[Child] | None:
@@ -368,17 +331,11 @@ def root_files(root: Path) -> list[Path]:
     )
 
 
-class Target(FrozenValue):
+class Target(NamedTuple):
     """A partition to work on and, for a single-file input, the one segment wanted."""
 
     partition_dir: Path
     logs: list[Path]
-
-    __slots__ = ("partition_dir", "logs")
-
-    def __init__(self, partition_dir: Path, logs: list[Path]) -> None:
-        init(self, "partition_dir", partition_dir)
-        init(self, "logs", logs)
 
     @property
     def log_dir(self) -> Path:
@@ -394,39 +351,19 @@ class Target(FrozenValue):
         return bool(self.logs) and F.file_kind(self.logs[0]).kind == F.KAFKA07
 
 
-class Item(FrozenValue):
+class Item(NamedTuple):
     """One thing a command works on, in input order: a root's own files (ROOT), a partition dir
     (PARTITION) or a file given by path (FILE)."""
 
     kind: str
     path: Path
     log_dir: Path | None  # the log.dirs root it belongs to (None: unknown, a loose file)
-    name: F.PartitionName | None  # partitions, and files inside a partition dir
-
-    __slots__ = ("kind", "path", "log_dir", "name")
-
-    def __init__(
-        self,
-        kind: str,
-        path: Path,
-        log_dir: Path | None,
-        name: F.PartitionName | None = None,
-    ) -> None:
-        init(self, "kind", kind)
-        init(self, "path", path)
-        init(self, "log_dir", log_dir)
-        init(self, "name", name)
+    name: F.PartitionName | None = None  # partitions, and files inside a partition dir
 
 
-class Selection(FrozenValue):
+class Selection(NamedTuple):
     items: list[Item]
     roots: list[Path]  # every log.dirs root given or found (for root-level checks)
-
-    __slots__ = ("items", "roots")
-
-    def __init__(self, items: list[Item], roots: list[Path]) -> None:
-        init(self, "items", items)
-        init(self, "roots", roots)
 
     @property
     def log_dirs(self) -> list[Path]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format import batch as v2
 from kseg.format import compression, control, legacy
@@ -34,8 +34,7 @@ from kseg.storage.files import segment_file_name
 INT32_MAX = 0x7FFFFFFF
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
     base_offset: int
     last_offset: int
     position: int
@@ -155,7 +154,7 @@ class LogWriter:
             if off < nxt:
                 raise ValueError(f"record offset {off} does not increase")
             ts = now if rec.timestamp is None else rec.timestamp
-            assigned.append(rec.replaced(offset=off, timestamp=ts, headers=list(rec.headers)))
+            assigned.append(rec._replace(offset=off, timestamp=ts, headers=list(rec.headers)))
             nxt = off + 1
         if self.timestamp_type == LOG_APPEND_TIME and log_append_time is None:
             log_append_time = now

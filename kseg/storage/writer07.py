@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format import compression, kafka07
 from kseg.format.errors import KsegError
@@ -20,8 +20,7 @@ from kseg.storage.files import segment_file_name
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-@dataclass(frozen=True, slots=True)
-class Append07:
+class Append07(NamedTuple):
     offset: int  # byte offset of the first entry written
     next_offset: int  # the log end after the append
     segment: Path

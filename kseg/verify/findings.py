@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kseg.format.value_class import FrozenValue, Value, init
+from typing import NamedTuple
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -44,50 +44,34 @@ def exit_bits(kind: str, severity: str) -> int:
     return 4 if severity == ERROR else 0
 
 
-class Finding(Value):
+class Finding(NamedTuple):
     severity: str
     kind: str
     file: str
     position: int | None
     offset: int | None
     message: str
-    repairable: bool  # fixed by truncating, rebuilding indexes or an in-place patch
-
-    __slots__ = ("severity", "kind", "file", "position", "offset", "message", "repairable")
-
-    def __init__(
-        self,
-        severity: str,
-        kind: str,
-        file: str,
-        position: int | None,
-        offset: int | None,
-        message: str,
-        repairable: bool = False,
-    ) -> None:
-        self.severity = severity
-        self.kind = kind
-        self.file = file
-        self.position = position
-        self.offset = offset
-        self.message = message
-        self.repairable = repairable
+    repairable: bool = False  # fixed by truncating, rebuilding indexes or an in-place patch
 
     def to_event(self) -> dict:
-        return {"type": "finding", **self.as_dict()}
+        return {"type": "finding", **self._asdict()}
 
 
-def from_error(exc, file: str, *, severity: str = ERROR, repairable: bool = True) -> Finding:
-    """A Finding from a format-core CorruptionError."""
+def from_error(
+    exc, file: str, *, severity: str = ERROR, repairable: bool = True, note: str = ""
+) -> Finding:
+    """A Finding from a format-core CorruptionError; ``note`` ends its message (what Kafka does
+    with it, where the error alone does not say)."""
     msg = exc.message
     if exc.field:
         msg = f"{exc.field}: {msg}"
     if exc.stored is not None or exc.computed is not None:
         msg += f" (stored {exc.stored}, computed {exc.computed})"
+    msg += note
     return Finding(severity, exc.kind, exc.file or file, exc.position, exc.offset, msg, repairable)
 
 
-class Patch(FrozenValue):
+class Patch(NamedTuple):
     """An in-place fix of bytes the CRC does not cover, proven by the CRC over all the others."""
 
     file: str
@@ -95,12 +79,3 @@ class Patch(FrozenValue):
     old: bytes
     new: bytes
     reason: str
-
-    __slots__ = ("file", "position", "old", "new", "reason")
-
-    def __init__(self, file: str, position: int, old: bytes, new: bytes, reason: str) -> None:
-        init(self, "file", file)
-        init(self, "position", position)
-        init(self, "old", old)
-        init(self, "new", new)
-        init(self, "reason", reason)

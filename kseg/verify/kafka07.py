@@ -12,7 +12,6 @@ offsets: ``name + size == next name`` must hold, or a 0.7 broker refuses to star
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kseg.format import kafka07 as k7
@@ -30,33 +29,46 @@ from kseg.verify.findings import Finding, from_error
 SEGMENT_GAP = "segment_not_contiguous"
 
 
-@dataclass(slots=True)
 class Scan07:
-    log: Path
-    base_offset: int
-    size: int
-    valid_bytes: int = 0
-    entries: int = 0
-    messages: int = 0  # inner messages checked (deep)
-    first_error: CorruptionError | None = None
-    findings: list[Finding] = field(default_factory=list)
+    """One 0.7 segment's scan, filled in as the walk goes (an accumulator, not a value)."""
 
-    @property
-    def corrupt(self) -> bool:
-        return self.first_error is not None
+    __slots__ = ("log", "base_offset", "size", "valid_bytes", "entries", "messages")
+    __slots__ += ("first_error", "findings")
 
     # what run.py's segment events read (0.7 has no patches and no index files)
     patches: tuple = ()
     offset_index: None = None
     time_index: None = None
 
+    def __init__(self, log: Path, base_offset: int, size: int) -> None:
+        self.log = log
+        self.base_offset = base_offset
+        self.size = size
+        self.valid_bytes = 0
+        self.entries = 0
+        self.messages = 0  # inner messages checked (deep)
+        self.first_error: CorruptionError | None = None
+        self.findings: list[Finding] = []
 
-@dataclass(slots=True)
+    @property
+    def corrupt(self) -> bool:
+        return self.first_error is not None
+
+
 class Report07:
-    target: Target
-    scans: list[Scan07] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)  # partition-level: contiguity
-    clean_shutdown: bool = False
+    """One 0.7 partition's scans, filled in as they run (an accumulator, not a value)."""
+
+    __slots__ = ("target", "scans", "findings", "clean_shutdown")
+
+    # what the log.dirs checkpoint check reads: 0.7 has no checkpoint files to compare
+    kafka_log_end = None
+    below_log_start = False
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.scans: list[Scan07] = []
+        self.findings: list[Finding] = []  # partition-level: contiguity
+        self.clean_shutdown = False
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -65,10 +77,6 @@ class Report07:
     @property
     def first_corrupt(self) -> int | None:
         return next((i for i, s in enumerate(self.scans) if s.corrupt), None)
-
-    # what the log.dirs checkpoint check reads: 0.7 has no checkpoint files to compare
-    kafka_log_end = None
-    below_log_start = False
 
 
 def verify_target07(
@@ -109,26 +117,26 @@ def _scan(seg: Segment07, is_last: bool, deep: bool, max_decompressed: int, clea
                                 k7.inner_messages(e, max_decompressed=max_decompressed)
                             )
                         except CorruptionError as exc:
-                            f = from_error(exc, name, repairable=False)
-                            f.message += (
-                                " (inside a compressed wrapper whose CRC matches: 0.7's recovery"
-                                " keeps it and consumers fail on it)"
+                            f = from_error(
+                                exc,
+                                name,
+                                repairable=False,
+                                note=" (inside a compressed wrapper whose CRC matches: 0.7's"
+                                " recovery keeps it and consumers fail on it)",
                             )
                             scan.findings.append(f)
             except CorruptionError as exc:
                 scan.first_error = exc
-                f = from_error(exc, name)
                 if is_last:
-                    f.message += "; 0.7's recovery truncates the last segment here" + (
+                    note = "; 0.7's recovery truncates the last segment here" + (
                         " after an unclean shutdown (.kafka_cleanshutdown is present now, so"
                         " only after a later crash)"
                         if clean
                         else " on its next start (no .kafka_cleanshutdown)"
                     )
                 else:
-                    f.message += (
-                        "; 0.7 checks only the last segment, so it would serve this to consumers"
-                    )
+                    note = "; 0.7 checks only the last segment, so it would serve this to consumers"
+                f = from_error(exc, name, note=note)
                 scan.findings.insert(0, f)
     except OSError as exc:
         scan.first_error = CorruptionError(exc.strerror or str(exc), kind=K.UNREADABLE)

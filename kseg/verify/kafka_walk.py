@@ -17,52 +17,41 @@ the plain header walk of the core is good enough here.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import IndexBuilder, RefusedEntry
-from kseg.format.value_class import Value
 
 INT32_MAX = 0x7FFFFFFF
 
 
-class KafkaWalk(Value):
+class KafkaWalk(NamedTuple):
     stop: int | None  # byte where Kafka's walk meets an invalid batch (None: the end)
     next_offset: int  # LogSegment.readNextOffset after the walk (if nothing is refused)
-    refused: RefusedEntry | None  # the index append Kafka refuses: the segment is emptied
-    overflow: int | None  # byte of the batch Kafka's ensureOffsetInRange refuses (a split)
-    overflow_offset: int | None
-
-    __slots__ = ("stop", "next_offset", "refused", "overflow", "overflow_offset")
-
-    def __init__(self, next_offset: int) -> None:
-        self.stop = None
-        self.next_offset = next_offset
-        self.refused = None
-        self.overflow = None
-        self.overflow_offset = None
+    refused: RefusedEntry | None = None  # the index append Kafka refuses: the segment is emptied
+    overflow: int | None = None  # byte of the batch Kafka's ensureOffsetInRange refuses (a split)
+    overflow_offset: int | None = None
 
 
 def kafka_walk(seg, buf, index_interval_bytes: int) -> KafkaWalk:
     """What LogSegment.recover does with ``seg`` (mapped as ``buf``)."""
     base = seg.base_offset
-    out = KafkaWalk(base)
+    stop, next_offset = None, base
     builder = IndexBuilder(base, index_interval_bytes)
     try:
         for pos, size, _m, _f, last, max_ts, _c, _a, _p, ok, _e in seg.walk_headers(buf):
             if not ok:  # ensureValid: the CRC (a v2 batch whose magic says 0/1 fails CRC-32)
-                out.stop = pos
+                stop = pos
                 break
             # a count or last_offset_delta that contradicts the offsets is no reason to stop:
             # ensureValid checks sizes and the CRC only (seen on 4.1.0: such a batch is kept)
             if not 0 <= last - base <= INT32_MAX:  # LogSegment.ensureOffsetInRange
-                out.overflow, out.overflow_offset = pos, last
-                return out
+                return KafkaWalk(stop, next_offset, overflow=pos, overflow_offset=last)
             builder.add(last, max_ts, size)
             if builder.invalid is not None:
-                out.refused = builder.invalid
-                return out
-            out.next_offset = last + 1
+                return KafkaWalk(stop, next_offset, builder.invalid)
+            next_offset = last + 1
     except CorruptionError as exc:
-        out.stop = exc.position
+        stop = exc.position
     builder.finish()  # the final time-index entry: refused too when its offset went backwards
-    out.refused = builder.invalid
-    return out
+    return KafkaWalk(stop, next_offset, builder.invalid)

@@ -11,7 +11,6 @@ from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.format.magic import MIN_ENTRY_SIZE
 from kseg.format.txn_state import TxnTracker
-from kseg.format.value_class import Value
 from kseg.storage import files as F
 from kseg.storage.mapped import read_file
 from kseg.storage.partition import Partition
@@ -24,7 +23,7 @@ from kseg.verify.partition_files import partition_files
 from kseg.verify.segment import EpochRanges, SegmentScan, scan_segment
 
 
-class PartitionReport(Value):
+class PartitionReport:  # filled in as the scan goes: an accumulator, not a value
     target: Target
     scans: list[SegmentScan]
     findings: list[Finding]  # partition-level ones

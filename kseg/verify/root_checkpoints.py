@@ -38,11 +38,14 @@ def verify_root_checkpoints(
         except CorruptionError as exc:
             # read through CheckpointFileWithFailureHandler: its IOException marks the log dir
             # offline (LogDirFailureChannel), even where LogManager then resets the values
-            finding = from_error(exc.in_file(path), str(path), severity=K.ERROR, repairable=False)
-            finding.message += (
-                " (Kafka's checkpoint reader fails on it and takes the log dir offline: a broker"
-                " with no other log dir shuts down at start, 'Shutdown broker because all log"
-                " dirs ... have failed', seen on 4.1.0)"
+            finding = from_error(
+                exc.in_file(path),
+                str(path),
+                severity=K.ERROR,
+                repairable=False,
+                note=" (Kafka's checkpoint reader fails on it and takes the log dir offline: a"
+                " broker with no other log dir shuts down at start, 'Shutdown broker because all"
+                " log dirs ... have failed', seen on 4.1.0)",
             )
             out.append((finding, whole))
             continue

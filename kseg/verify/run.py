@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kseg.exitcodes import Exit
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
-from kseg.format.value_class import FrozenValue, init
 from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
@@ -26,54 +25,17 @@ if TYPE_CHECKING:
 _COUNTED = (K.ERROR, K.WARNING)
 
 
-class VerifyOptions(FrozenValue):
-    deep: bool
-    repair: bool
-    dry_run: bool
-    keep_later_segments: bool
-    quarantine: Path | None
-    force: bool
-    index_interval_bytes: int
-    kafka_version: KafkaVersion
-    topic: str | None
-    partition: int | None
-
-    __slots__ = (
-        "deep",
-        "repair",
-        "dry_run",
-        "keep_later_segments",
-        "quarantine",
-        "force",
-        "index_interval_bytes",
-        "kafka_version",
-        "topic",
-        "partition",
-    )
-
-    def __init__(
-        self,
-        deep: bool = False,
-        repair: bool = False,
-        dry_run: bool = False,
-        keep_later_segments: bool = False,
-        quarantine: Path | None = None,
-        force: bool = False,
-        index_interval_bytes: int = 4096,
-        kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
-        topic: str | None = None,
-        partition: int | None = None,
-    ) -> None:
-        init(self, "deep", deep)
-        init(self, "repair", repair)
-        init(self, "dry_run", dry_run)
-        init(self, "keep_later_segments", keep_later_segments)
-        init(self, "quarantine", quarantine)
-        init(self, "force", force)
-        init(self, "index_interval_bytes", index_interval_bytes)
-        init(self, "kafka_version", kafka_version)
-        init(self, "topic", topic)
-        init(self, "partition", partition)
+class VerifyOptions(NamedTuple):
+    deep: bool = False
+    repair: bool = False
+    dry_run: bool = False
+    keep_later_segments: bool = False
+    quarantine: Path | None = None
+    force: bool = False
+    index_interval_bytes: int = 4096
+    kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION
+    topic: str | None = None
+    partition: int | None = None
 
 
 class VerifyRun:

@@ -18,7 +18,6 @@ from kseg.format.magic import format_of
 from kseg.format.timestamps import in_date_range, with_iso
 from kseg.format.txn_index import AbortedTxn
 from kseg.format.txn_state import TxnTracker
-from kseg.format.value_class import Value
 from kseg.index.check import (
     IndexStatus,
 )
@@ -52,7 +51,7 @@ class EntryHeader(NamedTuple):
     partition_leader_epoch: int
 
 
-class SegmentScan(Value):
+class SegmentScan:  # filled in as the scan goes: an accumulator, not a value
     log: Path
     base_offset: int
     size: int
@@ -616,8 +615,7 @@ def _wrapper_check(h, buf, name: str, scan: SegmentScan) -> None:
     try:
         LegacyEntry(buf, h.position, name).check_wrapper()
     except CorruptionError as exc:
-        f = from_error(exc.in_file(name), name, repairable=False)
-        f.message += KEPT_WRAPPER
+        f = from_error(exc.in_file(name), name, repairable=False, note=KEPT_WRAPPER)
         scan.findings.append(f)
 
 
@@ -688,9 +686,7 @@ def _deep_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
                 )
             )
     except CorruptionError as exc:
-        f = from_error(exc, name, repairable=False)
-        if h.magic < V2_MAGIC:
-            f.message += KEPT_WRAPPER
+        f = from_error(exc, name, repairable=False, note=KEPT_WRAPPER if h.magic < V2_MAGIC else "")
         scan.findings.append(f)
     return None
 
@@ -712,13 +708,13 @@ def _control_check(h, buf, name: str, scan: SegmentScan) -> Finding | None:
         ctl = v2.RecordBatch(buf, h.position, name).control_record(end_txn=True)
     except CorruptionError as exc:
         exc.kind = INVALID_CONTROL
-        f = from_error(exc, name)
-        f.message += (
-            "; Kafka cannot read this control record: its recovery keeps the batch, then fails to"
-            " start the broker on every start (Error starting LogManager) until the log is cut at"
-            f" the start of this batch (byte {h.position}), where kseg's repair truncates"
+        return from_error(
+            exc,
+            name,
+            note="; Kafka cannot read this control record: its recovery keeps the batch, then fails"
+            " to start the broker on every start (Error starting LogManager) until the log is cut"
+            f" at the start of this batch (byte {h.position}), where kseg's repair truncates",
         )
-        return f
     if ctl is not None and ctl.unusual:
         scan.findings.append(
             Finding(

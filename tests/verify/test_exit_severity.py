@@ -61,7 +61,7 @@ def test_a_txnindex_entry_outside_its_segment_is_an_error(tree, tmp_path, monkey
     pdir = copy_partition(tree / "txn-0", tmp_path)
     path = next(p for p in sorted(pdir.glob("*.txnindex")) if p.stat().st_size)
     entries = list(read_entries(path.read_bytes()))
-    entries[0] = entries[0].replaced(last_offset=int(path.name[:20]) - 1)
+    entries[0] = entries[0]._replace(last_offset=int(path.name[:20]) - 1)
     path.write_bytes(encode_entries(entries))
     code, found = verify(monkeypatch, capsysbinary, pdir)
     (bad,) = [f for f in found if f["kind"] == "index_mismatch"]

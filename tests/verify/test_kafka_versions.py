@@ -85,7 +85,7 @@ def test_a_txnindex_no_release_writes_is_wrong(tmp_path):
     pdir = write_txns(tmp_path / "old-0", V22)
     path = pdir / "00000000000000000000.txnindex"
     bad = entries(pdir)
-    bad[1] = bad[1].replaced(first_offset=0)  # the empty abort's entry, moved
+    bad[1] = bad[1]._replace(first_offset=0)  # the empty abort's entry, moved
     path.write_bytes(encode_entries(bad))
     for version in (DEFAULT, V22):
         ev = txn_check(pdir, version)

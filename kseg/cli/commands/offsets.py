@@ -1,4 +1,4 @@
-"""`kseg offsets`: what a consumer group had committed (kseg.offsets.group_offsets, imported
+"""`kseg offsets`: what a consumer group had committed (kseg.offsets.run, imported
 only when the command runs)."""
 
 from kseg.cli import options as o
@@ -38,7 +38,7 @@ def offsets(
       kseg offsets /var/lib/kafka/data --group billing --at -2h -f reset-csv > reset.csv
       kseg offsets /var/lib/kafka/data --list
     """
-    from kseg.offsets.group_offsets import offsets_run
+    from kseg.offsets.run import offsets_run
     from kseg.render import finish
 
     csv = fmt is o.SeekFormat.reset_csv
