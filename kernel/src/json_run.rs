@@ -9,7 +9,7 @@
 
 use crate::layout::{
     Header, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
-    ATTR_TRANSACTIONAL, CODEC_NAMES, HEADER_SIZE, NO_SEQUENCE,
+    ATTR_TRANSACTIONAL, CODEC_NAMES, HEADER_SIZE, MAGIC, NO_SEQUENCE,
 };
 use crate::records::{self, BatchInfo, Mode, Selection};
 use crate::walk;
@@ -53,12 +53,12 @@ fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &Bat
     records::int(out, h.last_offset());
     out.extend_from_slice(b",\"count\":");
     records::int(out, h.records_count as i128);
-    out.extend_from_slice(b",\"magic\":");
-    records::int(out, h.magic as i128);
-    out.extend_from_slice(b",\"compression\":\"");
+    // the magic as text: v2_batch let only MAGIC through (one int less per batch line: with
+    // it, `int` stopped being inlined here and a run of small batches cost ~4% more)
+    const _: () = assert!(MAGIC == 2);
+    out.extend_from_slice(b",\"magic\":2,\"compression\":\"");
     out.extend_from_slice(CODEC_NAMES[h.compression_id()].as_bytes());
-    out.push(b'"');
-    out.extend_from_slice(b",\"crc\":");
+    out.extend_from_slice(b"\",\"crc\":");
     records::int(out, h.crc as i128);
     out.extend_from_slice(b",\"crc_valid\":true,\"size\":");
     records::int(out, size as i128);

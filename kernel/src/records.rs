@@ -214,7 +214,9 @@ fn field(out: &mut Vec<u8>, data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
     }
 }
 
-#[inline]
+/// An integer as JSON text. Always inlined: out of line, a batch line's 14 calls cost ~5% of
+/// a JSON run of small batches.
+#[inline(always)]
 pub fn int(out: &mut Vec<u8>, v: i128) {
     let mut b = itoa::Buffer::new();
     match i64::try_from(v) {

@@ -109,7 +109,7 @@ pub fn walk(
         rows.extend_from_slice(&[
             pos as i64,
             size as i64,
-            h.magic as i64,
+            MAGIC as i64, // v2_batch let only MAGIC through
             h.base_offset,
             last,
             h.max_timestamp,
