@@ -107,12 +107,12 @@ def spark_decode(task, choice: str, **options) -> int:
 
 def records_alone(path: Path, **options) -> int:
     """The kernel's Records over an mmap of the segment, RecordBatches assembled as
-    kseg.kernel.spark_records does: the decoder without the file layer (kseg.storage.mapped's
+    kseg.spark.kernel_arrow.spark_records does: the decoder without the file layer (kseg.storage.mapped's
     reads) and without record_batches around it."""
-    from kseg import kernel
+    from kseg.spark import kernel_arrow
     from kseg.spark.arrow import ROWS_PER_BATCH, records_schema
 
-    decode = kernel.spark_records(
+    decode = kernel_arrow.spark_records(
         records_schema(options.get("include_headers", False), options.get("segment_columns", False)),
         topic="bench", partition=0, path=str(path), include_control=False, from_time=None,
         to_time=None, from_offset=None, to_offset=None, rows=ROWS_PER_BATCH,
@@ -181,9 +181,9 @@ def core_walk(mm) -> int:
 
 
 def kernel_walk(mm) -> int:
-    from kseg import kernel
+    from kseg.storage import kernel_walk
 
-    return sum(len(b) for b in kernel.walk_blocks(mm)) // kernel.ROW.size
+    return sum(len(b) for b in kernel_walk.walk_blocks(mm)) // kernel_walk.ROW.size
 
 
 def json_batches(mm, limit: int) -> tuple[list[int], int]:
@@ -213,12 +213,12 @@ def core_json(mm, positions, name: str) -> int:
 def kernel_json(mm, positions, name: str) -> int:
     import orjson
 
-    from kseg import kernel
+    from kseg.dump import kernel_json
 
     fj = orjson.dumps(name)
     n = 0
     for pos in positions:
-        n += len(kernel.batch_json(mm, pos, fj, "base64"))
+        n += len(kernel_json.batch_json(mm, pos, fj, "base64"))
     return n
 
 

@@ -7,6 +7,10 @@
 //! At anything else the run stops before that entry and says where; the Python core then takes
 //! it with its own rules and messages. Nothing here decides what is an error.
 
+use crate::layout::{
+    Header, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL, CODEC_NAMES, HEADER_SIZE, MAGIC, NO_SEQUENCE,
+};
 use crate::records::{self, BatchInfo, Mode, Selection};
 use crate::walk;
 
@@ -15,20 +19,6 @@ pub const RUN_END: u8 = 0; // reached `end`
 pub const RUN_FULL: u8 = 1; // the part holds about `max_out` bytes: call again from `stop`
 pub const RUN_OTHER: u8 = 2; // the core takes the entry at `stop`
 pub const RUN_LIMIT: u8 = 3; // `max_records` shown: the dump of this file is over
-
-const ATTR_COMPRESSION: i16 = 0x07;
-const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
-const ATTR_TRANSACTIONAL: i16 = 0x10;
-const ATTR_CONTROL: i16 = 0x20;
-const ATTR_DELETE_HORIZON: i16 = 0x40;
-/// kseg.format.compression.CODEC_NAMES, as JSON strings (other ids: the core's line)
-const CODEC_NAMES: [&[u8]; 5] = [
-    b"\"none\"",
-    b"\"gzip\"",
-    b"\"snappy\"",
-    b"\"lz4\"",
-    b"\"zstd\"",
-];
 
 /// The JSON text around a file's batch lines: `"file":` + `head`, and `tail` (the partition
 /// tags, each `,"key":value`) before the closing brace.
@@ -49,66 +39,60 @@ pub struct Run {
 
 /// The batch line of kseg.dump.dump.batch_event for a valid v2 batch (`crc_valid` true, a
 /// known codec), then the partition tags, as orjson writes it.
-fn batch_line(out: &mut Vec<u8>, d: &[u8], pos: usize, size: usize, text: &BatchText<'_>) {
-    let attributes = walk::be_i16(d, pos + 21);
-    let base = walk::be_i64(d, pos);
-    let delta = walk::be_i32(d, pos + 23) as i128;
-    let base_timestamp = walk::be_i64(d, pos + 27);
-    let base_sequence = walk::be_i32(d, pos + 53);
+fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &BatchText<'_>) {
     let flag = |out: &mut Vec<u8>, bit: i16| {
-        out.extend_from_slice(if attributes & bit != 0 {
-            b"true"
-        } else {
-            b"false"
-        })
+        out.extend_from_slice(if h.has(bit) { b"true" } else { b"false" })
     };
     out.extend_from_slice(b"{\"type\":\"batch\",\"file\":");
     out.extend_from_slice(text.head);
     out.extend_from_slice(b",\"position\":");
     records::int(out, pos as i128);
     out.extend_from_slice(b",\"base_offset\":");
-    records::int(out, base as i128);
+    records::int(out, h.base_offset as i128);
     out.extend_from_slice(b",\"last_offset\":");
-    records::int(out, base as i128 + delta);
+    records::int(out, h.last_offset());
     out.extend_from_slice(b",\"count\":");
-    records::int(out, walk::be_i32(d, pos + 57) as i128);
-    out.extend_from_slice(b",\"magic\":2,\"compression\":");
-    out.extend_from_slice(CODEC_NAMES[(attributes & ATTR_COMPRESSION) as usize]);
-    out.extend_from_slice(b",\"crc\":");
-    records::int(out, walk::be_u32(d, pos + walk::CRC_POS) as i128);
+    records::int(out, h.records_count as i128);
+    // the magic as text: v2_batch let only MAGIC through (one int less per batch line: with
+    // it, `int` stopped being inlined here and a run of small batches cost ~4% more)
+    const _: () = assert!(MAGIC == 2);
+    out.extend_from_slice(b",\"magic\":2,\"compression\":\"");
+    out.extend_from_slice(CODEC_NAMES[h.compression_id()].as_bytes());
+    out.extend_from_slice(b"\",\"crc\":");
+    records::int(out, h.crc as i128);
     out.extend_from_slice(b",\"crc_valid\":true,\"size\":");
     records::int(out, size as i128);
-    out.extend_from_slice(if attributes & ATTR_TIMESTAMP_TYPE != 0 {
+    out.extend_from_slice(if h.has(ATTR_TIMESTAMP_TYPE) {
         b",\"timestamp_type\":\"LogAppendTime\",\"base_timestamp\":"
     } else {
         b",\"timestamp_type\":\"CreateTime\",\"base_timestamp\":"
     });
-    records::int(out, base_timestamp as i128);
+    records::int(out, h.base_timestamp as i128);
     out.extend_from_slice(b",\"max_timestamp\":");
-    records::int(out, walk::be_i64(d, pos + 35) as i128);
+    records::int(out, h.max_timestamp as i128);
     out.extend_from_slice(b",\"producer_id\":");
-    records::int(out, walk::be_i64(d, pos + 43) as i128);
+    records::int(out, h.producer_id as i128);
     out.extend_from_slice(b",\"producer_epoch\":");
-    records::int(out, walk::be_i16(d, pos + 51) as i128);
+    records::int(out, h.producer_epoch as i128);
     out.extend_from_slice(b",\"base_sequence\":");
-    records::int(out, base_sequence as i128);
+    records::int(out, h.base_sequence as i128);
     out.extend_from_slice(b",\"last_sequence\":");
     // kseg.format.batch.RecordBatch.last_sequence: only -1 means "no sequence"
-    let last_sequence = if base_sequence == -1 {
-        -1
+    let last_sequence = if h.base_sequence == NO_SEQUENCE {
+        NO_SEQUENCE as i128
     } else {
-        records::add_sequence(base_sequence as i128, delta)
+        records::add_sequence(h.base_sequence as i128, h.last_offset_delta as i128)
     };
     records::int(out, last_sequence);
     out.extend_from_slice(b",\"partition_leader_epoch\":");
-    records::int(out, walk::be_i32(d, pos + 12) as i128);
+    records::int(out, h.partition_leader_epoch as i128);
     out.extend_from_slice(b",\"is_transactional\":");
     flag(out, ATTR_TRANSACTIONAL);
     out.extend_from_slice(b",\"is_control\":");
     flag(out, ATTR_CONTROL);
     out.extend_from_slice(b",\"delete_horizon_ms\":");
-    if attributes & ATTR_DELETE_HORIZON != 0 {
-        records::int(out, base_timestamp as i128);
+    if h.has(ATTR_DELETE_HORIZON) {
+        records::int(out, h.base_timestamp as i128);
     } else {
         out.extend_from_slice(b"null");
     }
@@ -164,35 +148,29 @@ pub fn run(
             stop(&mut r, pos, RUN_FULL);
             return r;
         }
-        let size = match walk::v2_size(d, pos, end) {
-            Some(s) => s,
+        let (h, size) = match walk::v2_batch(d, pos, end) {
+            Some(b) => b,
             None => {
                 stop(&mut r, pos, RUN_OTHER);
                 return r;
             }
         };
-        let attributes = walk::be_i16(d, pos + 21);
         let taken = if batches_only {
-            ((attributes & ATTR_COMPRESSION) as usize) < CODEC_NAMES.len()
+            h.compression_id() < CODEC_NAMES.len()
         } else {
-            attributes & (ATTR_COMPRESSION | ATTR_CONTROL) == 0
+            !h.has(ATTR_COMPRESSION | ATTR_CONTROL)
         };
-        if !taken
-            || crc32c::crc32c(&d[pos + walk::CRC_COVERAGE_START..pos + size])
-                != walk::be_u32(d, pos + walk::CRC_POS)
-        {
+        if !taken || !walk::crc_ok(d, pos, size, &h) {
             stop(&mut r, pos, RUN_OTHER);
             return r;
         }
-        let base = walk::be_i64(d, pos);
-        let last = base as i128 + walk::be_i32(d, pos + 23) as i128;
-        let max_timestamp = walk::be_i64(d, pos + 35);
+        let (base, last) = (h.base_offset, h.last_offset());
         if sel.to_offset.is_some_and(|t| base > t) {
             stop(&mut r, pos, RUN_OTHER);
             return r;
         }
         if sel.from_offset.is_some_and(|f| last < f as i128)
-            || sel.from_time.is_some_and(|f| max_timestamp < f)
+            || sel.from_time.is_some_and(|f| h.max_timestamp < f)
         {
             pos += size;
             continue;
@@ -202,7 +180,7 @@ pub fn run(
                 stop(&mut r, pos, RUN_LIMIT); // --limit 0: not even one batch
                 return r;
             }
-            batch_line(out, d, pos, size, text);
+            batch_line(out, &h, pos, size, text);
             r.emitted += 1;
             r.lo = Some(r.lo.map_or(base as i128, |v| v.min(base as i128)));
             r.hi = Some(r.hi.map_or(last, |v| v.max(last)));
@@ -213,23 +191,13 @@ pub fn run(
             }
             continue;
         }
-        let info = BatchInfo {
-            count: walk::be_i32(d, pos + 57) as i64,
-            base_offset: base,
-            base_timestamp: walk::be_i64(d, pos + 27),
-            log_append_time: if attributes & ATTR_TIMESTAMP_TYPE != 0 {
-                Some(max_timestamp)
-            } else {
-                None
-            },
-            base_sequence: walk::be_i32(d, pos + 53) as i64,
-        };
+        let info = BatchInfo::of(&h);
         let mark = out.len();
-        batch_line(out, d, pos, size, text);
+        batch_line(out, &h, pos, size, text);
         let left = max_records.map(|m| m - r.emitted);
         let part = records::render_part(
             d,
-            pos + walk::HEADER_SIZE,
+            pos + HEADER_SIZE,
             pos + size,
             &info,
             0,

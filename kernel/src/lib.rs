@@ -5,6 +5,7 @@
 
 pub mod arrow;
 pub mod json_run;
+pub mod layout;
 pub mod records;
 pub mod walk;
 
@@ -84,7 +85,7 @@ fn py_walk<'py>(
     let data = b.slice();
     let (start, end) = (clamp(start, data.len()), clamp(end, data.len()));
     // rows are bounded by the bytes present: a batch is at least 61 bytes
-    let cap = ((end.saturating_sub(start)) / walk::HEADER_SIZE + 1).min(max_batches) * walk::ROW;
+    let cap = ((end.saturating_sub(start)) / layout::HEADER_SIZE + 1).min(max_batches) * walk::ROW;
     let (rows, stop, reason) = maybe_detach(py, b.read_only(), || {
         let mut rows: Vec<i64> = Vec::with_capacity(cap);
         let (stop, reason) = walk::walk(data, start, end, max_batches, &mut rows);
@@ -212,26 +213,15 @@ fn py_batch_json<'py>(
     }
     let pos = position as usize;
     let out = maybe_detach(py, b.read_only(), || {
-        let size = walk::v2_size(data, pos, data.len())?;
-        let attributes = walk::be_i16(data, pos + 21);
-        if attributes & 0x07 != 0 {
+        let (h, size) = walk::v2_batch(data, pos, data.len())?;
+        if h.has(layout::ATTR_COMPRESSION) {
             return None;
         }
-        let info = BatchInfo {
-            count: walk::be_i32(data, pos + 57) as i64,
-            base_offset: walk::be_i64(data, pos),
-            base_timestamp: walk::be_i64(data, pos + 27),
-            log_append_time: if attributes & 0x08 != 0 {
-                Some(walk::be_i64(data, pos + 35))
-            } else {
-                None
-            },
-            base_sequence: walk::be_i32(data, pos + 53) as i64,
-        };
+        let info = BatchInfo::of(&h);
         let mut out = Vec::with_capacity(size * 2);
         records::records_json(
             data,
-            pos + walk::HEADER_SIZE,
+            pos + layout::HEADER_SIZE,
             pos + size,
             &info,
             file_json,

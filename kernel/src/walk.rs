@@ -5,12 +5,11 @@
 //! stops and reports the byte position; the Python core then handles that entry with its own
 //! rules and messages. Nothing here decides what is an error.
 
-pub const LOG_OVERHEAD: usize = 12;
-pub const HEADER_SIZE: usize = 61;
-pub const MIN_BATCH_LENGTH: i32 = 49;
-pub const MAGIC_POS: usize = 16;
-pub const CRC_POS: usize = 17;
-pub const CRC_COVERAGE_START: usize = 21;
+use crate::layout::{
+    Header, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, CRC_COVERAGE_START, HEADER_SIZE,
+    LOG_OVERHEAD, MAGIC, MAGIC_POS, MIN_BATCH_LENGTH,
+};
+
 /// Values per batch row: position, size, magic, base_offset, last_offset, max_timestamp,
 /// records_count, attributes, producer_id, crc_ok, partition_leader_epoch (the tuple of
 /// kseg.format.log.walk_headers).
@@ -21,45 +20,63 @@ pub const STOP_END: u8 = 0; // reached `end`
 pub const STOP_LIMIT: u8 = 1; // returned `max_batches` rows: call again from `stop`
 pub const STOP_OTHER: u8 = 2; // the entry at `stop` is not a plain valid v2 batch
 
+/// The header and size of the v2 batch at `pos` if it fits in `buf[..end]` with a sane
+/// length, else None: the one place the kernel reads a batch header.
 #[inline]
-pub fn be_i64(b: &[u8], p: usize) -> i64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[p..p + 8]);
-    i64::from_be_bytes(a)
-}
-
-#[inline]
-pub fn be_i32(b: &[u8], p: usize) -> i32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[p..p + 4]);
-    i32::from_be_bytes(a)
-}
-
-#[inline]
-pub fn be_u32(b: &[u8], p: usize) -> u32 {
-    be_i32(b, p) as u32
-}
-
-#[inline]
-pub fn be_i16(b: &[u8], p: usize) -> i16 {
-    i16::from_be_bytes([b[p], b[p + 1]])
-}
-
-/// The size of the v2 batch at `pos` if it fits in `buf[..end]` with a sane length, else None.
-#[inline]
-pub fn v2_size(buf: &[u8], pos: usize, end: usize) -> Option<usize> {
-    if end < pos || end - pos < HEADER_SIZE || buf[pos + MAGIC_POS] != 2 {
+pub fn v2_batch(buf: &[u8], pos: usize, end: usize) -> Option<(Header, usize)> {
+    if end < pos || end - pos < HEADER_SIZE || buf[pos + MAGIC_POS] as i8 != MAGIC {
         return None;
     }
-    let length = be_i32(buf, pos + 8);
-    if length < MIN_BATCH_LENGTH {
+    let h = Header::read(buf, pos);
+    if h.batch_length < MIN_BATCH_LENGTH {
         return None;
     }
-    let size = length as usize + LOG_OVERHEAD;
+    let size = h.batch_length as usize + LOG_OVERHEAD;
     if size > end - pos {
         return None;
     }
-    Some(size)
+    Some((h, size))
+}
+
+/// Whether the CRC-32C of the batch at `buf[pos..pos + size]` matches its header's.
+#[inline]
+pub fn crc_ok(buf: &[u8], pos: usize, size: usize, h: &Header) -> bool {
+    crc32c::crc32c(&buf[pos + CRC_COVERAGE_START..pos + size]) == h.crc
+}
+
+/// What the kernel derives from a header, as kseg.format.batch.RecordBatch derives it.
+impl Header {
+    #[inline]
+    pub fn has(&self, bit: i16) -> bool {
+        self.attributes & bit != 0
+    }
+
+    /// The codec id (kseg.format.compression), whether or not it is known.
+    #[inline]
+    pub fn compression_id(&self) -> usize {
+        (self.attributes & ATTR_COMPRESSION) as usize
+    }
+
+    /// base_offset + last_offset_delta, unbounded as in the core.
+    #[inline]
+    pub fn last_offset(&self) -> i128 {
+        self.base_offset as i128 + self.last_offset_delta as i128
+    }
+
+    /// The timestamp of every record (max_timestamp) when the broker set it, else None.
+    #[inline]
+    pub fn log_append_time(&self) -> Option<i64> {
+        if self.has(ATTR_TIMESTAMP_TYPE) {
+            Some(self.max_timestamp)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    pub fn is_control(&self) -> bool {
+        self.has(ATTR_CONTROL)
+    }
 }
 
 /// Walk `buf[start..end]`, appending one row of ROW values per valid v2 batch to `rows`.
@@ -78,31 +95,29 @@ pub fn walk(
         if n >= max_batches {
             return (pos, STOP_LIMIT);
         }
-        let size = match v2_size(buf, pos, end) {
-            Some(s) => s,
+        let (h, size) = match v2_batch(buf, pos, end) {
+            Some(b) => b,
             None => return (pos, STOP_OTHER),
         };
-        let crc = be_u32(buf, pos + CRC_POS);
-        if crc32c::crc32c(&buf[pos + CRC_COVERAGE_START..pos + size]) != crc {
+        if !crc_ok(buf, pos, size, &h) {
             return (pos, STOP_OTHER);
         }
-        let base = be_i64(buf, pos);
-        let last = match base.checked_add(be_i32(buf, pos + 23) as i64) {
+        let last = match h.base_offset.checked_add(h.last_offset_delta as i64) {
             Some(v) => v,
             None => return (pos, STOP_OTHER),
         };
         rows.extend_from_slice(&[
             pos as i64,
             size as i64,
-            2,
-            base,
+            MAGIC as i64, // v2_batch let only MAGIC through
+            h.base_offset,
             last,
-            be_i64(buf, pos + 35),        // max_timestamp
-            be_i32(buf, pos + 57) as i64, // records_count
-            be_i16(buf, pos + 21) as i64, // attributes
-            be_i64(buf, pos + 43),        // producer_id
-            1,
-            be_i32(buf, pos + 12) as i64, // partition_leader_epoch
+            h.max_timestamp,
+            h.records_count as i64,
+            h.attributes as i64,
+            h.producer_id,
+            1, // crc_ok
+            h.partition_leader_epoch as i64,
         ]);
         n += 1;
         pos += size;
@@ -194,7 +209,6 @@ pub struct PlainRun {
     pub stop_at_producer: bool,
 }
 
-pub const ATTR_CONTROL: i64 = 0x20;
 const INT32_MAX: i128 = 0x7FFF_FFFF;
 
 /// The number of leading walk rows (`raw`: native int64, ROW per row) that are plain: a v2
@@ -217,11 +231,11 @@ pub fn plain_run(raw: &[u8], p: &PlainRun) -> (usize, i64, i64) {
         let (magic, first, last, ts, count, attrs, pid, ok, ple) =
             (v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9), v(10));
         if ok != 1
-            || magic != 2
+            || magic != MAGIC as i64
             || first >= p.epoch_next
             || first <= prev_last
             || (last as i128) - (p.base_offset as i128) > INT32_MAX
-            || attrs & ATTR_CONTROL != 0
+            || attrs & (ATTR_CONTROL as i64) != 0
             || count < 0
             || (count as i128) > (last as i128) - (first as i128) + 1
             || p.want_epoch.is_some_and(|e| e != ple)

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from kseg import kernel
+from kseg.dump import kernel_json
 from kseg.dump import payload as P
 from kseg.exitcodes import BadOption
 from kseg.format import checkpoint as cp
@@ -28,7 +29,7 @@ from kseg.format.magic import CURRENT_MAGIC as V2_MAGIC
 from kseg.format.magic import format_of
 from kseg.format.value_class import FrozenValue, init
 from kseg.storage import files as F
-from kseg.storage import tree
+from kseg.storage import kernel_walk, tree
 from kseg.storage.mapped import mapped, read_file
 from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 
@@ -620,7 +621,7 @@ def _dump_log(
         # and the compiled kernel's, for the batches it can render (not with a record filter:
         # the core's loop filters each record, kseg.dump.search)
         if make_event is not None and opts.record_filter is None:
-            lines = kernel.json_records(
+            lines = kernel_json.json_records(
                 _file_json(name, tags),
                 opts.payload,
                 opts.from_offset,
@@ -637,7 +638,7 @@ def _dump_log(
         lines = None  # no record lines; the batch lines of a run: the kernel's, with any mode
         runs = None
         if opts.json_lines:
-            runs = kernel.json_records(
+            runs = kernel_json.json_records(
                 b"", "base64", opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
             )
     try:
@@ -716,10 +717,10 @@ class _KernelWindows:
         behind = self.behind
         if pos >= behind.next:
             behind.passed(pos)
-        window = min(self.limit_end, pos + kernel.RUN_WINDOW)
+        window = min(self.limit_end, pos + kernel_json.RUN_WINDOW)
         if self.ensure is not None:
             try:
-                window = min(window, self.ensure(pos, min(window, pos + kernel.READ_WINDOW)))
+                window = min(window, self.ensure(pos, min(window, pos + kernel_json.READ_WINDOW)))
             except OSError:
                 window = pos
         return window
@@ -741,7 +742,7 @@ def _kernel_runs(
 ) -> Iterator[list]:
     """_dump_log's loop with the kernel taking runs of plain batches (kseg._kernel.JsonRecords
     ``run``: their batch and record lines, the same bytes, selection and --limit), a window of
-    the file per call, in parts of at most about kernel.JSON_PART bytes (a run's part stops
+    the file per call, in parts of at most about kernel_json.JSON_PART bytes (a run's part stops
     after half of it; a batch with more than half of it in record lines: the core's path).
     Every entry the kernel leaves (legacy, control, compressed, a bad CRC, any problem, a torn
     or zero-filled tail, past --max-bytes or --to-offset) goes through the core's loop body,
@@ -763,7 +764,7 @@ def _kernel_runs(
             left = budget.left
             text, stop, reason, emitted, lo, hi = run(
                 buf, pos, window, batch_file, batch_tail,
-                None if left is None else min(left, _MAX_LEFT), max(1, kernel.JSON_PART // 2),
+                None if left is None else min(left, _MAX_LEFT), max(1, kernel_json.JSON_PART // 2),
                 batches_only,
             )  # fmt: skip
             if left is not None:
@@ -775,9 +776,9 @@ def _kernel_runs(
                 chunk.position = pos
                 yield chunk
             pos = stop
-            if reason == kernel.RUN_LIMIT:
+            if reason == kernel_json.RUN_LIMIT:
                 return
-            if reason != kernel.RUN_OTHER:
+            if reason != kernel_json.RUN_OTHER:
                 continue  # the part is full, or the window done: on from where it stopped
         # the core's loop body for the one entry here (an empty window: one past --max-bytes,
         # or a file that shrank while read)
@@ -798,7 +799,7 @@ def _search_runs(
     buf, start: int, end: int, limit_end: int, name: str, opts: DumpOptions, budget, make_event
 ) -> Iterator[list]:
     """_dump_log's loop for a record search with the kernel active: the kernel walks and
-    CRC-checks the plain valid v2 batches (kseg.kernel.walk_window); of those, a control batch
+    CRC-checks the plain valid v2 batches (kernel_walk.walk_window); of those, a control batch
     (never matches) or an uncompressed one whose record bytes fail the filter's pre-check is
     passed over without a Python object, every other one goes through the core's loop body
     (_entry_events), exactly as without the kernel. Every entry the kernel leaves (legacy, a
@@ -808,14 +809,14 @@ def _search_runs(
 
     may_match = opts.record_filter.may_match
     from_offset, to_offset, from_time = opts.from_offset, opts.to_offset, opts.from_time
-    unpack = kernel.ROW.iter_unpack
+    unpack = kernel_walk.ROW.iter_unpack
     windows = _KernelWindows(buf, start, limit_end)
     pos = start
     while pos < end:
         window = windows.end_from(pos)
         other = True
         if window > pos:
-            rows, stop, other = kernel.walk_window(buf, pos, window)
+            rows, stop, other = kernel_walk.walk_window(buf, pos, window)
             for bpos, size, _m, base, last, max_ts, _n, attrs, _pid, _ok, _ple in unpack(rows):
                 # _shown for a valid v2 batch, then the pre-check; magic and CRC are the kernel's
                 if to_offset is not None and base > to_offset:
@@ -918,7 +919,7 @@ def _entry_events(
     """All events of one top-level entry: the batch, its problems, its records, in lists of at
     most one record chunk (so a batch of millions of records never exists as one list).
     ``span`` learns the offsets a selection printed. ``lines``: the compiled kernel's record
-    lines for this file (kseg.kernel.json_records), used for the data batches it renders."""
+    lines for this file (kernel_json.json_records), used for the data batches it renders."""
     computed = entry.compute_crc()  # once per entry
     ev = batch_event(entry, name, computed)
     if not ev["crc_valid"] and entry.magic < V2_MAGIC:
@@ -1056,7 +1057,7 @@ def _kernel_records(
     span: _Span | None,
     pending: bool,
 ):
-    """The batch's records as the kernel's JSON lines (whole parts of up to kernel.JSON_PART
+    """The batch's records as the kernel's JSON lines (whole parts of up to kernel_json.JSON_PART
     bytes), with ``out`` (the batch and its problems) before them; the same events, bytes and
     selection as the core's loop in _entry_events. Returns False, having yielded nothing, when
     the core must take the batch: its bytes are no longer in the window, it does not
@@ -1086,7 +1087,7 @@ def _kernel_records(
         got = lines.render(
             data, start, end, entry.records_count, entry.base_offset, entry.base_timestamp,
             log_append_time, entry.base_sequence, done, validated,
-            None if left is None else min(left, _MAX_LEFT), kernel.JSON_PART,
+            None if left is None else min(left, _MAX_LEFT), kernel_json.JSON_PART,
         )  # fmt: skip
         if got is None:
             if validated:  # cannot happen: the bytes were checked and do not change

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from kseg import kernel
 from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
 from kseg.format.errors import CorruptionError
 from kseg.format.log import iter_entries
 from kseg.format.magic import format_of
 from kseg.format.timestamps import MAX_MS, MIN_MS
-from kseg.spark import fs
+from kseg.spark import fs, kernel_arrow
 from kseg.spark.planning import Task
 
 ROWS_PER_BATCH = 8192
@@ -119,7 +118,7 @@ def unreadable(task: Task, exc: OSError) -> None:
 
 def _entries(task: Task, decode=None) -> Iterator:
     """The top-level entries that START inside the task's byte range, in order. ``decode``
-    (kseg.kernel.spark_records) also yields the rows of the batches it decoded, with shift None."""
+    (kernel_arrow.spark_records) also yields the rows of the batches it decoded, with shift None."""
     try:
         with fs.open_range(task.path, task.start, task.end) as (buf, shift):
             try:
@@ -165,7 +164,7 @@ def record_batches(
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
     out_of_range = 0  # record timestamps no date can hold: null in the row, one warning a task
-    decode = None if record_filter is not None else kernel.spark_records(
+    decode = None if record_filter is not None else kernel_arrow.spark_records(
         schema, topic=task.topic, partition=task.partition, path=task.path,
         include_headers=include_headers, segment_columns=segment_columns,
         include_control=include_control, from_time=from_time, to_time=to_time,

@@ -52,6 +52,7 @@ from kseg.format.legacy import LegacyEntry
 from kseg.format.magic import CURRENT_MAGIC
 from kseg.format.timestamps import MAX_MS
 from kseg.storage import files as F
+from kseg.storage import kernel_walk
 from kseg.storage.segment import Segment
 from kseg.storage.tree import NOTHING_FOUND, InputError, Selection, Target
 
@@ -456,7 +457,7 @@ class PartitionCount:
             for row in seg.walk_headers(buf):
                 self._row(buf, row, mark)
             return
-        unpack = kernel.ROW.iter_unpack
+        unpack = kernel_walk.ROW.iter_unpack
         for block in seg.walk_blocks(buf):
             for row in unpack(block):
                 self._row(buf, row, mark)

@@ -19,14 +19,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
 
-from kseg import kernel
 from kseg.format import txn_index as tx
 from kseg.format.errors import INVALID_INDEX, CorruptionError
 from kseg.format.log import Entry, indexed_position_problem, iter_entries
 from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
 from kseg.storage import files as F
-from kseg.storage import walked
+from kseg.storage import kernel_walk, walked
 from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_file
 from kseg.storage.uri import UriPath, as_path
 
@@ -164,15 +163,17 @@ class Segment:
     def walk_headers(self, buf, start: int = 0, end: int | None = None) -> Iterator[tuple]:
         """The header walk (kseg.format.log.walk_headers: same tuples, same errors) over
         ``buf``, this segment's ``mapped()`` bytes: on the compiled kernel when it is active
-        (kseg.kernel), else the pure-Python core."""
-        walk = kernel.walk_headers(buf, start, end)
+        (kseg.storage.kernel_walk), else the pure-Python core."""
+        walk = kernel_walk.walk_headers(buf, start, end)
         return walked.rows(walk, str(self.log)) if walked.watching() else walk
 
     def walk_blocks(self, buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-        """The same walk as blocks of packed rows (kseg.kernel.ROW): no Python object per batch
+        """The same walk as blocks of packed rows (kernel_walk.ROW): no Python object per batch
         on the kernel's path (the core's path packs its tuples: use ``walk_headers`` there)."""
-        walk = kernel.walk_blocks(buf, start, end)
-        return walked.blocks(walk, str(self.log), kernel.ROW.size) if walked.watching() else walk
+        walk = kernel_walk.walk_blocks(buf, start, end)
+        return (
+            walked.blocks(walk, str(self.log), kernel_walk.ROW.size) if walked.watching() else walk
+        )
 
     # --- indexes -----------------------------------------------------------------------------
     def index(self, kind: str) -> IndexFile:

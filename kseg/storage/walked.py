@@ -28,9 +28,9 @@ def watching() -> bool:
 
 
 def blocks(walk: Iterator[bytes], log: str, row_size: int) -> Iterator[bytes]:
-    """``walk``'s blocks of packed rows (kseg.kernel.ROW: position, size first), reporting the
+    """``walk``'s blocks of packed rows (kernel_walk.ROW: position, size first), reporting the
     end of each block's last entry after the block is handed on."""
-    from kseg.kernel import ROW
+    from kseg.storage.kernel_walk import ROW
 
     for block in walk:
         yield block

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from kseg import kernel
 from kseg.format import batch as v2
 from kseg.format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
@@ -21,7 +20,8 @@ from kseg.format.txn_state import TxnTracker
 from kseg.index.check import (
     IndexStatus,
 )
-from kseg.kernel import ROW
+from kseg.storage import kernel_walk
+from kseg.storage.kernel_walk import ROW
 from kseg.storage.segment import Segment
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, Patch, from_error
@@ -280,7 +280,7 @@ def scan_segment(
         plain_run = (
             None
             if deep or liar is not None or not _I64_MIN <= base <= _I64_MAX
-            else kernel.plain_runner()
+            else kernel_walk.plain_runner()
         )
         try:
             if plain_run is None:  # the core's walk (or --deep: every batch gets a look)
@@ -307,7 +307,7 @@ def scan_segment(
                                 scan.batches += k
                                 if max_ts > scan.max_timestamp:
                                     scan.max_timestamp = max_ts
-                                kernel.index_add(builder, view[i:j])
+                                kernel_walk.index_add(builder, view[i:j])
                                 valid_last = last
                             prev_last = last
                             i = j

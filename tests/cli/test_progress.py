@@ -205,11 +205,10 @@ def test_the_bar_moves_within_a_segment(tmp_path, monkeypatch, command):
     """One large segment no longer holds the bar at 0 until its end: the walk reports how far
     it has read between blocks of rows (here blocks of 16 batches), the bar shows it, and the
     segment's own event then counts it once (the bar ends at the total, not past it)."""
-    from kseg import kernel
     from kseg.render import progress
-    from kseg.storage import walked
+    from kseg.storage import kernel_walk, walked
 
-    monkeypatch.setattr(kernel, "_CHUNK_BATCHES", 16)
+    monkeypatch.setattr(kernel_walk, "CHUNK_BATCHES", 16)
     monkeypatch.setattr(walked, "_EVERY_ROWS", 16)
     pdir, log = _one_segment(tmp_path)
     size = log.stat().st_size

@@ -34,12 +34,13 @@ def core_walk(buf) -> tuple[list[tuple], tuple | None]:
 
 
 def spliced_walk(buf) -> tuple[list[tuple], tuple | None]:
-    """The same through kseg.kernel.walk_headers (kernel + core for what the kernel leaves)."""
-    from kseg import kernel
+    """The same through kseg.storage.kernel_walk.walk_headers (kernel + core for what the kernel
+    leaves)."""
+    from kseg.storage import kernel_walk
 
     rows: list[tuple] = []
     try:
-        for row in kernel.walk_headers(buf):
+        for row in kernel_walk.walk_headers(buf):
             rows.append(row)
     except CorruptionError as exc:
         return rows, (exc.position, exc.kind, exc.message, exc.field)
@@ -176,11 +177,10 @@ def arrow_run(task, choice: str, **options):
 
 def kernel_arrow_rows(task, **options) -> int:
     """How many rows the kernel itself decoded for the task (the rest is the core's)."""
-    from kseg import kernel
-    from kseg.spark import fs
+    from kseg.spark import fs, kernel_arrow
     from kseg.spark.arrow import ROWS_PER_BATCH, records_schema
 
-    decode = kernel.spark_records(
+    decode = kernel_arrow.spark_records(
         records_schema(
             options.get("include_headers", False), options.get("segment_columns", False)
         ),

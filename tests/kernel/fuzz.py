@@ -118,10 +118,13 @@ def main() -> None:
 
     with atheris.instrument_imports():
         import kseg.dump.dump  # noqa: F401
+        import kseg.dump.kernel_json  # noqa: F401
         import kseg.format.batch  # noqa: F401
         import kseg.format.log  # noqa: F401
         import kseg.kernel  # noqa: F401
         import kseg.spark.arrow  # noqa: F401
+        import kseg.spark.kernel_arrow  # noqa: F401
+        import kseg.storage.kernel_walk  # noqa: F401
     with tempfile.TemporaryDirectory() as new:
         argv = [sys.argv[0], f"-max_total_time={args.seconds}", "-max_len=8192", *rest]
         atheris.Setup([*argv, new, str(CORPUS)], one_input)

@@ -1,6 +1,7 @@
-"""Records -> Arrow (kseg.spark.arrow.record_batches): the kernel path (kseg.kernel.spark_records)
-against the pure-Python decoder on every fixture, the real broker data, and hypothesis-made
-segments with lies whose CRCs are made right again: equal tables, the same warnings."""
+"""Records -> Arrow (kseg.spark.arrow.record_batches): the kernel path
+(kseg.spark.kernel_arrow.spark_records) against the pure-Python decoder on every fixture, the
+real broker data, and hypothesis-made segments with lies whose CRCs are made right again: equal
+tables, the same warnings."""
 
 from __future__ import annotations
 
@@ -64,10 +65,10 @@ def test_real_broker_data(real_root, k):
 
 def test_window_and_chunk_edges(tree, k, monkeypatch):
     """Batches across the kernel's read windows go to the core; chunks of 7 rows stay 7."""
-    from kseg import kernel
     from kseg.spark import arrow
+    from kseg.storage import kernel_walk
 
-    monkeypatch.setattr(kernel, "_WINDOW", 1500)
+    monkeypatch.setattr(kernel_walk, "WINDOW", 1500)
     monkeypatch.setattr(arrow, "ROWS_PER_BATCH", 7)
     tasks = tasks_of(tree / "orders-0", tree / "txn-0")
     assert sum(check_arrow(t) for t in tasks) > 0
@@ -98,7 +99,7 @@ def test_zero_copy_buffers(k):
     valid, offsets, values, nulls = out["value"]
     import pyarrow as pa
 
-    from kseg.kernel import _binary
+    from kseg.spark.kernel_arrow import _binary
 
     arr = _binary(pa, pa.binary(), out["value"])
     assert (

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kseg import kernel
+from kseg.dump import kernel_json
 from kseg.format.batch import build_batch
 from kseg.format.record import Record
+from kseg.storage import kernel_walk
 
 from .diff import kernel_built
 
@@ -17,8 +19,10 @@ def test_python_forced(choose):
     assert kernel.compiled() is None
     assert kernel.describe() == "kernel: python (KSEG_KERNEL=python)"
     buf = build_batch([Record(b"k", b"v", 5, [], 0)], 0)
-    assert kernel.batch_json(buf, 0, b'"f"', "base64") is None  # the caller takes the core's path
-    assert [r[0] for r in kernel.walk_headers(buf)] == [0]
+    assert (
+        kernel_json.batch_json(buf, 0, b'"f"', "base64") is None
+    )  # the caller takes the core's path
+    assert [r[0] for r in kernel_walk.walk_headers(buf)] == [0]
 
 
 def test_rust_forced_but_not_built(choose):
@@ -52,11 +56,11 @@ def test_walk_blocks_same_either_way(choose, tree):
     """walk_blocks packs the same rows with the kernel and without it (when it is built)."""
     logs = sorted(tree.rglob("*.log"))
     choose("python")
-    expected = [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs]
+    expected = [b"".join(kernel_walk.walk_blocks(p.read_bytes())) for p in logs]
     if not kernel_built():
         pytest.skip("the compiled kernel is not built")
     choose("rust")
-    assert [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs] == expected
+    assert [b"".join(kernel_walk.walk_blocks(p.read_bytes())) for p in logs] == expected
 
 
 def test_walk_blocks_across_windows(choose, tree, monkeypatch):
@@ -66,9 +70,9 @@ def test_walk_blocks_across_windows(choose, tree, monkeypatch):
         pytest.skip("the compiled kernel is not built")
     logs = sorted(tree.rglob("*.log"))
     choose("python")
-    expected = [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs]
+    expected = [b"".join(kernel_walk.walk_blocks(p.read_bytes())) for p in logs]
     choose("rust")
     for window, chunk in ((1000, 2), (100, 4096), (70_000, 1)):
-        monkeypatch.setattr(kernel, "_WINDOW", window)
-        monkeypatch.setattr(kernel, "_CHUNK_BATCHES", chunk)
-        assert [b"".join(kernel.walk_blocks(p.read_bytes())) for p in logs] == expected
+        monkeypatch.setattr(kernel_walk, "WINDOW", window)
+        monkeypatch.setattr(kernel_walk, "CHUNK_BATCHES", chunk)
+        assert [b"".join(kernel_walk.walk_blocks(p.read_bytes())) for p in logs] == expected

@@ -91,7 +91,7 @@ def test_bounds_are_clamped(k):
 
 def test_index_rule(tree, k):
     """index_add over kernel walk blocks builds the same .index/.timeindex bytes as the core."""
-    from kseg import kernel
+    from kseg.storage import kernel_walk
 
     for log in segments(tree):
         buf = log.read_bytes()
@@ -99,8 +99,8 @@ def test_index_rule(tree, k):
         for interval in (0, 1, 100, 4096):
             core, kern = IndexBuilder(base, interval), IndexBuilder(base, interval)
             try:
-                for block in kernel.walk_blocks(buf):
-                    kernel.index_add(kern, block)
+                for block in kernel_walk.walk_blocks(buf):
+                    kernel_walk.index_add(kern, block)
             except Exception:
                 pass
             rows, _ = core_walk(buf)
@@ -117,16 +117,16 @@ def test_index_rule(tree, k):
 
 def test_index_rule_out_of_range_goes_to_the_core(k):
     """A relative offset beyond int32 is the core's to handle (it raises struct.error)."""
-    from kseg import kernel
+    from kseg.storage import kernel_walk
 
-    block = kernel.ROW.pack(0, 100, 2, 0, 1 << 40, 5, 1, 0, -1, 1, 0) * 3
+    block = kernel_walk.ROW.pack(0, 100, 2, 0, 1 << 40, 5, 1, 0, -1, 1, 0) * 3
     core, kern = IndexBuilder(0, 0), IndexBuilder(0, 0)
     core.add(1 << 40, 5, 100)
     with pytest.raises(Exception) as core_exc:
         core.add(1 << 40, 5, 100)
-    kernel.index_add(kern, block[: kernel.ROW.size])
+    kernel_walk.index_add(kern, block[: kernel_walk.ROW.size])
     with pytest.raises(type(core_exc.value)):
-        kernel.index_add(kern, block[kernel.ROW.size :])
+        kernel_walk.index_add(kern, block[kernel_walk.ROW.size :])
 
 
 # --- hypothesis: segments of random records, then lies with their CRCs made right again ------
@@ -253,19 +253,20 @@ def test_long_varints(ts_varint, k):
 
 def test_shadow_map(tree, k):
     """A buffer read on demand (storage.mapped): the kernel paths make it readable first."""
-    from kseg import kernel
+    from kseg.dump import kernel_json
+    from kseg.storage import kernel_walk
     from kseg.storage.mapped import mapped
 
     log = max(segments(tree / "orders-0"), key=lambda p: p.stat().st_size)
     data = log.read_bytes()
-    expected = b"".join(kernel.walk_blocks(data))
+    expected = b"".join(kernel_walk.walk_blocks(data))
     with mapped(log) as buf:
         assert hasattr(buf, "ensure")
-        assert b"".join(kernel.walk_blocks(buf)) == expected
+        assert b"".join(kernel_walk.walk_blocks(buf)) == expected
     rendered = 0
     for pos in v2_positions(data):
         with mapped(log) as buf:  # fresh: nothing read yet
-            lines = kernel.batch_json(buf, pos, b'"f"', "base64")
+            lines = kernel_json.batch_json(buf, pos, b'"f"', "base64")
         assert lines == k.batch_json(data, pos, b'"f"', "base64")
         rendered += lines is not None
     assert rendered > 0

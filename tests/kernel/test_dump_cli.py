@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kseg import kernel
+from kseg.dump import kernel_json
 from kseg.format.batch import build_batch
 from kseg.format.record import Record
 from tests.helpers import kseg_command, run_cli, run_kseg
@@ -190,7 +190,7 @@ def dump_in_process(monkeypatch, capsysbinary, *args) -> tuple:
 
 
 class Counting:
-    """kseg.kernel.json_records' object, counting what its runs and per-batch renders took."""
+    """kernel_json.json_records' object, counting what its runs and per-batch renders took."""
 
     def __init__(self, inner, calls: list, runs: list):
         self.inner, self.calls, self.runs = inner, calls, runs
@@ -211,13 +211,13 @@ def count_kernel(monkeypatch) -> tuple[list, list]:
     from here on."""
     calls: list = []
     runs: list = []
-    real = kernel.json_records
+    real = kernel_json.json_records
 
     def counting(*args):
         inner = real(*args)
         return None if inner is None else Counting(inner, calls, runs)
 
-    monkeypatch.setattr(kernel, "json_records", counting)
+    monkeypatch.setattr(kernel_json, "json_records", counting)
     return calls, runs
 
 
@@ -237,7 +237,7 @@ def test_the_kernel_renders_the_data_batches(tree, monkeypatch, capsysbinary, ch
     # uncompressed batches in runs, compressed ones after the core decompressed them
     assert code == 0 and batch_lines(runs) >= 40 and sum(calls) >= 20
     # every reason a run stops: the end, the core's entry (here: compressed, control, legacy)
-    assert {r[2] for r in runs} >= {kernel.RUN_END, kernel.RUN_OTHER}
+    assert {r[2] for r in runs} >= {kernel_json.RUN_END, kernel_json.RUN_OTHER}
     calls.clear()
     runs.clear()
     for mode in ("none", "json"):
@@ -258,7 +258,7 @@ def test_parts_of_a_large_batch(tmp_path, monkeypatch, capsysbinary, choose, sel
     choose("python")
     want = dump_in_process(monkeypatch, capsysbinary, pdir, *selection)
     choose("rust")
-    monkeypatch.setattr(kernel, "JSON_PART", 5000)
+    monkeypatch.setattr(kernel_json, "JSON_PART", 5000)
     got = dump_in_process(monkeypatch, capsysbinary, pdir, *selection)
     assert got == want and records(want[1].encode()) > 400
 

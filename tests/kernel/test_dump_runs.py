@@ -14,6 +14,7 @@ import pytest
 
 import kseg
 from kseg import kernel
+from kseg.dump import kernel_json
 from kseg.format.batch import build_batch
 from kseg.format.crc import crc32c
 from kseg.format.record import Record
@@ -250,9 +251,9 @@ def test_tiny_windows_and_parts(
     want = run_cli(monkeypatch, capsysbinary, *args)
     want_batches = run_cli(monkeypatch, capsysbinary, *batches_args)
     choose("rust")
-    monkeypatch.setattr(kernel, "RUN_WINDOW", window[0])
-    monkeypatch.setattr(kernel, "READ_WINDOW", window[1])
-    monkeypatch.setattr(kernel, "JSON_PART", part)
+    monkeypatch.setattr(kernel_json, "RUN_WINDOW", window[0])
+    monkeypatch.setattr(kernel_json, "READ_WINDOW", window[1])
+    monkeypatch.setattr(kernel_json, "JSON_PART", part)
     calls, runs = count_kernel(monkeypatch)
     got = run_cli(monkeypatch, capsysbinary, *args)
     assert got == want
@@ -269,7 +270,7 @@ def test_tiny_windows_and_parts(
 
 def test_every_reason_a_run_stops(runs_dirs, tmp_path, monkeypatch, capsysbinary, choose):
     choose("rust")
-    monkeypatch.setattr(kernel, "JSON_PART", 8000)
+    monkeypatch.setattr(kernel_json, "JSON_PART", 8000)
     calls, runs = count_kernel(monkeypatch)
     clean = tmp_path / "clean-0"
     with kseg.LogWriter(clean, clock=lambda: TS) as w:
@@ -283,7 +284,12 @@ def test_every_reason_a_run_stops(runs_dirs, tmp_path, monkeypatch, capsysbinary
         code, _, _ = run_cli(monkeypatch, capsysbinary, "dump", "-f", "json", *args)
         assert code == status, args
     reasons = {r[2] for r in runs}
-    assert reasons == {kernel.RUN_END, kernel.RUN_FULL, kernel.RUN_OTHER, kernel.RUN_LIMIT}
+    assert reasons == {
+        kernel_json.RUN_END,
+        kernel_json.RUN_FULL,
+        kernel_json.RUN_OTHER,
+        kernel_json.RUN_LIMIT,
+    }
 
 
 def test_real_log_dirs_with_tags(real_root):
@@ -374,13 +380,13 @@ def test_run_lines_written_to_stdout_by_the_kernel(tmp_path, k, capfd):
             w.append(recs(b * 7, 7))
     log = next((tmp_path / "t-0").glob("*.log"))
     data = log.read_bytes()
-    lines = kernel.json_records(b'"x.log"', "base64")
+    lines = kernel_json.json_records(b'"x.log"', "base64")
 
     def run():
         return lines.run(data, 0, len(data), b'"x.log"', b"", None, 1 << 20, False)
 
     first = run()
-    assert type(first[0]) is kernel.lines_type() and first[2] == kernel.RUN_END
+    assert type(first[0]) is kernel.lines_type() and first[2] == kernel_json.RUN_END
     text = bytes(first[0])
     assert len(first[0]) == len(text) and text.count(b'{"type":"record"') == 21
     capfd.readouterr()

@@ -18,6 +18,7 @@ from kseg import kernel
 from kseg.fixtures import recovery
 from kseg.format.checkpoint import EpochEntry
 from kseg.format.txn_state import TxnTracker
+from kseg.storage import kernel_walk
 from kseg.verify.segment import EpochRanges, scan_segment
 
 from ..helpers import run_cli, run_kseg
@@ -39,7 +40,7 @@ def use(monkeypatch, which: str) -> None:
 def plain_rows(monkeypatch):
     """Counts the rows the kernel's plain runs took whole (the kernel path really ran)."""
     taken = [0]
-    real = kernel.plain_runner
+    real = kernel_walk.plain_runner
 
     def runner():
         run = real()
@@ -53,7 +54,7 @@ def plain_rows(monkeypatch):
 
         return counting
 
-    monkeypatch.setattr(kernel, "plain_runner", runner)
+    monkeypatch.setattr(kernel_walk, "plain_runner", runner)
     yield taken
     kernel.reset()
 
@@ -296,7 +297,7 @@ def test_kernel_scan_holds_a_bounded_window(tmp_path, monkeypatch):
     assert log.stat().st_size > 2 << 20
     monkeypatch.setattr(mapped, "FILL_STEP", 64 << 10)
     monkeypatch.setattr(mapped, "KEEP_BEHIND", 128 << 10)
-    monkeypatch.setattr(kernel, "_READ_WINDOW", 64 << 10)
+    monkeypatch.setattr(kernel_walk, "READ_WINDOW", 64 << 10)
     widest = [0]
     real = mapped.ShadowMap.ensure
 

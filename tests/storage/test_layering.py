@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import kseg
 
 PACKAGE = Path(kseg.__file__).parent
@@ -34,8 +36,8 @@ def test_index_views_and_segment_names_only_in_storage_and_format():
     assert in_storage == ["storage/segment.py"]
 
 
-# kseg/kernel.py (the compiled kernel's splice) sits beside format: it imports only format, and
-# Segment's walk uses it
+# kseg/kernel.py (which kernel runs: the compiled one or the core) sits beside format: it imports
+# only format, and Segment's walk (storage/kernel_walk.py, the walk's splice) uses it
 LEVEL_OF_FORMAT = ("format", "kernel")
 
 
@@ -73,4 +75,22 @@ def test_kernel_splice_imports_only_format():
         for name in _kseg_imports((PACKAGE / "kernel.py").read_text())
         if name.split(".")[1] not in ("format", "_kernel")
     ]
+    assert found == []
+
+
+# the splices of the kernel and the core, each beside its callers; all of them over format and
+# the kernel's choice only (the JSON and Arrow ones also over the walk's)
+SPLICES = {
+    "storage/kernel_walk.py": ("kseg.format", "kseg.kernel"),
+    "dump/kernel_json.py": ("kseg.format", "kseg.kernel", "kseg.storage.kernel_walk"),
+    "spark/kernel_arrow.py": ("kseg.format", "kseg.kernel", "kseg.storage.kernel_walk"),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(SPLICES))
+def test_kernel_splices_import_only_format_and_the_choice(rel):
+    allowed = SPLICES[rel]
+    names = _kseg_imports((PACKAGE / rel).read_text())
+    assert "kseg.kernel" in names  # it sees imports
+    found = [n for n in names if not any(n == a or n.startswith(a + ".") for a in allowed)]
     assert found == []
