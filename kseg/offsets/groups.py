@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kseg.format.accumulator import Accumulator
+
 STABLE_MEMBER_STATE = 0  # MemberState.STABLE in ConsumerGroupCurrentMemberAssignmentValue
 
 
@@ -47,7 +49,7 @@ class Committed(NamedTuple):
         }
 
 
-class Group:
+class Group(Accumulator):
     """A group's state as far as its records tell: an accumulator the replay changes record by
     record (kseg.offsets.replay), so a plain class, not a value."""
 

@@ -20,6 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
+from kseg.format.accumulator import Accumulator
 from kseg.format.errors import KsegError
 from kseg.storage import files as F
 from kseg.storage.atomic import atomic_write, fsync_dir
@@ -51,7 +52,7 @@ class ManifestError(KsegError):
     """A manifest that cannot be trusted or used: nothing is touched."""
 
 
-class Action:
+class Action(Accumulator):
     """One change of a repair. Not a value: the repair records the file it left (after_length,
     after_sha256) and the restore its progress (restored) on the action, then saves the
     manifest; so a plain class."""
@@ -97,7 +98,7 @@ class Action:
         return {"type": "repair_action", "dry_run": dry_run, **d}
 
 
-class Manifest:
+class Manifest(Accumulator):
     """A repair's plan, then its record: the repair and restore fill it in and save it as they
     go (status, changes_started, actions restored), so a plain class, not a value."""
 

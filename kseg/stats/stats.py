@@ -40,6 +40,7 @@ from typing import NamedTuple
 from kseg import kernel
 from kseg.exitcodes import Exit
 from kseg.format import compression as codecs
+from kseg.format.accumulator import Accumulator
 from kseg.format.batch import (
     ATTR_COMPRESSION,
     ATTR_CONTROL,
@@ -187,7 +188,7 @@ def hour_text(hour_ms: int | None) -> str | None:
     return datetime.fromtimestamp(hour_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:00:00Z")
 
 
-class SegmentMark:
+class SegmentMark(Accumulator):
     """One segment on a partition's timeline (--plot), filled in as it is counted (an
     accumulator, not a value)."""
 
@@ -206,7 +207,7 @@ class SegmentMark:
         self.error_kind: str | None = None
 
 
-class Timeline:
+class Timeline(Accumulator):
     """What --plot draws of a partition: segments, (last offset, max timestamp) samples, offset
     gaps and where counting stopped. Bounded: at most SAMPLES_PER_PARTITION samples (a stride
     that doubles when full) and 1,000 gaps. Filled in as the partition is counted (an

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kseg.format import kafka07 as k7
+from kseg.format.accumulator import Accumulator
 from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
 from kseg.format.errors import CorruptionError
 from kseg.repair.actions import MOVE, TRUNCATE
@@ -29,7 +30,7 @@ from kseg.verify.findings import Finding, from_error
 SEGMENT_GAP = "segment_not_contiguous"
 
 
-class Scan07:
+class Scan07(Accumulator):
     """One 0.7 segment's scan, filled in as the walk goes (an accumulator, not a value)."""
 
     __slots__ = ("log", "base_offset", "size", "valid_bytes", "entries", "messages")
@@ -55,7 +56,7 @@ class Scan07:
         return self.first_error is not None
 
 
-class Report07:
+class Report07(Accumulator):
     """One 0.7 partition's scans, filled in as they run (an accumulator, not a value)."""
 
     __slots__ = ("target", "scans", "findings", "clean_shutdown")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from kseg.format import checkpoint as cp
 from kseg.format import txn_index as tx
+from kseg.format.accumulator import Accumulator
 from kseg.format.entry import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, SIZE_POS
 from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
@@ -23,7 +24,7 @@ from kseg.verify.partition_files import partition_files
 from kseg.verify.segment import EpochRanges, SegmentScan, scan_segment
 
 
-class PartitionReport:  # filled in as the scan goes: an accumulator, not a value
+class PartitionReport(Accumulator):  # filled in as the scan goes: an accumulator, not a value
     target: Target
     scans: list[SegmentScan]
     findings: list[Finding]  # partition-level ones

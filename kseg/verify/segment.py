@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg.format import batch as v2
+from kseg.format.accumulator import Accumulator
 from kseg.format.errors import CRC_MISMATCH, INVALID_CONTROL, CorruptionError
 from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder, RefusedEntry
 from kseg.format.legacy import ATTR_COMPRESSION, LegacyEntry
@@ -51,7 +52,7 @@ class EntryHeader(NamedTuple):
     partition_leader_epoch: int
 
 
-class SegmentScan:  # filled in as the scan goes: an accumulator, not a value
+class SegmentScan(Accumulator):  # filled in as the scan goes: an accumulator, not a value
     log: Path
     base_offset: int
     size: int
