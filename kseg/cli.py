@@ -56,6 +56,16 @@ def _log_bytes(targets) -> int:
     return log_bytes(targets)
 
 
+def _json_lines(fmt):
+    """DumpOptions.json_lines for ``fmt``: render's maker of dump's JSON lines for JSON Lines
+    output (imported only then), else None."""
+    if fmt is not o.OutputFormat.json:
+        return None
+    from kseg.render.dump_json import JSON_LINES
+
+    return JSON_LINES
+
+
 def _finish(*args, **kw) -> int:
     from kseg.render import finish
 
@@ -99,7 +109,7 @@ def dump(
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
       kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
     """
-    from kseg.dump.dump import DumpOptions, search_options
+    from kseg.dump.options import DumpOptions, search_options
     from kseg.dump.run import DumpRun
     from kseg.render import finish_count, finish_dump, finish_format_string
     from kseg.seek.timeexpr import parse_option_time
@@ -118,7 +128,7 @@ def dump(
         partition=partition,
         decoder={"auto": None, "none": "none"}.get(decoder.value, decoder.value),
         skip_record_metadata=skip_record_metadata,
-        json_lines=fmt is o.OutputFormat.json,
+        json_lines=_json_lines(fmt),
         record_filter=record_filter,
         count=count,
         format_string=parts,
@@ -348,7 +358,7 @@ def demo(
     \b
       kseg demo /tmp/kseg-demo && kseg verify /tmp/kseg-demo
     """
-    from kseg.dump.dump import DumpOptions
+    from kseg.dump.options import DumpOptions
     from kseg.dump.run import DumpRun
     from kseg.fixtures.demo import write_demo
     from kseg.render import finish_dump, streams
@@ -356,7 +366,7 @@ def demo(
     for message in write_demo(directory):
         streams.say(message)
     streams.say(f"$ kseg dump {directory}/upgrade-0 --limit 12")
-    opts = DumpOptions(limit=12, json_lines=fmt is o.OutputFormat.json)
+    opts = DumpOptions(limit=12, json_lines=_json_lines(fmt))
     return finish_dump(DumpRun([directory / "upgrade-0"], opts), fmt.value)
 
 

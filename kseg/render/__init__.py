@@ -201,7 +201,7 @@ def finish_dump(run, fmt: str, quiet: bool = True):
     """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
     stdout is not the terminal; returns the exit status."""
     from kseg import progress
-    from kseg.dump.dump import dump_progress, total_bytes
+    from kseg.dump.progress import dump_progress, total_bytes
     from kseg.exitcodes import exit_status, track
 
     track(run)

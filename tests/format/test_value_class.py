@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from kseg.dump.dump import DumpOptions
 from kseg.format.checkpoint import EpochEntry, TopicPartitionOffset
 from kseg.format.control import ControlRecord
 from kseg.format.kafka07 import Inner
@@ -50,7 +49,6 @@ FROZEN = [
     Target,
     Patch,
     VerifyOptions,
-    DumpOptions,
     Inner,
     Gap,
 ]
