@@ -200,8 +200,8 @@ def json_batches(mm, limit: int) -> tuple[list[int], int]:
 
 
 def core_json(mm, positions, name: str) -> int:
-    from kseg.dump.dump import record_json_maker
     from kseg.format.batch import RecordBatch
+    from kseg.render.dump_json import record_json_maker
 
     make = record_json_maker(name, "base64")
     n = 0

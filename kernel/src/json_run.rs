@@ -1,5 +1,5 @@
 //! `kseg dump -f json` over a run of plain v2 batches: the batch line and the record lines of
-//! each, byte for byte what kseg.dump.dump prints for them, in one call per part of a file.
+//! each, byte for byte what kseg dump prints for them, in one call per part of a file.
 //!
 //! A batch is taken only when the core would show it with no message and the kernel renders
 //! all of it: magic 2, a size that fits, a matching CRC-32C, uncompressed, not a control batch,
@@ -37,7 +37,7 @@ pub struct Run {
     pub hi: Option<i128>,
 }
 
-/// The batch line of kseg.dump.dump.batch_event for a valid v2 batch (`crc_valid` true, a
+/// The batch line of kseg.dump.batch_events.batch_event for a valid v2 batch (`crc_valid` true, a
 /// known codec), then the partition tags, as orjson writes it.
 fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &BatchText<'_>) {
     let flag = |out: &mut Vec<u8>, bit: i16| {
@@ -100,7 +100,7 @@ fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &Bat
     out.extend_from_slice(b"}\n");
 }
 
-/// The lines of the batches of `d[start..end]` as kseg.dump.dump._dump_log shows them with
+/// The lines of the batches of `d[start..end]` as kseg.dump.log_events.dump_log shows them with
 /// `sel` and at most `max_records` records (--limit): a batch past to_offset ends the run
 /// (RUN_OTHER: the core then ends the file), a batch that ends before from_offset or whose
 /// max_timestamp is before from_time is skipped, and with a selection a batch line goes out only

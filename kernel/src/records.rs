@@ -353,7 +353,7 @@ fn record_timestamp(info: &BatchInfo, rec: &Rec<'_>) -> i128 {
     }
 }
 
-/// One record's JSON line (kseg.dump.dump.record_json_maker).
+/// One record's JSON line (kseg.render.dump_json.record_json_maker).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn write_line(
@@ -437,7 +437,7 @@ fn decode_into(
     })
 }
 
-/// `kseg dump`'s record selection within one batch (kseg.dump.dump._entry_events): records
+/// `kseg dump`'s record selection within one batch (kseg.dump.batch_events.entry_events): records
 /// before `from_offset` or outside the time window are skipped, the first record past
 /// `to_offset` ends the batch, and at most `max_records` are shown (--limit).
 #[derive(Clone, Copy, Default)]

@@ -1,1 +1,2 @@
-"""Turning parsed structures into what a person or a script reads."""
+"""`kseg dump`: every file of a data directory as a stream of events (kseg.dump.plan is where
+a dump starts; kseg.dump.run is the command's run)."""

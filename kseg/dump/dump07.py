@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kseg.dump import payload as P
-from kseg.dump.dump import error_event
+from kseg.dump.error_events import error_event
 from kseg.format import kafka07 as k7
 from kseg.format.errors import CRC_MISMATCH, CorruptionError
 from kseg.storage import files as F
@@ -110,7 +110,7 @@ def _entry_events(e: k7.Message07, name: str, opts, budget, enc) -> tuple[list[d
         if not budget.take():
             break
         if opts.count:
-            out.append(True)  # dump's _count_chunks counts it
+            out.append(True)  # dump's count (kseg.dump.plan) counts it
             continue
         if opts.format_string is not None:
             out.append(enc((None, payload, -1, [], e.offset, -1, None)))

@@ -99,7 +99,7 @@ def compile_format(fmt: str) -> list:
 
 def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes]:
     """A function (record tuple, file) -> the record's bytes in the format (dump's record
-    event maker); ``tags``: the partition's (kseg.dump.dump.partition_tags)."""
+    event maker); ``tags``: the partition's (kseg.dump.plan.partition_tags)."""
     topic = tags.get("topic")
     partition = tags.get("partition")
     t = b"" if topic is None else topic.encode("utf-8", "surrogateescape")

@@ -21,7 +21,7 @@ def json_modes() -> tuple[str, ...]:
 
 def batch_json(buf, position: int, file_json: bytes, mode: str) -> bytes | None:
     """The JSON lines of every record of the uncompressed v2 batch at ``position`` — byte for
-    byte kseg.dump.dump.record_json_maker's — or None: the caller then takes the core's path
+    byte kseg.render.dump_json.record_json_maker's — or None: the caller then takes the core's path
     (kernel not active, a mode it does not render, a compressed batch, or any problem in the
     records, which the core reports with its message). ``file_json``: orjson.dumps(file name)."""
     k = kernel.compiled()
@@ -86,7 +86,7 @@ def json_records(
     Its ``render(data, start, end, count, base_offset, base_timestamp, log_append_time,
     base_sequence, done, validated, max_records, max_out)`` gives the JSON lines of one v2
     batch's records in ``data[start:end]`` that --from/--to-offset, --from/--to-time and
-    --limit select, exactly as kseg.dump.dump._entry_events shows them, as
+    --limit select, exactly as kseg.dump.batch_events.entry_events shows them, as
     ``(lines, next_start, next_done, emitted, lo, hi)``, at most about ``max_out`` bytes of
     lines per call (next_start >= 0: call again from there with validated=True); or None when
     the records are not all valid: the core then takes the whole batch and reports it.
@@ -94,7 +94,7 @@ def json_records(
     Its ``run(buf, start, end, batch_file, batch_tail, max_records, max_out, batches_only)``
     takes a run of plain batches whole — each batch's line (``batch_file``: the file name as JSON,
     ``batch_tail``: the partition tags, ``,"key":value``...) and its record lines, with the same
-    selection and a batch-level skip or end as kseg.dump.dump._dump_log — as ``(lines, stop,
+    selection and a batch-level skip or end as kseg.dump.log_events.dump_log — as ``(lines, stop,
     reason, emitted, lo, hi)``, ``lines`` a ``kseg._kernel.Lines`` (see kseg.kernel.lines_type):
     reason RUN_END (reached ``end``), RUN_FULL (about ``max_out`` bytes: call again from
     ``stop``), RUN_OTHER (the core takes the entry at ``stop``: anything but an uncompressed,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from kseg.dump.dump import UNREADABLE, USAGE, DumpOptions, dump_chunks
+from kseg.dump.error_events import UNREADABLE, USAGE
+from kseg.dump.options import DumpOptions
+from kseg.dump.plan import dump_chunks
 from kseg.exitcodes import Exit
 
 

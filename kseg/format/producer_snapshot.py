@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kseg.format.crc import crc32c
@@ -38,10 +37,7 @@ VERSION = 1
 NO_TXN = -1
 
 
-# Still a dataclass: kseg.dump.dump lists its fields through __slots__ (its `_asdict`), and dump.py
-# is being restructured apart from this change; it becomes a NamedTuple with dump's `e._asdict()`.
-@dataclass(frozen=True, slots=True)
-class ProducerEntry:
+class ProducerEntry(NamedTuple):
     producer_id: int
     producer_epoch: int
     last_sequence: int

@@ -193,7 +193,7 @@ def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
 def finish_dump(run, fmt: str, quiet: bool = True):
     """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
     stdout is not the terminal; returns the run's code."""
-    from kseg.dump.dump import dump_progress, total_bytes
+    from kseg.dump.progress import dump_progress, total_bytes
     from kseg.render import progress
 
     out = stdout()

@@ -335,7 +335,7 @@ def kafka07_record_batches(
 
 
 def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa.RecordBatch]:
-    from kseg.dump.dump import batch_event
+    from kseg.dump.batch_events import batch_event
 
     cols: dict[str, list] = {name: [] for name in BATCHES_SCHEMA.names}
     n = 0

@@ -131,7 +131,7 @@ COMMANDS = {
             "kseg.render.text",
             "kseg.render.table",
         ),
-        ("kseg.dump.run", "kseg.render.json"),
+        ("kseg.dump.run", "kseg.render.json", "kseg.render.dump_json"),
     ),
     "dump-search": (  # the control: a filter and --format-string do import them
         ("dump", "--key", "k", "--format-string", "%k"),
@@ -148,6 +148,7 @@ COMMANDS = {
             *SEARCH,
             "kseg.verify",
             "kseg.render.json",
+            "kseg.render.dump_json",
             "kseg.render.table",
         ),
         ("kseg.dump.run", "kseg.render.text"),
@@ -247,7 +248,7 @@ def test_offsets_imports_only_what_it_needs(tmp_path):
 
     write_offsets_partition(tmp_path / "__consumer_offsets-0")
     names = imported("offsets", tmp_path, "--group", GROUP)
-    assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.dump.dump")) == []
+    assert under(names, (*REPAIR, *SPARK, *HEAVY, "kseg.verify", "kseg.dump")) == []
     assert {*OFFSETS, "kseg.format.coordinator"} <= names
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from kseg.dump.dump import record_event_maker, record_json_maker
+from kseg.dump.record_events import record_event_maker
 from kseg.format.log import iter_entries
+from kseg.render.dump_json import record_json_maker
 
 
 @pytest.mark.parametrize("mode", ["auto", "utf8", "hex", "base64", "json", "redact"])

@@ -67,7 +67,7 @@ def test_null_stays_null_in_every_mode(mode):
 
 
 def test_mode_none_is_the_dumps_business_and_unknown_modes_are_refused():
-    """'none' shows sizes only: dump never asks for an encoding (kseg.dump.dump)."""
+    """'none' shows sizes only: dump never asks for an encoding (kseg.dump.record_events)."""
     with pytest.raises(ValueError, match="unknown payload mode 'none'"):
         encode(b"x", "none")
     with pytest.raises(ValueError, match="unknown payload mode"):

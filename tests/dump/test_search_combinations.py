@@ -31,9 +31,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kseg.dump.dump import DumpOptions, search_options
+from kseg.dump.options import DumpOptions, search_options
 from kseg.dump.run import DumpRun
 from kseg.render import show_dump
+from kseg.render.dump_json import JSON_LINES
 from kseg.storage.tree import InputError
 from tests.helpers import events, run_kseg
 
@@ -79,7 +80,11 @@ def _json_dump(root, **kw) -> list[dict]:
     )
     count = kw.pop("count", False)
     opts = DumpOptions(
-        payload="base64", json_lines=not count, record_filter=filt, count=count, **kw
+        payload="base64",
+        json_lines=None if count else JSON_LINES,
+        record_filter=filt,
+        count=count,
+        **kw,
     )
     run = DumpRun([root], opts)
     if count:

@@ -33,7 +33,8 @@ def _headers(log: Path) -> list[tuple]:
 
 
 def _dump(path: Path, **opts) -> list[dict]:
-    from kseg.dump.dump import DumpOptions, dump_paths
+    from kseg.dump.options import DumpOptions
+    from kseg.dump.plan import dump_paths
 
     return list(dump_paths([path], DumpOptions(**opts)))
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kseg.dump.dump import DumpOptions, dump_paths
+from kseg.dump.options import DumpOptions
+from kseg.dump.plan import dump_paths
 from kseg.format.metadata import CONTROL_NAMES
 from kseg.format.schema import snake
 

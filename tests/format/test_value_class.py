@@ -4,8 +4,8 @@ behave as the frozen ``@dataclass(slots=True)`` classes they replaced, copies ar
 ``_replace`` and ``_asdict`` gives the fields by name. What a tuple changes is stated here too.
 
 The few classes filled in as work goes (accumulators, not values) are plain classes with
-``__slots__`` and a hand-written ``__init__``; ``kseg.format.value_class.FrozenValue`` remains
-only for ``kseg.dump.dump.DumpOptions`` until that is converted too."""
+``__slots__`` and a hand-written ``__init__`` on ``kseg.format.accumulator.Accumulator``
+(equality by slots, as the dataclasses they were)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kseg.dump.dump import DumpOptions
+from kseg.dump.options import DumpOptions
 from kseg.dump.search import RecordFilter
 from kseg.fixtures.corrupt import CorruptCase
 from kseg.fixtures.recovery import RecoveryCase
@@ -29,12 +29,11 @@ from kseg.format.kafka07 import Inner
 from kseg.format.kafka_version import KafkaVersion
 from kseg.format.magic import MagicFormat
 from kseg.format.offset_index import OffsetPosition
-from kseg.format.producer_snapshot import ProducerSnapshot
+from kseg.format.producer_snapshot import ProducerEntry, ProducerSnapshot
 from kseg.format.record import Record
 from kseg.format.schema import Field, Schema
 from kseg.format.time_index import TimestampOffset
 from kseg.format.txn_index import AbortedTxn
-from kseg.format.value_class import FrozenValue
 from kseg.index.check import IndexStatus
 from kseg.index.rebuild import FileAction, RebuiltIndexes, SegmentRebuild
 from kseg.offsets.leaders import LeaderAt
@@ -89,6 +88,7 @@ VALUES = [
     OffsetLocation,
     # were @dataclass classes
     ProducerSnapshot,
+    ProducerEntry,
     Field,
     Schema,
     AppendInfo,
@@ -105,6 +105,7 @@ VALUES = [
     Task,
     Prune,
     ArrowExport,
+    DumpOptions,
 ]
 # filled in as work goes; the constructor takes every slot
 ACCUMULATORS = [SegmentScan, PartitionReport, Manifest, Action]
@@ -116,7 +117,6 @@ ACCUMULATORS_BUILT = {
     Timeline: lambda: Timeline("t", 0, "/d"),
     LogDirLocks: LogDirLocks,
 }
-FROZEN_VALUE = [DumpOptions]  # kseg.format.value_class, until dump converts it
 
 
 @pytest.mark.parametrize("cls", VALUES, ids=lambda c: c.__name__)
@@ -145,14 +145,6 @@ def test_an_accumulator_built_from_less_sets_every_slot(cls):
         getattr(obj, name)  # set by __init__: no AttributeError
     with pytest.raises(AttributeError):
         obj.other = 1
-
-
-@pytest.mark.parametrize("cls", FROZEN_VALUE, ids=lambda c: c.__name__)
-def test_frozen_value_init_sets_exactly_the_slots(cls):
-    params = list(inspect.signature(cls).parameters)
-    assert params == list(cls.__slots__)
-    assert issubclass(cls, FrozenValue)
-    assert "__dict__" not in dir(cls)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -242,41 +234,3 @@ def test_default_lists_are_fresh_per_instance():
     assert m.rebuilt == {} and m.rebuilt is not Manifest(Path("t-0")).rebuilt
     t = Timeline("t", 0, "/d")
     assert t.samples == [] and t.samples is not Timeline("t", 0, "/d").samples
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class DOptions:
-    deep: bool
-    limit: int
-
-
-class FOptions(FrozenValue):  # what remains on FrozenValue behaves as a frozen dataclass
-    deep: bool
-    limit: int
-
-    __slots__ = ("deep", "limit")
-
-    def __init__(self, deep: bool, limit: int) -> None:
-        object.__setattr__(self, "deep", deep)
-        object.__setattr__(self, "limit", limit)
-
-
-class GOptions(FOptions):
-    __slots__ = ()
-
-
-def test_frozen_value_behaves_as_a_frozen_dataclass():
-    a, b, d = FOptions(True, 10), FOptions(True, 10), DOptions(True, 10)
-    assert a == b and hash(a) == hash(b) and a is not b
-    assert a != FOptions(True, 11) and a != GOptions(True, 10)  # other class: unequal
-    assert (a == d) is False and a.__eq__(d) is NotImplemented
-    assert repr(a) == repr(d).replace("DOptions", "FOptions")
-    assert {a, b, FOptions(False, 0)} == {a, FOptions(False, 0)}
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        a.deep = False
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        del a.limit
-    with pytest.raises(AttributeError):
-        a.other = 1
-    for clone in (pickle.loads(pickle.dumps(a)), copy.copy(a), copy.deepcopy(a)):
-        assert clone == a and type(clone) is FOptions and clone.limit == 10

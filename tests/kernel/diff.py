@@ -1,5 +1,5 @@
 """Both paths over one buffer, for the differential tests, the fuzz script and the benchmarks:
-the pure-Python core (kseg.format, kseg.dump.dump) and the compiled kernel (kseg._kernel)."""
+the pure-Python core (kseg.format, kseg.dump) and the compiled kernel (kseg._kernel)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import struct
 
 import orjson
 
-from kseg.dump.dump import record_json_maker
 from kseg.format import compression as codecs
 from kseg.format.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
 from kseg.format.log import walk_headers
+from kseg.render.dump_json import record_json_maker
 
 KERNEL_MODES = ("auto", "utf8", "hex", "base64", "redact")
 ROW = struct.Struct("=11q")
@@ -234,13 +234,15 @@ DUMP_OPTIONS = (
 
 
 def dump_run(path, choice: str, mode: str, **options) -> bytes:
-    """kseg.dump.dump's JSON Lines for one file with KSEG_KERNEL=choice, as the CLI writes
+    """kseg.dump's JSON Lines for one file with KSEG_KERNEL=choice, as the CLI writes
     them (error events included)."""
     import io
     import os
 
     from kseg import kernel
-    from kseg.dump.dump import DumpOptions, dump_chunks
+    from kseg.dump.options import DumpOptions
+    from kseg.dump.plan import dump_chunks
+    from kseg.render.dump_json import JSON_LINES
     from kseg.render.json import write_json_chunks
 
     before = os.environ.get("KSEG_KERNEL")
@@ -248,7 +250,7 @@ def dump_run(path, choice: str, mode: str, **options) -> bytes:
     kernel.reset()
     out = io.BytesIO()
     try:
-        opts = DumpOptions(payload=mode, json_lines=True, **options)
+        opts = DumpOptions(payload=mode, json_lines=JSON_LINES, **options)
         for _ in write_json_chunks(dump_chunks([path], opts), out):
             pass
     finally:

@@ -117,8 +117,8 @@ def main() -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import kseg.dump.dump  # noqa: F401
         import kseg.dump.kernel_json  # noqa: F401
+        import kseg.dump.plan  # noqa: F401
         import kseg.format.batch  # noqa: F401
         import kseg.format.log  # noqa: F401
         import kseg.kernel  # noqa: F401

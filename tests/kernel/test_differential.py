@@ -8,12 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg.dump.dump import record_json_maker
 from kseg.format.batch import build_batch
 from kseg.format.crc import crc32c
 from kseg.format.errors import CorruptionError
 from kseg.format.index_rule import IndexBuilder
 from kseg.format.record import Record
+from kseg.render.dump_json import record_json_maker
 
 from .diff import check_json, check_raw_walk, core_walk, spliced_walk, v2_positions
 

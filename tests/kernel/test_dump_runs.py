@@ -344,7 +344,10 @@ def test_fuzzed_segments_whole_files(tree, k, tmp_path):
 
 def test_the_progress_bar_moves_within_a_run(big, choose):
     """dump_progress moves the bar by each part's position, not only at the file's end."""
-    from kseg.dump.dump import DumpOptions, dump_chunks, dump_progress
+    from kseg.dump.options import DumpOptions
+    from kseg.dump.plan import dump_chunks
+    from kseg.dump.progress import dump_progress
+    from kseg.render.dump_json import JSON_LINES
 
     class Bar:
         enabled = True
@@ -360,7 +363,7 @@ def test_the_progress_bar_moves_within_a_run(big, choose):
 
     choose("rust")
     bar = Bar()
-    opts = DumpOptions(payload="base64", json_lines=True)
+    opts = DumpOptions(payload="base64", json_lines=JSON_LINES)
     for _ in dump_progress(dump_chunks([big], opts), bar):
         pass
     size = next(big.glob("*.log")).stat().st_size

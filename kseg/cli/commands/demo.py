@@ -19,7 +19,8 @@ def demo(
     \b
       kseg demo /tmp/kseg-demo && kseg verify /tmp/kseg-demo
     """
-    from kseg.dump.dump import DumpOptions
+    from kseg.cli.commands.dump import json_lines
+    from kseg.dump.options import DumpOptions
     from kseg.dump.run import DumpRun
     from kseg.fixtures.demo import write_demo
     from kseg.render import finish_dump, streams
@@ -27,7 +28,7 @@ def demo(
     for message in write_demo(directory):
         streams.say(message)
     streams.say(f"$ kseg dump {directory}/upgrade-0 --limit 12")
-    opts = DumpOptions(limit=12, json_lines=fmt is o.OutputFormat.json)
+    opts = DumpOptions(limit=12, json_lines=json_lines(fmt))
     run = DumpRun([directory / "upgrade-0"], opts)
     track(run)
     return exit_status(finish_dump(run, fmt.value))

@@ -40,7 +40,7 @@ def dump(
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
       kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
     """
-    from kseg.dump.dump import DumpOptions, search_options
+    from kseg.dump.options import DumpOptions, search_options
     from kseg.dump.run import DumpRun
     from kseg.render import finish_count, finish_dump, finish_format_string
     from kseg.seek.timeexpr import parse_option_time
@@ -59,7 +59,7 @@ def dump(
         partition=partition,
         decoder={"auto": None, "none": "none"}.get(decoder.value, decoder.value),
         skip_record_metadata=skip_record_metadata,
-        json_lines=fmt is o.OutputFormat.json,
+        json_lines=json_lines(fmt),
         record_filter=record_filter,
         count=count,
         format_string=parts,
@@ -71,3 +71,13 @@ def dump(
     if count:
         return exit_status(finish_count(run, fmt.value))
     return exit_status(finish_dump(run, fmt.value, quiet))
+
+
+def json_lines(fmt: o.OutputFormat):
+    """DumpOptions.json_lines for ``fmt``: render's maker of dump's JSON lines for JSON Lines
+    output (imported only then), else None (dump sits below render: it is handed the maker)."""
+    if fmt is not o.OutputFormat.json:
+        return None
+    from kseg.render.dump_json import JSON_LINES
+
+    return JSON_LINES

@@ -1,0 +1,132 @@
+"""`kseg dump`: every file of a data directory as a stream of typed events (plain dicts).
+
+The events are the interface: JSON Lines emits them as they are, text and table render them.
+Problems in the input become ``{"type": "error"}`` events and decoding continues where it
+safely can. Nothing here opens a file for writing.
+
+This module is the plan: the options checked against each other, the inputs resolved, and
+each partition dir, root or file given dumped in order within one --limit (or counted, with
+--count); kseg.dump.files dumps each of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from kseg import kernel
+from kseg.dump.files import RECORD_KINDS, dump_file, dump_partition
+from kseg.dump.options import DumpOptions
+from kseg.dump.selection import Budget
+from kseg.exitcodes import BadOption
+from kseg.storage import files as F
+from kseg.storage import tree
+
+
+def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
+    """Every event, one at a time."""
+    for chunk in dump_chunks(paths, opts):
+        yield from chunk
+
+
+def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | bytes]]:
+    """The events in lists (a batch's events travel together): the generator layers then cost
+    once per batch, not once per record. With ``opts.json_lines`` record events are bytes (their
+    finished JSON line); every other event stays a dict.
+
+    The inputs are resolved first (kseg.storage.tree.resolve: a wrong path raises InputError
+    before anything is printed). Every event from a partition's file carries ``topic`` and
+    ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
+    text and table name the file)."""
+    if opts.batches_only and (
+        opts.count or opts.record_filter is not None or opts.format_string is not None
+    ):
+        raise BadOption(
+            "--batches-only shows no records: it cannot be combined with a record filter, "
+            "--count or --format-string",
+            "--batches-only",
+        )
+    if opts.count and opts.format_string is not None:
+        raise BadOption("--count prints numbers only: leave out --format-string", "--count")
+    sel = tree.resolve(paths, opts.topic, opts.partition)
+    if opts.count:
+        yield from _count_chunks(sel, opts)
+        return
+    json_lines = opts.json_lines is not None
+    if json_lines or opts.record_filter is not None:
+        kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
+    several = sel.several_log_dirs
+    budget = Budget(opts.limit)
+    for item in sel.items:
+        # JSON only: text and table lines name the file already
+        tagged = json_lines or opts.format_string is not None  # %t and %p need them
+        tags = partition_tags(item.name, item.log_dir if several else None) if tagged else {}
+        if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
+            # a data file outside any <topic>-<partition> dir (not a root's own file): null
+            tags = {"topic": None, "partition": None, **tags}
+        if item.kind == tree.FILE:
+            yield from dump_file(item.path, opts, budget, tags)
+        elif item.kind == tree.PARTITION:
+            yield from dump_partition(item.path, opts, budget, tags)
+        else:
+            for f in tree.root_files(item.path):
+                yield from dump_file(f, opts, budget, tags)
+        if budget.spent:
+            return
+
+
+def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
+    """--count: per partition dir (or file given alone) one ``match_count`` event, the number
+    of records the dump would have shown (those the filter keeps, within the selectors and
+    --limit), and a ``match_total`` at the end; problems are ``error`` events as in a dump."""
+    several = sel.several_log_dirs
+    budget = Budget(opts.limit)
+    total = places = 0
+    for item, file, chunks in _count_places(sel, opts, budget):
+        n = 0
+        for chunk in chunks:
+            errors = []
+            for ev in chunk:
+                if ev is True:
+                    n += 1
+                elif ev["type"] == "error":
+                    errors.append(ev)
+            if errors:
+                yield errors
+        ev = {"type": "match_count", **partition_tags(item.name, item.log_dir if several else None)}
+        if file is not None:
+            ev["file"] = str(file)
+        ev["matches"] = n
+        yield [ev]
+        total += n
+        places += 1
+        if budget.spent:
+            break
+    yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _count_places(sel, opts: DumpOptions, budget: Budget) -> Iterator[tuple]:
+    """(item, file or None, chunks) for each place --count counts: a partition dir, a file given
+    alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
+    item only without --topic/--partition), each such file on its own, as dump prints them."""
+    for item in sel.items:
+        if item.kind == tree.FILE:
+            yield item, item.path, dump_file(item.path, opts, budget)
+        elif item.kind == tree.PARTITION:
+            yield item, None, dump_partition(item.path, opts, budget)
+        else:
+            for f in tree.root_files(item.path):
+                if F.file_kind(f).kind in RECORD_KINDS:
+                    yield item, f, dump_file(f, opts, budget)
+
+
+def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:
+    """The fields that say where an event comes from: topic and partition (when the file lies in
+    a partition dir) and the log dir (only when several roots are given)."""
+    tags: dict = {}
+    if name is not None:
+        tags["topic"] = name.topic
+        tags["partition"] = name.partition
+    if log_dir is not None:
+        tags["log_dir"] = str(log_dir)
+    return tags
