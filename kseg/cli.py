@@ -1,9 +1,9 @@
 """The `kseg` command line: options -> one library call -> kseg.render -> exit status.
 
-No logic lives here: the library returns events and a run (its ``code``), kseg.render shows the
-events in the chosen format and returns kseg.exitcodes.exit_status(run). Options are declared
-once in kseg.cli_options; `kseg spark ...` is kseg.cli_spark; the process (signals, errors that
-end a command) is kseg.entry.
+No logic lives here: the library returns events and a run (its ``outcome``), kseg.render shows
+the events in the chosen format and returns what the run found, and kseg.exitcodes.exit_status
+turns that into the exit status. Options are declared once in kseg.cli_options; `kseg spark ...`
+is kseg.cli_spark; the process (signals, errors that end a command) is kseg.entry.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from kseg import cli_options as o
 from kseg.cli_offsets import register_offsets
 from kseg.cli_registry import command, group
 from kseg.cli_stats import register as register_stats
-from kseg.exitcodes import BadOption, help_text
+from kseg.exitcodes import exit_status, help_text, track
+from kseg.outcome import BadOption
 
 group(
     (),
@@ -56,10 +57,13 @@ def _log_bytes(targets) -> int:
     return log_bytes(targets)
 
 
-def _finish(*args, **kw) -> int:
+def _finish(command: str, run, events, *args, **kw) -> int:
+    """kseg.render.finish, its outcome as the exit status (a summary's as its exit_code)."""
+    from kseg.exitcodes import with_exit_codes
     from kseg.render import finish
 
-    return finish(*args, **kw)
+    track(run)
+    return exit_status(finish(command, run, with_exit_codes(events), *args, **kw))
 
 
 @command("dump")
@@ -123,11 +127,13 @@ def dump(
         count=count,
         format_string=parts,
     )
+    run = DumpRun(paths, opts)
+    track(run)
     if parts is not None:
-        return finish_format_string(DumpRun(paths, opts))
+        return exit_status(finish_format_string(run))
     if count:
-        return finish_count(DumpRun(paths, opts), fmt.value)
-    return finish_dump(DumpRun(paths, opts), fmt.value, quiet)
+        return exit_status(finish_count(run, fmt.value))
+    return exit_status(finish_dump(run, fmt.value, quiet))
 
 
 @command("index", "rebuild")
@@ -236,6 +242,7 @@ def verify(
     problems_only: o.ProblemsOnlyOpt = False,
     quiet: o.QuietOpt = False,
 ) -> int:
+    from kseg.interrupt import Interrupted
     from kseg.render import problems_only as without_ok
     from kseg.verify.run import VerifyOptions, VerifyRun
 
@@ -256,15 +263,18 @@ def verify(
     sel = _selection(paths, topic, partition)  # a wrong path fails up front
     run = VerifyRun(opts)
     events = without_ok(run.events(sel)) if problems_only else run.events(sel)
-    return _finish(
-        "verify",
-        run,
-        events,
-        fmt.value,
-        bar_total=lambda: _log_bytes(run.targets(sel)),
-        quiet=quiet,
-        merge_interrupt=True,
-    )
+    try:
+        return _finish(
+            "verify",
+            run,
+            events,
+            fmt.value,
+            bar_total=lambda: _log_bytes(run.targets(sel)),
+            quiet=quiet,
+        )
+    except Interrupted as exc:
+        exc.code |= exit_status(run)  # an interrupt keeps what was found (the bitmask)
+        raise
 
 
 @command("restore")
@@ -357,7 +367,9 @@ def demo(
         streams.say(message)
     streams.say(f"$ kseg dump {directory}/upgrade-0 --limit 12")
     opts = DumpOptions(limit=12, json_lines=fmt is o.OutputFormat.json)
-    return finish_dump(DumpRun([directory / "upgrade-0"], opts), fmt.value)
+    run = DumpRun([directory / "upgrade-0"], opts)
+    track(run)
+    return exit_status(finish_dump(run, fmt.value))
 
 
 register_offsets()  # kseg.cli_offsets: `kseg offsets`

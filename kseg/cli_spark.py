@@ -30,7 +30,8 @@ from kseg.cli_options import (
     ToTimeOpt,
 )
 from kseg.cli_registry import command, group
-from kseg.exitcodes import BadOption, Exit
+from kseg.exitcodes import exit_status, track, with_exit_codes
+from kseg.outcome import BadOption, Outcome
 from kseg.render import streams
 
 group(
@@ -106,10 +107,11 @@ def _bar(spark, quiet: bool, description: str):
     return progress.SparkBar(progress.wanted(quiet), spark, description)
 
 
-def _finish(command: str, code: int, events: list[dict], fmt: str) -> int:
+def _finish(command: str, outcome: Outcome, events: list[dict], fmt: str) -> int:
     from kseg.render import finish
 
-    return finish(command, Exit(code), events, fmt)
+    track(outcome)
+    return exit_status(finish(command, outcome, with_exit_codes(events), fmt))
 
 
 @command("spark", "export")
@@ -165,7 +167,7 @@ def spark_export(
         streams.say(message)
     skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
     streams.say(f"wrote {n} records to {out}{skipped}")
-    return int(Exit.OPERATIONAL if unreadable else Exit.OK)
+    return exit_status(Outcome.UNREADABLE if unreadable else Outcome.OK)
 
 
 @command("spark", "verify")
@@ -197,7 +199,7 @@ def spark_verify(
             events = verify_events(
                 spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
             )
-    return _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
+    return _finish("spark verify", events[-1]["outcome"], events, fmt.value)
 
 
 @command("spark", "stats")
@@ -225,4 +227,4 @@ def spark_stats(
         spark = _session(master, conf, quiet)
         with _bar(spark, quiet, "spark stats"):
             events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
-    return _finish("spark stats", 0, events, fmt.value)
+    return _finish("spark stats", Outcome.OK, events, fmt.value)

@@ -33,10 +33,12 @@ def register(selection) -> None:
           kseg stats /var/lib/kafka/data --topic '^orders$' -f table
           kseg stats /var/lib/kafka/data --by hour -f csv --uncompressed --plot stats.png
         """
+        from kseg.exitcodes import exit_status, track
         from kseg.render import check_plot, finish_stats
         from kseg.stats.stats import StatsOptions, StatsRun
 
         check_plot(plot)  # a wrong name or no matplotlib fails before any work
         opts = StatsOptions(by is o.StatsBy.hour, uncompressed, timeline=plot is not None)
         run = StatsRun(selection(paths, topic, partition), opts)
-        return finish_stats(run, fmt.value, quiet, plot)
+        track(run)
+        return exit_status(finish_stats(run, fmt.value, quiet, plot))

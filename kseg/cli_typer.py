@@ -23,7 +23,7 @@ from kseg.cli_registry import (
     parameters,
     version,
 )
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 
 def app_for(args: list[str]) -> typer.Typer:

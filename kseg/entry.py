@@ -90,7 +90,7 @@ class OptionMistake(Exception):
 
 def _call_command():
     """The command's outcome: through kseg.cli_parse if it models the command line, else typer."""
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
 
     if not os.environ.get("_KSEG_COMPLETE"):  # shell completion: typer's
         from kseg.cli_parse import parse

@@ -1,14 +1,19 @@
 """Exit codes: a contract with shell scripts. verify ORs them into an fsck-style bitmask.
 
-``EXIT_FOR`` is the one table from an error kind to its exit code, for every command;
-``exit_status`` is the one function that turns any outcome (a command's run, an error kind, an
-exception that ended the command) into the exit status. The CLI's top-level ``--help`` and the
+The library reports what a run found (kseg.outcome.Outcome); this module alone decides exit
+codes. ``CODES`` is the one table from an outcome to its exit code (``EXIT_FOR``: an error
+kind's, through kseg.outcome.KIND_OUTCOMES); ``exit_status`` is the one function that turns
+any outcome (a command's run or its Outcome, an error kind, an exception that ended the
+command) into the exit status. The CLI's top-level ``--help`` and the
 README's conventions section show ``TABLE``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from enum import IntFlag
+
+from kseg.outcome import KIND_OUTCOMES, Outcome, outcome_of_kind
 
 
 class Exit(IntFlag):
@@ -20,62 +25,58 @@ class Exit(IntFlag):
     INTERRUPTED = 32  # Ctrl-C / SIGTERM
 
 
-# Error kinds that are not "invalid data" (every CorruptionError kind, e.g. crc_mismatch,
-# torn_tail, is invalid data: 4). Kinds come from kseg.storage.tree (input errors), the CLI
-# (usage) and the commands (operational).
-EXIT_FOR: dict[str, Exit] = {
-    # usage mistakes: the command line names something kseg cannot work on
-    "usage": Exit.USAGE,  # a bad option value or combination
-    "bad_regex": Exit.USAGE,  # --topic is not a regular expression
-    "no_such_path": Exit.USAGE,  # a PATH that does not exist
-    "nothing_found": Exit.USAGE,  # no partition, segment or Kafka file under PATH
-    "not_kafka_file": Exit.USAGE,  # a file whose name is no Kafka file kind
-    "no_match": Exit.USAGE,  # --topic/--partition select no partition
-    # unreadable input / operational errors: kseg could not do its job
-    "unreadable": Exit.OPERATIONAL,  # permission denied, I/O error
-    "unwritable": Exit.OPERATIONAL,
-    "broker_running": Exit.OPERATIONAL,  # a broker holds <log.dir>/.lock
-    "internal": Exit.OPERATIONAL,  # a bug (one line; KSEG_DEBUG=1 shows the traceback)
-    "interrupted": Exit.INTERRUPTED,
+# The one table from what a run found to its exit code (each bit of an outcome to its own).
+CODES: dict[Outcome, Exit] = {
+    Outcome.REPAIRED: Exit.REPAIRED,
+    Outcome.INVALID_DATA: Exit.PROBLEMS,
+    Outcome.UNREADABLE: Exit.OPERATIONAL,
+    Outcome.USAGE: Exit.USAGE,
+    Outcome.INTERRUPTED: Exit.INTERRUPTED,
 }
+
+
+def code_of(outcome: Outcome) -> Exit:
+    """The exit code of an outcome: the OR of its bits' codes (0 for OK)."""
+    code = Exit.OK
+    for bit, bit_code in CODES.items():
+        if outcome & bit:
+            code |= bit_code
+    return code
+
+
+# Error kinds that are not "invalid data" and their exit codes (kseg.outcome.KIND_OUTCOMES
+# through the table above; every CorruptionError kind, e.g. crc_mismatch, is invalid data: 4).
+EXIT_FOR: dict[str, Exit] = {kind: code_of(o) for kind, o in KIND_OUTCOMES.items()}
 
 
 def exit_for(kind: str) -> Exit:
     """The exit code of an error kind; any kind not listed is invalid data (4)."""
-    return EXIT_FOR.get(kind, Exit.PROBLEMS)
-
-
-class BadOption(ValueError):
-    """A usage mistake found by the library (an option value it cannot work with); the CLI
-    shows it as the option's usage error (exit 16)."""
-
-    kind = "usage"
-
-    def __init__(self, message: str, option: str) -> None:
-        super().__init__(message)
-        self.option = option
+    return code_of(outcome_of_kind(kind))
 
 
 def exit_status(outcome: object) -> Exit:
     """The exit status of an outcome (httpie's ExitStatus): every command's ends here.
 
-    - a run (``VerifyRun``, ``DumpRun``, ...: anything with a ``code``), or an ``Interrupted``
-      (its ``code``: 32, OR-ed by verify with what it had found): that code;
+    - an ``Outcome`` (what a library run found; kseg.outcome), or a run (``VerifyRun``,
+      ``DumpRun``, ...: anything with an ``outcome``): the table ``CODES``;
+    - an ``Interrupted`` (its ``code``: 32, OR-ed by verify with what it had found);
     - an error kind, or an exception carrying one of ``EXIT_FOR`` (``InputError``, ``BadOption``,
       spark's ``NoInput``): ``EXIT_FOR``;
     - a command-line mistake (click's ``UsageError``): 16;
     - Ctrl-C as a KeyboardInterrupt, or an abort: 32;
     - an OSError (unreadable, unwritable, stdout full) or MemoryError: 8;
     - any other exception: a bug, ``internal`` (8);
-    - an int: itself (0 for None)."""
+    - an exit code (an int that is no Outcome): itself (0 for None)."""
     if outcome is None:
         return Exit.OK
+    if isinstance(outcome, Outcome):
+        return code_of(outcome)
     if isinstance(outcome, int):
         return Exit(outcome)
     if isinstance(outcome, str):
         return exit_for(outcome)
     if not isinstance(outcome, BaseException):
-        return Exit(int(outcome.code))  # a run
+        return code_of(outcome.outcome)  # a run
     if hasattr(outcome, "signum"):  # kseg.interrupt.Interrupted
         return Exit(outcome.code)
     kind = getattr(outcome, "kind", None)
@@ -89,6 +90,16 @@ def exit_status(outcome: object) -> Exit:
     if isinstance(outcome, (OSError, MemoryError)):
         return Exit.OPERATIONAL
     return exit_for("internal")
+
+
+def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:
+    """A summary event's ``outcome`` (what the run found, its last key) as its ``exit_code``,
+    in the same place: the summaries of verify, index and restore (and spark verify) show the
+    exit status the command ends with."""
+    for ev in events:
+        if ev["type"] == "summary" and "outcome" in ev:
+            ev["exit_code"] = int(exit_status(ev.pop("outcome")))
+        yield ev
 
 
 TABLE: list[tuple[int, str]] = [

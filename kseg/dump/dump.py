@@ -15,7 +15,6 @@ import orjson
 
 from kseg import kernel
 from kseg.dump import payload as P
-from kseg.exitcodes import BadOption
 from kseg.format import checkpoint as cp
 from kseg.format import compression as codecs
 from kseg.format import txn_index as tx
@@ -27,6 +26,7 @@ from kseg.format.log import bad_magic_message, iter_entries, v2_crc_matches
 from kseg.format.magic import CURRENT_MAGIC as V2_MAGIC
 from kseg.format.magic import format_of
 from kseg.format.value_class import FrozenValue, init
+from kseg.outcome import BadOption
 from kseg.storage import files as F
 from kseg.storage import tree
 from kseg.storage.mapped import mapped, read_file

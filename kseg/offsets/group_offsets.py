@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kseg.exitcodes import Exit
 from kseg.format.errors import CorruptionError
+from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.partition import Partition
 from kseg.storage.tree import Selection
@@ -440,7 +440,7 @@ def _best_replica(replicas: list[Path]) -> tuple[Path, str | None]:
 
 class OffsetsRun:
     """``kseg offsets``: one group's committed offsets at ``at`` (``group``), or every group
-    (``list_groups``). Events: ``group``, ``offset``, messages; the exit status in ``code``."""
+    (``list_groups``). Events: ``group``, ``offset``, messages; what was found in ``outcome``."""
 
     def __init__(
         self,
@@ -458,7 +458,7 @@ class OffsetsRun:
         self.now = now  # None: expiry is judged at the end of the data (see expiry_time)
         self.retention_ms = retention_ms
         self.lag = lag
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.groups: dict[str, Group] = {}
         self.data_end = -1  # the latest record time in the partitions read
         # when expiry was judged, and why then (set by events())
@@ -622,7 +622,7 @@ class OffsetsRun:
                     f"of the reset file: expired ({ev['expired_reason']})",
                 }
             return
-        self.code |= Exit.USAGE
+        self.outcome |= Outcome.USAGE
         gid = self.group_id
         if left_out and len(left_out) == offsets:
             why = sorted({ev["expired_reason"] for ev in left_out})
@@ -787,7 +787,7 @@ class OffsetsRun:
         try:
             segments = Partition(pdir).segments
         except OSError as exc:
-            self.code |= Exit.OPERATIONAL
+            self.outcome |= Outcome.UNREADABLE
             yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
             return
         for seg in segments:
@@ -795,12 +795,12 @@ class OffsetsRun:
                 for batch in seg.batches(validate=True):
                     yield from each(batch, seg.log)
             except CorruptionError as exc:
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
                        "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
                 return
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
                 return
 
@@ -810,7 +810,7 @@ class OffsetsRun:
         try:
             return decode(rec.key, rec.value)
         except CorruptionError as exc:
-            self.code |= Exit.PROBLEMS
+            self.outcome |= Outcome.INVALID_DATA
             exc.position, exc.offset = batch.position, rec.offset
             yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
                    f"{rec.offset} skipped)"}  # fmt: skip
@@ -834,7 +834,7 @@ class OffsetsRun:
                 if res.error is None and res.offset is None:
                     res = seek_time(pdir, LATEST)  # nothing after T: the log end
                 if res.error is not None:
-                    self.code |= Exit.PROBLEMS
+                    self.outcome |= Outcome.INVALID_DATA
                     yield {"type": "failure", "message": f"{pdir}: log end: {res.error}"}
                     continue
                 best = res.offset if best is None else max(best, res.offset)
@@ -857,7 +857,7 @@ def offsets_run(
     """The command's options checked and turned into an OffsetsRun (a bad one: BadOption)."""
     import time
 
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
     from kseg.seek.timeexpr import parse_option_time, parse_span, parse_time
 
     if (group is None) == (not list_groups):

@@ -1,12 +1,12 @@
-"""The seek command as a library call: one answer event per partition, the exit status in
-``code``; reset-csv rows (one per topic-partition) from the same answers."""
+"""The seek command as a library call: one answer event per partition, what was found in
+``outcome``; reset-csv rows (one per topic-partition) from the same answers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from kseg.events import Event
-from kseg.exitcodes import BadOption, Exit
+from kseg.outcome import BadOption, Outcome
 from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from kseg.seek.seek07 import seek_offset07, seek_time07
 from kseg.seek.timeexpr import parse_option_time, parse_time
@@ -56,7 +56,7 @@ class SeekRun:
         self.target, self.offset = target, offset
         self.data_only = data_only
         self.fill_latest = fill_latest and target is not None
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
 
     def events(self) -> Iterator[dict]:
         for t in self.targets:
@@ -77,7 +77,7 @@ class SeekRun:
             except ValueError as exc:
                 raise BadOption(str(exc), "--time") from None
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 yield {
                     "type": "failure",
                     "message": f"{exc.filename or pdir}: {exc.strerror or exc}",
@@ -86,10 +86,10 @@ class SeekRun:
             for w in res.warnings:
                 yield {"type": "notice", "message": w}
             for problem in res.problems:  # worked around (the answer stands): invalid data
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": str(problem)}
             if res.error is not None:
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": f"{pdir}: {res.error}"}
             ev = Event(res.to_event(), about=pdir)
             if self.fill_latest and ev["offset"] is None and res.error is None:

@@ -105,7 +105,7 @@ def parse_option_time(value: str | None, option: str) -> int | None:
     """A time option (--from-time, --now, ...) in epoch ms; a bad one is a BadOption."""
     if value is None:
         return None
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
 
     try:
         return parse_time(value)

@@ -52,6 +52,7 @@ def _modules(sub: str) -> list[Path]:
         ("render", CLI),
         ("spark", CLI),
         ("exitcodes", CLI | {"kseg.render"}),
+        ("outcome", CLI | {"kseg.render"}),
         ("events", CLI | {"kseg.render"}),
     ],
 )
