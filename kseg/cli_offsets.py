@@ -42,17 +42,19 @@ def register_offsets() -> None:
           kseg offsets /var/lib/kafka/data --list
         """
         from kseg.cli import _finish, _selection
-        from kseg.offsets.group_offsets import offsets_run
+        from kseg.offsets.group_offsets import OffsetsRun
+        from kseg.outcome import BadOption
+        from kseg.seek.timeexpr import parse_option_span, parse_option_time
 
         csv = fmt is o.SeekFormat.reset_csv
-        run = offsets_run(
-            _selection(paths, None, None),
-            group=group,
-            list_groups=list_groups,
-            at=at,
-            now=now,
-            retention=retention,
-            lag=lag,
-            csv=csv,
-        )
+        sel = _selection(paths, None, None)
+        if (group is None) == (not list_groups):
+            raise BadOption("give exactly one of --group and --list", "--group/--list")
+        if list_groups and (csv or lag):
+            raise BadOption("reset-csv and --lag go with --group", "--list")
+        now_ms = parse_option_time(now, "--now")  # None: expiry judged at the end of the data
+        # `now` and relative times in --at count from --now, or the clock
+        at_ms = parse_option_time(at, "--at", now_ms)
+        retention_ms = parse_option_span(retention, "--retention")
+        run = OffsetsRun(sel, group=group, at=at_ms, now=now_ms, retention_ms=retention_ms, lag=lag)
         return _finish("offsets", run, run.reset_events() if csv else run.events(), fmt.value)

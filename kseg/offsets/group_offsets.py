@@ -841,38 +841,3 @@ class OffsetsRun:
             if best is not None:
                 out[key] = best
         return out
-
-
-def offsets_run(
-    sel: Selection,
-    *,
-    group: str | None,
-    list_groups: bool,
-    at: str | None,
-    now: str | None,
-    retention: str,
-    lag: bool,
-    csv: bool,
-) -> OffsetsRun:
-    """The command's options checked and turned into an OffsetsRun (a bad one: BadOption)."""
-    import time
-
-    from kseg.outcome import BadOption
-    from kseg.seek.timeexpr import parse_option_time, parse_span, parse_time
-
-    if (group is None) == (not list_groups):
-        raise BadOption("give exactly one of --group and --list", "--group/--list")
-    if list_groups and (csv or lag):
-        raise BadOption("reset-csv and --lag go with --group", "--list")
-    now_ms = parse_option_time(now, "--now")  # None: expiry judged at the end of the data
-    at_ms = None
-    if at is not None:
-        try:  # `now` and relative times count from --now, or the clock
-            at_ms = parse_time(at, now_ms if now_ms is not None else int(time.time() * 1000))
-        except ValueError as exc:
-            raise BadOption(str(exc), "--at") from None
-    try:
-        retention_ms = parse_span(retention)
-    except ValueError as exc:
-        raise BadOption(str(exc), "--retention") from None
-    return OffsetsRun(sel, group=group, at=at_ms, now=now_ms, retention_ms=retention_ms, lag=lag)

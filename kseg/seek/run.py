@@ -9,16 +9,15 @@ from kseg.events import Event
 from kseg.outcome import BadOption, Outcome
 from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from kseg.seek.seek07 import seek_offset07, seek_time07
-from kseg.seek.timeexpr import parse_option_time, parse_time
+from kseg.seek.timeexpr import parse_time
 from kseg.storage.tree import Selection
 
 
-def parse_target(value: str, now: str | None = None) -> int:
+def parse_target(value: str, now_ms: int | None = None) -> int:
     """--time as the target ListOffsets takes: epoch ms, a special target (-1 latest, -2
-    earliest, -3 max-timestamp, or their names), an ISO or relative time (``now``: what a
-    relative time counts from). A bad value is a usage mistake (BadOption)."""
-    if now is not None:
-        parse_option_time(now, "--now")  # a bad --now is a usage error even when unused
+    earliest, -3 max-timestamp, or their names), an ISO or relative time (``now_ms``: what a
+    relative time counts from, the parsed --now; None: the clock). A bad value is a usage
+    mistake (BadOption)."""
     v = value.strip().lower()
     if v in SPECIAL_NAMES:
         return SPECIAL_NAMES[v]
@@ -28,7 +27,6 @@ def parse_target(value: str, now: str | None = None) -> int:
             raise BadOption(f"{value} is outside the 64-bit range of Kafka timestamps", "--time")
         return n
     try:
-        now_ms = parse_time(now) if now is not None else None
         # an ISO or relative time before 1970 means "from the start", not a special target
         return max(0, parse_time(value, now_ms))
     except ValueError as exc:
