@@ -31,9 +31,9 @@ _module = _UNSET
 
 class KernelUnavailable(KsegError):
     """KSEG_KERNEL asks for something that is not there (or is not a known choice): the
-    user's setting, so a command exits 16 with this one line (kseg.cli.exit)."""
+    user's setting, so a command exits 16 with this one line (kseg.outcome: a usage mistake)."""
 
-    kind = "usage"  # kseg.cli.exit: a command reports it in one line and exits 16
+    kind = "usage"  # kseg.outcome: a command reports it in one line and exits 16
 
 
 def _load():

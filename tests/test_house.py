@@ -18,8 +18,6 @@ LAYERS = {
     "format": 0,
     "outcome": 0,
     "events": 0,
-    "exitcodes": 0,  # the bits a run's code holds, and BadOption (until kseg.outcome)
-    "interrupt": 0,  # Interrupted, which the library recognises (the handlers: kseg.cli)
     "version": 1,  # names the kernel that decodes
     "kernel": 1,  # the compiled kernel's splice: beside storage, over format
     "storage": 1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from typer.core import TyperCommand
 
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 
 class Command(TyperCommand):

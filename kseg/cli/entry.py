@@ -14,7 +14,7 @@ import os
 import sys
 
 from kseg.cli import signals
-from kseg.interrupt import Interrupted
+from kseg.cli.signals import Interrupted
 
 _OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
 

@@ -1,63 +1,84 @@
 """Exit codes: a contract with shell scripts. verify ORs them into an fsck-style bitmask.
 
-``EXIT_FOR`` is the one table from an error kind to its exit code, for every command;
-``exit_status`` is the one function that turns any outcome (a command's run, an error kind, an
-exception that ended the command) into the exit status. The CLI's top-level ``--help`` and the
-README's conventions section show ``TABLE``. The library reports (kseg.exitcodes' bits in a
-run's ``code``); only this module decides.
+The library reports what a run found (kseg.outcome.Outcome); this module alone decides exit
+codes, for every command. ``CODES`` is the one table from an outcome to its exit code (``EXIT_FOR``: an error
+kind's, through kseg.outcome.KIND_OUTCOMES); ``exit_status`` is the one function that turns
+any outcome (a command's run or its Outcome, an error kind, an exception that ended the
+command) into the exit status. The CLI's top-level ``--help`` and the
+README's conventions section show ``TABLE``.
 """
 
 from __future__ import annotations
 
-from kseg.exitcodes import Exit
+from collections.abc import Iterable, Iterator
+from enum import IntFlag
 
-# Error kinds that are not "invalid data" (every CorruptionError kind, e.g. crc_mismatch,
-# torn_tail, is invalid data: 4). Kinds come from kseg.storage.tree (input errors), the CLI
-# (usage) and the commands (operational).
-EXIT_FOR: dict[str, Exit] = {
-    # usage mistakes: the command line names something kseg cannot work on
-    "usage": Exit.USAGE,  # a bad option value or combination
-    "bad_regex": Exit.USAGE,  # --topic is not a regular expression
-    "no_such_path": Exit.USAGE,  # a PATH that does not exist
-    "nothing_found": Exit.USAGE,  # no partition, segment or Kafka file under PATH
-    "not_kafka_file": Exit.USAGE,  # a file whose name is no Kafka file kind
-    "no_match": Exit.USAGE,  # --topic/--partition select no partition
-    # unreadable input / operational errors: kseg could not do its job
-    "unreadable": Exit.OPERATIONAL,  # permission denied, I/O error
-    "unwritable": Exit.OPERATIONAL,
-    "broker_running": Exit.OPERATIONAL,  # a broker holds <log.dir>/.lock
-    "internal": Exit.OPERATIONAL,  # a bug (one line; KSEG_DEBUG=1 shows the traceback)
-    "interrupted": Exit.INTERRUPTED,
+from kseg.outcome import KIND_OUTCOMES, Outcome, outcome_of_kind
+
+
+class Exit(IntFlag):
+    OK = 0
+    REPAIRED = 1  # problems found and all repaired (verify --repair)
+    PROBLEMS = 4  # invalid input found (and not repaired)
+    OPERATIONAL = 8  # a file could not be read or written, a broker holds the lock, ...
+    USAGE = 16  # bad command line: a bad option value, a wrong path
+    INTERRUPTED = 32  # Ctrl-C / SIGTERM
+
+
+# The one table from what a run found to its exit code (each bit of an outcome to its own).
+CODES: dict[Outcome, Exit] = {
+    Outcome.REPAIRED: Exit.REPAIRED,
+    Outcome.INVALID_DATA: Exit.PROBLEMS,
+    Outcome.UNREADABLE: Exit.OPERATIONAL,
+    Outcome.USAGE: Exit.USAGE,
+    Outcome.INTERRUPTED: Exit.INTERRUPTED,
 }
+
+
+def code_of(outcome: Outcome) -> Exit:
+    """The exit code of an outcome: the OR of its bits' codes (0 for OK)."""
+    code = Exit.OK
+    for bit, bit_code in CODES.items():
+        if outcome & bit:
+            code |= bit_code
+    return code
+
+
+# Error kinds that are not "invalid data" and their exit codes (kseg.outcome.KIND_OUTCOMES
+# through the table above; every CorruptionError kind, e.g. crc_mismatch, is invalid data: 4).
+EXIT_FOR: dict[str, Exit] = {kind: code_of(o) for kind, o in KIND_OUTCOMES.items()}
 
 
 def exit_for(kind: str) -> Exit:
     """The exit code of an error kind; any kind not listed is invalid data (4)."""
-    return EXIT_FOR.get(kind, Exit.PROBLEMS)
+    return code_of(outcome_of_kind(kind))
 
 
 def exit_status(outcome: object) -> Exit:
     """The exit status of an outcome (httpie's ExitStatus): every command's ends here.
 
-    - a run (``VerifyRun``, ``DumpRun``, ...: anything with a ``code``), or an ``Interrupted``
-      (its ``code``: 32, OR-ed by verify with what it had found): that code;
+    - an ``Outcome`` (what a library run found; kseg.outcome), or a run (``VerifyRun``,
+      ``DumpRun``, ...: anything with an ``outcome``): the table ``CODES``;
+    - an ``Interrupted`` (kseg.cli.signals; its ``code``: 32, OR-ed by verify with what it had
+      found);
     - an error kind, or an exception carrying one of ``EXIT_FOR`` (``InputError``, ``BadOption``,
       spark's ``NoInput``): ``EXIT_FOR``;
     - a command-line mistake (click's ``UsageError``): 16;
     - Ctrl-C as a KeyboardInterrupt, or an abort: 32;
     - an OSError (unreadable, unwritable, stdout full) or MemoryError: 8;
     - any other exception: a bug, ``internal`` (8);
-    - an int (a library run's code, as kseg.render's finish functions return it): itself (0
-      for None)."""
+    - an exit code (an int that is no Outcome): itself (0 for None)."""
     if outcome is None:
         return Exit.OK
+    if isinstance(outcome, Outcome):
+        return code_of(outcome)
     if isinstance(outcome, int):
         return Exit(outcome)
     if isinstance(outcome, str):
         return exit_for(outcome)
     if not isinstance(outcome, BaseException):
-        return Exit(int(outcome.code))  # a run
-    if hasattr(outcome, "signum"):  # kseg.interrupt.Interrupted
+        return code_of(outcome.outcome)  # a run
+    if hasattr(outcome, "signum"):  # kseg.cli.signals.Interrupted
         return Exit(outcome.code)
     kind = getattr(outcome, "kind", None)
     if isinstance(kind, str) and kind in EXIT_FOR:  # not a CorruptionError's kind: a bug
@@ -70,6 +91,16 @@ def exit_status(outcome: object) -> Exit:
     if isinstance(outcome, (OSError, MemoryError)):
         return Exit.OPERATIONAL
     return exit_for("internal")
+
+
+def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:
+    """A summary event's ``outcome`` (what the run found, its last key) as its ``exit_code``,
+    in the same place: the summaries of verify, index and restore (and spark verify) show the
+    exit status the command ends with."""
+    for ev in events:
+        if ev["type"] == "summary" and "outcome" in ev:
+            ev["exit_code"] = int(exit_status(ev.pop("outcome")))
+        yield ev
 
 
 TABLE: list[tuple[int, str]] = [
@@ -92,9 +123,9 @@ _running: object = None  # the run of the command going on now
 
 
 def track(run: object) -> None:
-    """Remember the running command's run (a command calls this before rendering it): its
-    status so far is the exit status when output stops early (a closed pipe: `kseg dump
-    corrupt | head` still exits 4 if the corruption came before the close)."""
+    """Remember the running command's run (a command calls this before rendering it): its status so far is the exit status when output
+    stops early (a closed pipe: `kseg dump corrupt | head` still exits 4 if the corruption came
+    before the close)."""
     global _running
     _running = run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 
 def selection(paths: list[Path], topic: str | None, partition: int | None):

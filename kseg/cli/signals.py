@@ -1,13 +1,31 @@
-"""kseg's signal handlers: SIGINT/SIGTERM raise kseg.interrupt.Interrupted (see there why),
-installed first thing by the process entry (kseg.cli.entry) and again after anything that
-installs its own (pyspark's SparkContext: kseg.cli.commands.spark)."""
+"""kseg's signal handlers: SIGINT/SIGTERM raise ``Interrupted``, installed first thing by the
+process entry (kseg.cli.entry) and again after anything that installs its own (pyspark's
+SparkContext: kseg.cli.commands.spark).
+
+Python turns SIGINT into KeyboardInterrupt, which typer converts into a silent exit 130 and
+which libraries (pyspark, click) catch and translate; SIGTERM kills the process outright. kseg
+raises ``Interrupted`` instead: a BaseException that no ``except Exception`` and no ``except
+KeyboardInterrupt`` swallows, so ``finally`` blocks run (temp files are removed) and the entry
+point exits 32 with one line on stderr. The library never names it: what it must do on an
+interrupt (verify keeps what it found before it) it does for any BaseException that is no
+Exception."""
 
 from __future__ import annotations
 
 import signal
 
-from kseg.exitcodes import Exit
-from kseg.interrupt import Interrupted
+from kseg.cli.exit import Exit
+
+
+class Interrupted(BaseException):
+    """Raised by the signal handler. ``code`` is the exit code (32, OR-ed by verify with what it
+    had already found)."""
+
+    def __init__(self, signum: int = signal.SIGINT, code: int = Exit.INTERRUPTED) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.code = int(code) | Exit.INTERRUPTED
+
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

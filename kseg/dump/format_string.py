@@ -25,7 +25,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 OPTION = "--format-string"
 TOKENS = "tpokKsSRTh"

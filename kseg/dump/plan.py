@@ -18,7 +18,7 @@ from kseg import kernel
 from kseg.dump.files import RECORD_KINDS, dump_file, dump_partition
 from kseg.dump.options import DumpOptions
 from kseg.dump.selection import Budget
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 from kseg.storage import files as F
 from kseg.storage import tree
 

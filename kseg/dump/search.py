@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from kseg.exitcodes import BadOption
 from kseg.format import compression as codecs
 from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
+from kseg.outcome import BadOption
 
 
 class RecordFilter(NamedTuple):

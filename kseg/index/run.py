@@ -1,15 +1,15 @@
-"""`kseg index rebuild` and `kseg index check` as library calls: events out, the exit status
-accumulated in ``code`` (read at any time: a closed pipe stops output early)."""
+"""`kseg index rebuild` and `kseg index check` as library calls: events out, what was
+found accumulated in ``outcome`` (read at any time: a closed pipe stops output early)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from kseg.exitcodes import BadOption, Exit
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
 from kseg.index.check import WRONG
+from kseg.outcome import BadOption, Outcome
 from kseg.storage.mapped import read_file
 from kseg.storage.tree import Selection, Target
 
@@ -58,7 +58,7 @@ def _without_07(run, verb: str) -> Iterator[dict]:
         else:
             kept.append(t)
     if run.targets and not kept:
-        run.code |= Exit.USAGE
+        run.outcome |= Outcome.USAGE
     run.targets = kept
 
 
@@ -80,7 +80,7 @@ class RebuildRun:
         from kseg.repair.locking import inside_message, is_inside
         from kseg.storage.lock import LogDirLocks
 
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.targets = sel.required_targets("rebuild indexes in")
         self.several = sel.several_log_dirs
         self.dry_run = dry_run
@@ -115,7 +115,7 @@ class RebuildRun:
                 self.locks, (t.log_dir for t in self.targets), "rebuilding"
             )
             if refused:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
             yield from said
         segments = changed = 0
         yield from _without_07(self, "rebuild")
@@ -127,14 +127,14 @@ class RebuildRun:
                     remove_stale_temps(t.partition_dir)  # of a rebuild killed before
                 results = rebuild_target(t, **self._rebuild)
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 yield _unreadable(exc, t.partition_dir, f": not rebuilt{fix_hint(exc)}")
                 continue
             for r in results:
                 segments += 1
                 changed += sum(f.action != UNCHANGED for f in r.files)
                 if r.error is not None:
-                    self.code |= Exit.PROBLEMS
+                    self.outcome |= Outcome.INVALID_DATA
                 yield {
                     "type": "index_rebuild",
                     "file": str(r.scan.log),
@@ -151,7 +151,7 @@ class RebuildRun:
             "segments": segments,
             "files_changed": changed,
             "dry_run": self.dry_run,
-            "exit_code": int(self.code),
+            "outcome": self.outcome,
         }
 
 
@@ -165,7 +165,7 @@ class CheckRun:
         index_interval_bytes: int = 4096,
         kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
     ) -> None:
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.targets = sel.required_targets("check indexes in")
         self.several = sel.several_log_dirs
         self.index_interval_bytes = index_interval_bytes
@@ -180,11 +180,11 @@ class CheckRun:
                 try:
                     next(t.partition_dir.iterdir(), None)
                 except OSError as exc:
-                    self.code |= Exit.OPERATIONAL
+                    self.outcome |= Outcome.UNREADABLE
                     yield _unreadable(exc, t.partition_dir)
             for log, scan, txn_status in self._scans(t):
                 if scan is None:  # an OSError: name the file that failed (the log or an index)
-                    self.code |= Exit.OPERATIONAL
+                    self.outcome |= Outcome.UNREADABLE
                     yield _unreadable(txn_status, log)
                     continue
                 status = max(
@@ -193,7 +193,7 @@ class CheckRun:
                 )
                 counts[status] += 1
                 if status == WRONG or scan.first_error is not None:
-                    self.code |= Exit.PROBLEMS
+                    self.outcome |= Outcome.INVALID_DATA
                 yield {
                     "type": "index_check",
                     "file": str(log),
@@ -204,7 +204,7 @@ class CheckRun:
                     "txn_index": txn_status.to_dict(),
                     "log_error": scan.first_error.to_event() if scan.first_error else None,
                 }
-        yield {"type": "summary", **counts, "exit_code": int(self.code)}
+        yield {"type": "summary", **counts, "outcome": self.outcome}
 
     def _scans(self, t: Target) -> Iterator[tuple]:
         """(log, scan, `.txnindex` status) per wanted log, or (log, None, OSError). The whole

@@ -1,7 +1,7 @@
 """`kseg offsets` as a library call: what a consumer group had committed, offline, from
 `__consumer_offsets` under the given roots (kseg.offsets.replay), as of a time
 (kseg.offsets.as_of), with the offsets the coordinator would have expired flagged
-(kseg.offsets.expiry); events out, an exit status accumulated in ``code``.
+(kseg.offsets.expiry); events out, what was found accumulated in ``outcome``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from kseg.exitcodes import Exit
 from kseg.format.errors import CorruptionError
 from kseg.offsets.as_of import counts_at
 from kseg.offsets.expiry import DEFAULT_RETENTION_MS, expiry_time, mark_expired
@@ -25,6 +24,7 @@ from kseg.offsets.placement import (
 )
 from kseg.offsets.replay import Replay, replay_batch
 from kseg.offsets.share_state import share_offsets
+from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.partition import Partition
 from kseg.storage.tree import Selection
@@ -32,7 +32,7 @@ from kseg.storage.tree import Selection
 
 class OffsetsRun:
     """``kseg offsets``: one group's committed offsets at ``at`` (``group``), or every group
-    (``list_groups``). Events: ``group``, ``offset``, messages; the exit status in ``code``."""
+    (``list_groups``). Events: ``group``, ``offset``, messages; what was found in ``outcome``."""
 
     def __init__(
         self,
@@ -50,7 +50,7 @@ class OffsetsRun:
         self.now = now  # None: expiry is judged at the end of the data (see expiry_time)
         self.retention_ms = retention_ms
         self.lag = lag
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.groups: dict[str, Group] = {}
         self.data_end = -1  # the latest record time in the partitions read
         # when expiry was judged, and why then (set by events())
@@ -202,7 +202,7 @@ class OffsetsRun:
                     f"of the reset file: expired ({ev['expired_reason']})",
                 }
             return
-        self.code |= Exit.USAGE
+        self.outcome |= Outcome.USAGE
         gid = self.group_id
         if left_out and len(left_out) == offsets:
             why = sorted({ev["expired_reason"] for ev in left_out})
@@ -279,7 +279,7 @@ class OffsetsRun:
         try:
             segments = Partition(pdir).segments
         except OSError as exc:
-            self.code |= Exit.OPERATIONAL
+            self.outcome |= Outcome.UNREADABLE
             yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
             return
         for seg in segments:
@@ -287,12 +287,12 @@ class OffsetsRun:
                 for batch in seg.batches(validate=True):
                     yield from each(batch, seg.log)
             except CorruptionError as exc:
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
                        "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
                 return
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
                 return
 
@@ -302,7 +302,7 @@ class OffsetsRun:
         try:
             return decode(rec.key, rec.value)
         except CorruptionError as exc:
-            self.code |= Exit.PROBLEMS
+            self.outcome |= Outcome.INVALID_DATA
             exc.position, exc.offset = batch.position, rec.offset
             yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
                    f"{rec.offset} skipped)"}  # fmt: skip
@@ -326,45 +326,10 @@ class OffsetsRun:
                 if res.error is None and res.offset is None:
                     res = seek_time(pdir, LATEST)  # nothing after T: the log end
                 if res.error is not None:
-                    self.code |= Exit.PROBLEMS
+                    self.outcome |= Outcome.INVALID_DATA
                     yield {"type": "failure", "message": f"{pdir}: log end: {res.error}"}
                     continue
                 best = res.offset if best is None else max(best, res.offset)
             if best is not None:
                 out[key] = best
         return out
-
-
-def offsets_run(
-    sel: Selection,
-    *,
-    group: str | None,
-    list_groups: bool,
-    at: str | None,
-    now: str | None,
-    retention: str,
-    lag: bool,
-    csv: bool,
-) -> OffsetsRun:
-    """The command's options checked and turned into an OffsetsRun (a bad one: BadOption)."""
-    import time
-
-    from kseg.exitcodes import BadOption
-    from kseg.seek.timeexpr import parse_option_time, parse_span, parse_time
-
-    if (group is None) == (not list_groups):
-        raise BadOption("give exactly one of --group and --list", "--group/--list")
-    if list_groups and (csv or lag):
-        raise BadOption("reset-csv and --lag go with --group", "--list")
-    now_ms = parse_option_time(now, "--now")  # None: expiry judged at the end of the data
-    at_ms = None
-    if at is not None:
-        try:  # `now` and relative times count from --now, or the clock
-            at_ms = parse_time(at, now_ms if now_ms is not None else int(time.time() * 1000))
-        except ValueError as exc:
-            raise BadOption(str(exc), "--at") from None
-    try:
-        retention_ms = parse_span(retention)
-    except ValueError as exc:
-        raise BadOption(str(exc), "--retention") from None
-    return OffsetsRun(sel, group=group, at=at_ms, now=now_ms, retention_ms=retention_ms, lag=lag)

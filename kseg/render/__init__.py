@@ -9,6 +9,8 @@
 
 Events of type ``failure`` and ``notice`` are messages, never data: they go to stderr as one
 line each, in every format. A format's module is imported only when it is used (start-up time).
+The ``finish`` functions return what the run found (a kseg.outcome.Outcome): the CLI alone
+turns it into the exit status.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
+from kseg.outcome import Outcome
 from kseg.render.streams import say, stdout
 
 FORMATS = ("text", "json", "table", "reset-csv", "csv")
@@ -98,9 +101,9 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
                 say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
 
 
-def finish_format_string(run):
+def finish_format_string(run) -> Outcome:
     """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
-    as one line each on stderr. Returns the run's code (the CLI makes it the exit status)."""
+    as one line each on stderr. Returns what the run found."""
     out = stdout()
     write = out.write
     for chunk in run.chunks():
@@ -111,13 +114,13 @@ def finish_format_string(run):
                 where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
                 say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
     out.flush()
-    return run.code
+    return run.outcome
 
 
-def finish_count(run, fmt: str):
+def finish_count(run, fmt: str) -> Outcome:
     """dump --count: the ``match_count`` events and their ``match_total`` (a summary line in a
     table), and any error (as in dump: data, and one line on stderr except in JSON); returns
-    the run's code."""
+    what the run found."""
 
     def events():
         for chunk in run.chunks():
@@ -131,7 +134,7 @@ def finish_count(run, fmt: str):
             where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
             say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
     stdout().flush()
-    return run.code
+    return run.outcome
 
 
 def finish(
@@ -142,25 +145,18 @@ def finish(
     *,
     bar_total=None,
     quiet: bool = True,
-    merge_interrupt: bool = False,
-):
+) -> Outcome:
     """Show ``run``'s events in ``fmt`` on stdout (a progress bar sized by ``bar_total()`` when
-    one is wanted) and return the run's code. ``merge_interrupt``: an interrupt keeps what was
-    found (verify's bitmask)."""
-    from kseg.interrupt import Interrupted
+    one is wanted) and return what the run found (``run`` may be that Outcome itself, when the
+    events were gathered before: spark)."""
     from kseg.render import progress
 
     bar_on = progress.wanted(quiet) if bar_total is not None else False
-    try:
-        with progress.Bar(bar_on, command, bar_total() if bar_on else None) as bar:
-            out = progress.stdout_through(bar, stdout())
-            show(command, progress.per_segment(events, bar), fmt, out)
-            out.flush()
-    except Interrupted as exc:
-        if merge_interrupt:
-            exc.code |= int(run.code)
-        raise
-    return run.code
+    with progress.Bar(bar_on, command, bar_total() if bar_on else None) as bar:
+        out = progress.stdout_through(bar, stdout())
+        show(command, progress.per_segment(events, bar), fmt, out)
+        out.flush()
+    return run if isinstance(run, Outcome) else run.outcome
 
 
 def check_plot(path) -> None:
@@ -171,28 +167,26 @@ def check_plot(path) -> None:
         check(path)
 
 
-def finish_stats(run, fmt: str, quiet: bool, plot=None) -> int:
+def finish_stats(run, fmt: str, quiet: bool, plot=None) -> Outcome:
     """stats: the rows in ``fmt`` (a bar by bytes walked), then with ``plot`` the picture of
-    ``run``'s timelines and totals; a picture that cannot be written ORs 8 into the status."""
-    from kseg.exitcodes import Exit
-
-    code = finish("stats", run, run.events(), fmt, bar_total=run.total_bytes, quiet=quiet)
+    ``run``'s timelines and totals; a picture that cannot be written is unwritable (exit 8)."""
+    found = finish("stats", run, run.events(), fmt, bar_total=run.total_bytes, quiet=quiet)
     if plot is None:
-        return int(code)
+        return found
     from kseg.render.plot import write_plot
 
     try:
         write_plot(run, plot)
     except OSError as exc:
         say(f"{exc.filename or plot}: cannot write the plot: {exc.strerror or exc}")
-        return int(code) | Exit.OPERATIONAL
+        return found | Outcome.UNREADABLE
     say(f"wrote {plot}")
-    return int(code)
+    return found
 
 
-def finish_dump(run, fmt: str, quiet: bool = True):
+def finish_dump(run, fmt: str, quiet: bool = True) -> Outcome:
     """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
-    stdout is not the terminal; returns the run's code."""
+    stdout is not the terminal; returns what the run found."""
     from kseg.dump.progress import dump_progress, total_bytes
     from kseg.render import progress
 
@@ -201,4 +195,4 @@ def finish_dump(run, fmt: str, quiet: bool = True):
     with progress.Bar(bar_on, "dump", total_bytes(run.paths) if bar_on else None) as bar:
         show_dump(dump_progress(run.chunks(), bar), fmt, out)
     out.flush()
-    return run.code
+    return run.outcome

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 SUFFIXES = (".png", ".svg")
 MAX_TIMELINES = 24  # partitions drawn (the largest by bytes); the title says how many of all

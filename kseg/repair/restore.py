@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg.events import Event
-from kseg.exitcodes import BadOption, Exit
 from kseg.format.errors import KsegError
+from kseg.outcome import BadOption, Outcome
 from kseg.repair.actions import MOVE, TRUNCATE, check_actions, kind_of, qfile
 from kseg.repair.errors import MovedOn
 from kseg.repair.faults import fault_point
@@ -200,18 +200,18 @@ def _describe(exc: BaseException) -> str:
 
 
 class RestoreRun:
-    """The restore command as a library call: every check, then the undoing, as events; the exit
-    status in ``code`` (8 when refused or stopped). Failures are ``failure`` events (one line for
+    """The restore command as a library call: every check, then the undoing, as events; what
+    was found in ``outcome`` (unreadable when refused or stopped). Failures are ``failure`` events (one line for
     stderr); a path that is no quarantine is a usage mistake (BadOption)."""
 
     def __init__(self, path: Path, *, force: bool = False, base_dir: Path | None = None) -> None:
         self.path = path
         self.force = force
         self.base_dir = base_dir
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
 
     def _failure(self, message: str) -> dict:
-        self.code |= Exit.OPERATIONAL
+        self.outcome |= Outcome.UNREADABLE
         return {"type": "failure", "message": message}
 
     def events(self) -> Iterator[dict]:
@@ -246,4 +246,4 @@ class RestoreRun:
                 )
                 return
             summary = {"type": "summary", "partitions": len(plans), "restored": total}
-            yield Event({**summary, "exit_code": 0}, about=self.path)
+            yield Event({**summary, "outcome": self.outcome}, about=self.path)

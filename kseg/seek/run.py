@@ -1,24 +1,23 @@
-"""The seek command as a library call: one answer event per partition, the exit status in
-``code``; reset-csv rows (one per topic-partition) from the same answers."""
+"""The seek command as a library call: one answer event per partition, what was found in
+``outcome``; reset-csv rows (one per topic-partition) from the same answers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from kseg.events import Event
-from kseg.exitcodes import BadOption, Exit
+from kseg.outcome import BadOption, Outcome
 from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from kseg.seek.seek07 import seek_offset07, seek_time07
-from kseg.seek.timeexpr import parse_option_time, parse_time
+from kseg.seek.timeexpr import parse_time
 from kseg.storage.tree import Selection
 
 
-def parse_target(value: str, now: str | None = None) -> int:
+def parse_target(value: str, now_ms: int | None = None) -> int:
     """--time as the target ListOffsets takes: epoch ms, a special target (-1 latest, -2
-    earliest, -3 max-timestamp, or their names), an ISO or relative time (``now``: what a
-    relative time counts from). A bad value is a usage mistake (BadOption)."""
-    if now is not None:
-        parse_option_time(now, "--now")  # a bad --now is a usage error even when unused
+    earliest, -3 max-timestamp, or their names), an ISO or relative time (``now_ms``: what a
+    relative time counts from, the parsed --now; None: the clock). A bad value is a usage
+    mistake (BadOption)."""
     v = value.strip().lower()
     if v in SPECIAL_NAMES:
         return SPECIAL_NAMES[v]
@@ -28,7 +27,6 @@ def parse_target(value: str, now: str | None = None) -> int:
             raise BadOption(f"{value} is outside the 64-bit range of Kafka timestamps", "--time")
         return n
     try:
-        now_ms = parse_time(now) if now is not None else None
         # an ISO or relative time before 1970 means "from the start", not a special target
         return max(0, parse_time(value, now_ms))
     except ValueError as exc:
@@ -56,7 +54,7 @@ class SeekRun:
         self.target, self.offset = target, offset
         self.data_only = data_only
         self.fill_latest = fill_latest and target is not None
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
 
     def events(self) -> Iterator[dict]:
         for t in self.targets:
@@ -77,7 +75,7 @@ class SeekRun:
             except ValueError as exc:
                 raise BadOption(str(exc), "--time") from None
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 yield {
                     "type": "failure",
                     "message": f"{exc.filename or pdir}: {exc.strerror or exc}",
@@ -86,10 +84,10 @@ class SeekRun:
             for w in res.warnings:
                 yield {"type": "notice", "message": w}
             for problem in res.problems:  # worked around (the answer stands): invalid data
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": str(problem)}
             if res.error is not None:
-                self.code |= Exit.PROBLEMS
+                self.outcome |= Outcome.INVALID_DATA
                 yield {"type": "failure", "message": f"{pdir}: {res.error}"}
             ev = Event(res.to_event(), about=pdir)
             if self.fill_latest and ev["offset"] is None and res.error is None:

@@ -101,14 +101,16 @@ def parse_datetime(text: str) -> int | None:
     return ms - offset
 
 
-def parse_option_time(value: str | None, option: str) -> int | None:
-    """A time option (--from-time, --now, ...) in epoch ms; a bad one is a BadOption."""
+def parse_option_time(value: str | None, option: str, now_ms: int | None = None) -> int | None:
+    """A time option (--from-time, --now, ...) in epoch ms (``now_ms``: what ``now``, durations
+    and relative times count from; None: the clock); a bad one is a BadOption. The CLI parses
+    each time option once, with this, and hands the library epoch ms."""
     if value is None:
         return None
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
 
     try:
-        return parse_time(value)
+        return parse_time(value, now_ms)
     except ValueError as exc:
         raise BadOption(str(exc), option) from None
 
@@ -128,3 +130,14 @@ def parse_span(text: str) -> int:
     if ms is None or ms < 0:
         raise ValueError(f"cannot read {text!r} as a length of time: use 7d, 24h, 90m, P7D or ms")
     return ms
+
+
+def parse_option_span(value: str, option: str) -> int:
+    """A length-of-time option (--retention) in milliseconds (``parse_span``); a bad one is a
+    BadOption."""
+    from kseg.outcome import BadOption
+
+    try:
+        return parse_span(value)
+    except ValueError as exc:
+        raise BadOption(str(exc), option) from None

@@ -6,14 +6,14 @@ import os
 import sys
 from pathlib import Path
 
-from kseg.exitcodes import Exit
+from kseg.outcome import combined
 
 
 class NoInput(ValueError):
     """The inputs hold nothing to read (no partition dir, or no segment): never an empty
     success, and never a Spark job planned over nothing."""
 
-    kind = "nothing_found"  # a usage mistake (kseg.cli.exit)
+    kind = "nothing_found"  # a usage mistake (kseg.outcome)
 
 
 def check_inputs(
@@ -52,7 +52,7 @@ def check_inputs(
 
 def parse_conf(items: list[str] | None) -> dict[str, str]:
     """--conf k=v pairs; anything else is a usage mistake."""
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
 
     pairs = {}
     for item in items or []:
@@ -367,7 +367,7 @@ def choose_writer(
 ) -> str:
     """The export's writer, "arrow" or "spark": ``writer`` if it serves, else a usage mistake
     (BadOption); None picks arrow wherever it serves (measured faster, BENCHMARKS.md)."""
-    from kseg.exitcodes import BadOption
+    from kseg.outcome import BadOption
     from kseg.spark.parquet_out import unserved
 
     if writer not in (None, "arrow", "spark"):
@@ -381,10 +381,11 @@ def choose_writer(
 
 
 def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[list[dict], dict]:
-    """`kseg verify` on every partition, fleet-wide: (findings, summary with exit_code)."""
+    """`kseg verify` on every partition, fleet-wide: (findings, summary), the summary's last
+    key the ``outcome`` (as `kseg verify`'s run: the CLI shows it as the exit_code)."""
     from kseg.spark.planning import log_dirs
     from kseg.storage.uri import as_path
-    from kseg.verify.findings import ERROR, INFO, WARNING, exit_bits
+    from kseg.verify.findings import ERROR, INFO, WARNING, finding_outcome
     from kseg.verify.root_checkpoints import verify_root_checkpoints
 
     require_input(paths, options.get("topic"), segments=False)
@@ -406,16 +407,15 @@ def verify(spark, paths: list[str], out: str | None = None, **options) -> tuple[
             found.append({**tags, **f.to_event()})
             found[-1].pop("type", None)
     counts = {sev: sum(1 for r in found if r["severity"] == sev) for sev in (ERROR, WARNING, INFO)}
-    code = Exit.OK
-    for r in found:  # as kseg verify: unreadable 8, other errors and warnings 4
-        code |= exit_bits(r["kind"], r["severity"])
+    # as kseg verify: unreadable, other errors invalid data
+    outcome = combined(finding_outcome(r["kind"], r["severity"]) for r in found)
     summary = {
         "type": "summary",
         "partitions": len(summaries),
         "errors": counts[ERROR],
         "warnings": counts[WARNING],
         "infos": counts[INFO],
-        "exit_code": int(code),
+        "outcome": outcome,
     }
     return found, summary
 

@@ -150,7 +150,7 @@ class KsegReader(DataSourceReader):
     def _record_filter(self):
         """The RecordFilter of the options and of a pushed-down key == bytes (None: no filter)."""
         from kseg.dump.search import record_filter
-        from kseg.exitcodes import BadOption
+        from kseg.outcome import BadOption
 
         search = dict(self.search)
         if "key_eq" in self.pushed:

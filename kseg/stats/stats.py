@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg import kernel
-from kseg.exitcodes import Exit
 from kseg.format import compression as codecs
 from kseg.format.accumulator import Accumulator
 from kseg.format.batch import (
@@ -52,6 +51,7 @@ from kseg.format.errors import CorruptionError
 from kseg.format.legacy import LegacyEntry
 from kseg.format.magic import CURRENT_MAGIC
 from kseg.format.timestamps import MAX_MS
+from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage import kernel_walk
 from kseg.storage.segment import Segment
@@ -250,7 +250,7 @@ class StatsRun:
     """``kseg stats`` over a resolved selection: ``events()`` yields a ``partition_stats`` per
     partition (after its ``hour_stats`` with ``by_hour``) as each is counted, ``failure`` and
     ``notice`` messages, ``progress`` (bytes walked, for the bar; never rendered), then
-    ``topic_stats`` per topic and ``root_stats`` per log dir. ``code``: the exit status so far.
+    ``topic_stats`` per topic and ``root_stats`` per log dir. ``outcome``: what was found so far.
     ``timelines``: per partition, with ``timeline``."""
 
     def __init__(self, sel: Selection, opts: StatsOptions | None = None) -> None:
@@ -259,7 +259,7 @@ class StatsRun:
         self.skipped07 = [t for t in targets if t.kafka07]
         self.targets = [t for t in targets if not t.kafka07]
         self.several = sel.several_log_dirs
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.timelines: list[Timeline] = []
         self.partition_bytes: dict[tuple, int] = {}  # (log dir, topic, partition) -> bytes
         self.topic_rows: list[dict] = []  # the topic_stats events, for --plot
@@ -299,7 +299,7 @@ class StatsRun:
         for t in self.targets:
             part = PartitionCount(t, self.opts)
             yield from part.walk()
-            self.code |= part.code
+            self.outcome |= part.outcome
             self.counted_batches += part.counts.batches
             ld = str(t.log_dir)
             if self.opts.timeline:
@@ -350,9 +350,9 @@ class StatsRun:
                 "segment_bytes": sb,
                 "index_bytes": ib,
             }
-        if self.counted_batches == 0 and not self.code:
+        if self.counted_batches == 0 and not self.outcome:
             # nothing to count is never "ok" (segments exist but hold no batch)
-            self.code |= Exit.USAGE
+            self.outcome |= Outcome.USAGE
             yield {
                 "type": "failure",
                 "message": f"{', '.join(str(t.partition_dir) for t in self.targets[:3])}: the "
@@ -372,7 +372,7 @@ class StatsRun:
 
 class PartitionCount:
     """One partition (or one segment given by path) counted: ``counts``, ``hours``, the segment
-    and index sizes, its ``timeline``, ``code``."""
+    and index sizes, its ``timeline``, ``outcome``."""
 
     def __init__(self, target: Target, opts: StatsOptions) -> None:
         self.target = target
@@ -383,7 +383,7 @@ class PartitionCount:
         self.segment_bytes = 0
         self.index_bytes = 0
         self.errors = 0
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         name = target.name
         self.timeline = Timeline(
             name.topic if name else None, name.partition if name else None, str(target.log_dir)
@@ -433,7 +433,7 @@ class PartitionCount:
                     "its bytes (counting of this segment stops here)"
                 )
             except OSError as exc:
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 stop = f"{exc.filename or log}: {exc.strerror or exc}"
             problems, self._problems = self._problems, []
             yield from problems
@@ -442,7 +442,7 @@ class PartitionCount:
             yield {"type": "progress", "bytes": size, "file": str(seg.log)}
 
     def _stopped(self, mark: SegmentMark, position: int | None, kind: str) -> None:
-        self.code |= Exit.PROBLEMS
+        self.outcome |= Outcome.INVALID_DATA
         self.errors += 1
         mark.error_position = position
         mark.error_kind = kind
@@ -548,7 +548,7 @@ class PartitionCount:
 
     def _problem(self, exc: CorruptionError, seg: SegmentMark) -> None:
         """Invalid content inside an entry whose CRC matches: reported (exit 4), counting goes on."""
-        self.code |= Exit.PROBLEMS
+        self.outcome |= Outcome.INVALID_DATA
         self.errors += 1
         self._problems.append({"type": "failure", "message": str(exc.in_file(seg.file))})
 

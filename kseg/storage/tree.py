@@ -27,7 +27,7 @@ from kseg.storage import files as F
 from kseg.storage.uri import UriPath
 
 FILE, PARTITION, ROOT, ROOTS = "file", "partition", "root", "roots"
-# input errors, mapped to exit codes by kseg.cli.exit.EXIT_FOR
+# input errors; what each says a run found: kseg.outcome.KIND_OUTCOMES
 NO_SUCH_PATH, NOTHING_FOUND, NOT_KAFKA_FILE, UNREADABLE, NO_MATCH, BAD_REGEX = (
     "no_such_path",
     "nothing_found",
@@ -65,7 +65,7 @@ _SEGMENT_ORDER = {
 
 
 class InputError(ValueError):
-    """A path that cannot be worked on; ``kind`` selects the exit code (kseg.cli.exit)."""
+    """A path that cannot be worked on; ``kind`` says why (kseg.outcome.KIND_OUTCOMES)."""
 
     def __init__(self, kind: str, path: str | Path, message: str) -> None:
         super().__init__(f"{path}: {message}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kseg.outcome import Outcome
+
 ERROR, WARNING, INFO = "error", "warning", "info"
 
 # kinds beyond the format core's CorruptionError kinds
@@ -29,10 +31,10 @@ LEADER_EPOCH = "leader_epoch_mismatch"  # partitionLeaderEpoch contradicts the c
 TIMESTAMP_RANGE = "timestamp_out_of_range"  # valid for Kafka, but no date (years 0001-9999)
 
 
-def exit_bits(kind: str, severity: str) -> int:
-    """What one finding adds to verify's exit status (kseg.exitcodes.Exit's bits): a file kseg
-    could not read is an operational error (8), any other error invalid data (4), a warning or
-    an info nothing. The one rule for `kseg verify` and `kseg spark verify`.
+def finding_outcome(kind: str, severity: str) -> Outcome:
+    """What one finding adds to what verify found (its exit status: kseg.cli.exit): a file
+    kseg could not read is unreadable (exit 8), any other error invalid data (exit 4), a warning
+    or an info nothing. The one rule for `kseg verify` and `kseg spark verify`.
 
     Severity is decided by what Kafka does on its next start (README, "What makes exit 4"):
     error = Kafka would lose or change data or fail to start, or consumers would fail;
@@ -40,8 +42,8 @@ def exit_bits(kind: str, severity: str) -> int:
     info = nothing to do. So `kseg verify DIR && start the broker` starts a broker that loses
     nothing."""
     if kind == UNREADABLE:
-        return 8
-    return 4 if severity == ERROR else 0
+        return Outcome.UNREADABLE
+    return Outcome.INVALID_DATA if severity == ERROR else Outcome.OK
 
 
 class Finding(NamedTuple):

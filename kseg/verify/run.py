@@ -1,4 +1,4 @@
-"""The verify command as a library call: events out, an fsck-style exit bitmask accumulated."""
+"""The verify command as a library call: events out, what was found (an Outcome) accumulated."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kseg.exitcodes import Exit
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
+from kseg.outcome import Outcome, combined
 from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
@@ -41,7 +41,7 @@ class VerifyOptions(NamedTuple):
 class VerifyRun:
     def __init__(self, opts: VerifyOptions) -> None:
         self.opts = opts
-        self.code = Exit.OK
+        self.outcome = Outcome.OK
         self.counts = {K.ERROR: 0, K.WARNING: 0, K.INFO: 0}
         self.partitions = self.segments = self.repaired = 0
         self.writing = opts.repair and not opts.dry_run
@@ -56,7 +56,7 @@ class VerifyRun:
 
     def _failure(self, message: str) -> dict:
         """A failure event: the CLI writes it to stderr (one line), never to stdout."""
-        self.code |= Exit.OPERATIONAL
+        self.outcome |= Outcome.UNREADABLE
         return {"type": "failure", "message": message}
 
     def _quarantine(self, t: Target) -> Quarantine:
@@ -86,7 +86,7 @@ class VerifyRun:
         self._locked_out, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
         for ev in said:
             if ev["type"] == "failure":
-                self.code |= Exit.OPERATIONAL
+                self.outcome |= Outcome.UNREADABLE
                 ev["message"] += " (verified read-only: every finding is still reported)"
             yield ev
 
@@ -100,7 +100,7 @@ class VerifyRun:
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused - self._locked_out:
                 if is_inside(q, log_dir):
                     self._refused.add(log_dir)
-                    self.code |= Exit.USAGE
+                    self.outcome |= Outcome.USAGE
                     yield {
                         "type": "failure",
                         "message": f"{inside_message('--quarantine', q, log_dir)}. "
@@ -165,7 +165,7 @@ class VerifyRun:
                 empty = K.Finding(K.INFO, K.NO_SEGMENTS, str(root), None, None, why)
                 found.insert(0, (empty, {"topic": None, "partition": None}))
             for f, tags in found:
-                self.code |= _code([f])
+                self.outcome |= _outcome_of([f])
                 ev = self._finding(f, **tags)
                 yield {**ev, "log_dir": str(root)} if several else ev
         yield {
@@ -176,7 +176,7 @@ class VerifyRun:
             "warnings": self.counts[K.WARNING],
             "infos": self.counts[K.INFO],
             "repaired": self.repaired,
-            "exit_code": int(self.code),
+            "outcome": self.outcome,
         }
 
     def _target(self, t: Target, read_only: bool = False):
@@ -213,7 +213,7 @@ class VerifyRun:
                         f"{t.partition_dir} yet, which changed since; planning anew",
                     }
                     continue
-                self.code |= Exit.REPAIRED
+                self.outcome |= Outcome.REPAIRED
                 self.repaired += 1
                 yield {
                     "type": "repair_resumed",
@@ -248,7 +248,7 @@ class VerifyRun:
             except BaseException as exc:  # an interrupt: report what was found before it
                 partial = getattr(exc, "kseg_partial", None)
                 if partial is not None and not isinstance(exc, Exception):
-                    self.code |= _code(partial.all_findings)
+                    self.outcome |= _outcome_of(partial.all_findings)
                     for f in partial.all_findings:
                         yield self._finding(f)
                 raise
@@ -312,9 +312,9 @@ class VerifyRun:
             remaining = [f for f in after.all_findings if f.severity in _COUNTED]
             for f in remaining:
                 yield {**f.to_event(), "remaining": True}
-            self.code |= _code(remaining) or Exit.REPAIRED
+            self.outcome |= _outcome_of(remaining) or Outcome.REPAIRED
         else:
-            self.code |= _code(report.all_findings)
+            self.outcome |= _outcome_of(report.all_findings)
         yield from self._segment_events(report, after)
         return after
 
@@ -358,13 +358,10 @@ def _tagged(gen, tags: dict):
         yield {**ev, **tags}
 
 
-def _code(found: list[K.Finding]) -> Exit:
-    """A file kseg could not read is an operational error (8), any other error invalid data (4),
-    a warning or an info nothing (findings.exit_bits)."""
-    code = Exit.OK
-    for f in found:
-        code |= K.exit_bits(f.kind, f.severity)
-    return code
+def _outcome_of(found: list[K.Finding]) -> Outcome:
+    """A file kseg could not read is unreadable, any other error invalid data, a warning or an
+    info nothing (findings.finding_outcome)."""
+    return combined(K.finding_outcome(f.kind, f.severity) for f in found)
 
 
 def _refresh(t: Target) -> Target:

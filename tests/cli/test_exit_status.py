@@ -7,23 +7,24 @@ import errno
 import pytest
 import typer
 
-from kseg.cli.exit import EXIT_FOR, exit_status
-from kseg.exitcodes import BadOption, Exit
+from kseg.cli.exit import EXIT_FOR, Exit, exit_status
+from kseg.cli.signals import Interrupted
 from kseg.format.errors import CorruptionError
-from kseg.interrupt import Interrupted
+from kseg.outcome import BadOption, Outcome
 from kseg.storage.tree import InputError
 
 
 class _Run:
-    def __init__(self, code: Exit) -> None:
-        self.code = code
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
 
 
 @pytest.mark.parametrize(
     ("outcome", "status"),
     [
         (None, 0),
-        (_Run(Exit.REPAIRED | Exit.PROBLEMS), 5),
+        (_Run(Outcome.REPAIRED | Outcome.INVALID_DATA), 5),
+        (Outcome.REPAIRED | Outcome.INVALID_DATA, 5),
         (Exit.PROBLEMS, 4),
         ("unreadable", 8),
         ("crc_mismatch", 4),

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kseg.dump.search import record_filter
-from kseg.exitcodes import BadOption
 from kseg.format import batch as v2
 from kseg.format import compression as codecs
 from kseg.format.record import Record
+from kseg.outcome import BadOption
 
 ALPHABET = b"ab\x00\n-"
 small = st.binary(max_size=12).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kseg import kernel
+from kseg.cli.exit import exit_status
 from kseg.stats.stats import StatsOptions, count
 
 from .diff import kernel_built
@@ -20,7 +21,7 @@ OPTS = StatsOptions(by_hour=True, uncompressed=True, timeline=True)
 def _run(paths: list[Path]):
     run = count(paths, opts=OPTS)
     evs = list(run.events())
-    return evs, int(run.code), run.timelines
+    return evs, int(exit_status(run.outcome)), run.timelines
 
 
 def _both(choose, paths: list[Path]):

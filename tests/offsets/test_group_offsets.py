@@ -25,6 +25,7 @@ from kseg.fixtures.offsets import (
 )
 from kseg.offsets.placement import coordinator_partition, java_string_hash, partition_count
 from kseg.offsets.run import OffsetsRun
+from kseg.outcome import Outcome
 from kseg.storage.tree import InputError, resolve
 
 # --- the partition hash -----------------------------------------------------------------------
@@ -126,7 +127,7 @@ def test_real_41_groups_match_kafka_dump_log(real_root):
     for g in sorted(groups):
         run, events = _run(root, g)
         assert _got(events) == _expected_offsets(records, g), g
-        assert run.code == 0
+        assert run.outcome == Outcome.OK
         # the group's records are all in the partition the hash names (3 partitions)
         parts = {p for p, _, _, k, _ in records if g in k["data"].values()}
         assert parts == {coordinator_partition(g, 3)}
@@ -269,7 +270,7 @@ def offsets_root(tmp_path_factory) -> Path:
 def test_fixture_whole_log(offsets_root):
     run, events = _run(offsets_root, GROUP)
     assert _got(events) == EXPECTED  # orders-1 tombstoned, the ABORTed 999 never counts
-    assert run.code == 0
+    assert run.outcome == Outcome.OK
 
 
 def test_fixture_at_150s(offsets_root):

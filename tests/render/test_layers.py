@@ -51,8 +51,7 @@ def _modules(sub: str) -> list[Path]:
         ("stats", CLI | {"kseg.render"}),
         ("render", CLI),
         ("spark", CLI),
-        ("exitcodes", CLI | {"kseg.render"}),
-        ("interrupt", CLI | {"kseg.render"}),
+        ("outcome", CLI | {"kseg.render"}),
         ("events", CLI | {"kseg.render"}),
     ],
 )

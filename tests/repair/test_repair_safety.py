@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kseg.cli.exit import exit_status
 from kseg.format.record import Record
 from kseg.storage.tree import segment_logs
 from kseg.storage.writer import LogWriter
@@ -686,7 +687,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     monkeypatch.setattr(apply, "check_space", lambda needs: None)  # as if space vanished later
     run = VerifyRun(VerifyOptions(repair=True, quarantine=q))
     evs = list(run.events([pdir]))
-    assert run.code & 8
+    assert exit_status(run.outcome) & 8
     (failure,) = [e for e in evs if e["type"] == "failure"]
     assert "No space left on device" in failure["message"]
     for qdir in [m.parent for m in _manifests(q)]:
@@ -720,7 +721,7 @@ def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monk
     evs = list(run.events([pdir]))
     (failure,) = [e for e in evs if e["type"] == "failure"]
     assert "before changing anything" in failure["message"]
-    assert run.code & 8
+    assert exit_status(run.outcome) & 8
     assert snapshot_tree(pdir) == before
     qroot = tmp_path / "kseg-quarantine" / "logs"
     assert not qroot.exists() or not any(qroot.iterdir())

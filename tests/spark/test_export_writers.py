@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kseg.spark
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 from kseg.spark import parquet_out
 from tests.spark.test_spark import as_set, expected_records
 

@@ -7,6 +7,7 @@ import struct
 import pytest
 
 import kseg
+from kseg.cli.exit import exit_status
 from kseg.fixtures import PARTITIONS
 from kseg.spark import planning
 from kseg.spark.arrow import TIMESTAMP_TYPE_IDS
@@ -146,7 +147,7 @@ def test_findings_equal_kseg_verify(spark, corrupt_cases, monkeypatch, capsysbin
         for f in found
     )
     assert got == want and len(got) >= 8
-    assert summary["exit_code"] == code == 4
+    assert exit_status(summary["outcome"]) == code == 4
     assert summary["partitions"] == len(corrupt_cases)
 
 

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 import kseg.spark
+from kseg.cli.exit import exit_status
 from kseg.spark import arrow, planning
 from tests.helpers import run_kseg
 from tests.spark.test_spark import expected_records, spark_records
@@ -38,7 +39,7 @@ def test_verify_reports_an_unreadable_segment(spark, with_hole):
     found, summary = kseg.spark.verify(spark, [str(with_hole)])
     hole = [f for f in found if f["file"].endswith(HOLE)]
     assert [(f["severity"], f["kind"]) for f in hole] == [("error", "unreadable")]
-    assert summary["exit_code"] & 8
+    assert exit_status(summary["outcome"]) & 8
 
 
 def test_arrow_export_says_which_segment_it_left_out(spark, tree, with_hole, tmp_path):

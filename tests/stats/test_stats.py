@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
+from kseg.cli.exit import exit_status
 from kseg.fixtures.demo import write_demo
 from kseg.format.timestamps import MAX_MS
 from kseg.stats.stats import StatsOptions, count, hour_of
@@ -31,7 +32,7 @@ CODEC = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 def stats_events(paths, **opts) -> tuple[list[dict], int]:
     run = count([Path(p) for p in paths], opts=StatsOptions(**opts))
     evs = [e for e in run.events() if e["type"] != "progress"]
-    return evs, int(run.code)
+    return evs, int(exit_status(run.outcome))
 
 
 def kafka_python_counts(logs: list[Path], by_hour: bool = False, decode: bool = True) -> dict:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from kseg.cli.exit import exit_status
 from kseg.format.checkpoint import EpochEntry, encode_leader_epoch_checkpoint
 from kseg.format.txn_index import encode_entries, read_entries
 from kseg.storage.tree import segment_logs
-from kseg.verify.findings import ERROR, INFO, WARNING, exit_bits
+from kseg.verify.findings import ERROR, INFO, WARNING, finding_outcome
 from tests.helpers import copy_partition, events, run_cli
 
 
@@ -20,10 +21,10 @@ def verify(monkeypatch, capsysbinary, path) -> tuple[int, list[dict]]:
 
 
 def test_only_errors_set_bit_4():
-    assert exit_bits("crc_mismatch", ERROR) == 4
-    assert exit_bits("missing_index", WARNING) == 0
-    assert exit_bits("orphan_file", INFO) == 0
-    assert exit_bits("unreadable", ERROR) == 8
+    assert exit_status(finding_outcome("crc_mismatch", ERROR)) == 4
+    assert exit_status(finding_outcome("missing_index", WARNING)) == 0
+    assert exit_status(finding_outcome("orphan_file", INFO)) == 0
+    assert exit_status(finding_outcome("unreadable", ERROR)) == 8
 
 
 @pytest.mark.parametrize("content", [b"", b"0\n"])

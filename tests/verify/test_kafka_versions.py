@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from kseg.exitcodes import BadOption
+from kseg.cli.exit import exit_status
 from kseg.fixtures.tree import FixedClock
 from kseg.format.kafka_version import DEFAULT, parse_kafka_version
 from kseg.format.record import Record
 from kseg.format.txn_index import encode_entries, read_entries
 from kseg.index.rebuild import rebuild_target
 from kseg.index.run import CheckRun
+from kseg.outcome import BadOption
 from kseg.storage.tree import Target, resolve, segment_logs
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_cli, run_kseg
@@ -44,7 +45,7 @@ def write_txns(pdir, version, interval=4096):
 def txn_check(pdir, version=DEFAULT) -> dict:
     run = CheckRun(resolve([pdir], None, None, logs_only=True), kafka_version=version)
     (ev,) = [e for e in run.events() if e["type"] == "index_check"]
-    ev["exit_code"] = int(run.code)
+    ev["exit_code"] = int(exit_status(run.outcome))
     return ev
 
 

@@ -1,7 +1,7 @@
 """`kseg index rebuild` and `kseg index check` (kseg.index.run)."""
 
 from kseg.cli import options as o
-from kseg.cli.exit import exit_status, track
+from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.inputs import parsed_kafka_version, selection
 
 
@@ -48,7 +48,14 @@ def rebuild(
     track(run)
     total = lambda: log_bytes(run.targets)  # noqa: E731
     return exit_status(
-        finish("index rebuild", run, run.events(), fmt.value, bar_total=total, quiet=quiet)
+        finish(
+            "index rebuild",
+            run,
+            with_exit_codes(run.events()),
+            fmt.value,
+            bar_total=total,
+            quiet=quiet,
+        )
     )
 
 
@@ -78,4 +85,4 @@ def check(
     sel = selection(paths, topic, partition)
     run = CheckRun(sel, index_interval_bytes=index_interval_bytes, kafka_version=version)
     track(run)
-    return exit_status(finish("index check", run, run.events(), fmt.value))
+    return exit_status(finish("index check", run, with_exit_codes(run.events()), fmt.value))

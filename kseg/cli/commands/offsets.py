@@ -38,20 +38,22 @@ def offsets(
       kseg offsets /var/lib/kafka/data --group billing --at -2h -f reset-csv > reset.csv
       kseg offsets /var/lib/kafka/data --list
     """
-    from kseg.offsets.run import offsets_run
+    from kseg.offsets.run import OffsetsRun
+    from kseg.outcome import BadOption
     from kseg.render import finish
+    from kseg.seek.timeexpr import parse_option_span, parse_option_time
 
     csv = fmt is o.SeekFormat.reset_csv
-    run = offsets_run(
-        selection(paths, None, None),
-        group=group,
-        list_groups=list_groups,
-        at=at,
-        now=now,
-        retention=retention,
-        lag=lag,
-        csv=csv,
-    )
+    sel = selection(paths, None, None)
+    if (group is None) == (not list_groups):
+        raise BadOption("give exactly one of --group and --list", "--group/--list")
+    if list_groups and (csv or lag):
+        raise BadOption("reset-csv and --lag go with --group", "--list")
+    now_ms = parse_option_time(now, "--now")  # None: expiry judged at the end of the data
+    # `now` and relative times in --at count from --now, or the clock
+    at_ms = parse_option_time(at, "--at", now_ms)
+    retention_ms = parse_option_span(retention, "--retention")
+    run = OffsetsRun(sel, group=group, at=at_ms, now=now_ms, retention_ms=retention_ms, lag=lag)
     track(run)
     return exit_status(
         finish("offsets", run, run.reset_events() if csv else run.events(), fmt.value)

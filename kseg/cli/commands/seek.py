@@ -3,7 +3,7 @@
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track
 from kseg.cli.inputs import selection
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 
 def seek(
@@ -34,10 +34,13 @@ def seek(
     """
     from kseg.render import finish
     from kseg.seek.run import SeekRun, parse_target
+    from kseg.seek.timeexpr import parse_option_time
 
     if (time_ is None) == (offset is None):
         raise BadOption("give exactly one of --time and --offset", "--time/--offset")
-    target = parse_target(time_, now) if time_ is not None else None
+    target = None
+    if time_ is not None:  # a bad --now is a usage error even when the target does not use it
+        target = parse_target(time_, parse_option_time(now, "--now"))
     sel = selection(paths, topic, partition)
     csv = fmt is o.SeekFormat.reset_csv
     if csv and target is None:

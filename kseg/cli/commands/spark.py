@@ -6,13 +6,12 @@ when a command line needs it."""
 import os
 import sys
 from contextlib import contextmanager
-from typing import NamedTuple
 
 import typer
 
 from kseg.cli import signals
 from kseg.cli.command import Command
-from kseg.cli.exit import exit_status, track
+from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.options import (
     ConfOpt,
     ExportFormatOpt,
@@ -33,7 +32,7 @@ from kseg.cli.options import (
     TopicOpt,
     ToTimeOpt,
 )
-from kseg.exitcodes import BadOption, Exit
+from kseg.outcome import BadOption, Outcome
 from kseg.render import streams
 
 app = typer.Typer(
@@ -112,18 +111,11 @@ def _bar(spark, quiet: bool, description: str):
     return progress.SparkBar(progress.wanted(quiet), spark, description)
 
 
-class _Done(NamedTuple):
-    """A Spark job's result as kseg.render.finish takes a run: its ``code``."""
-
-    code: int
-
-
-def _finish(command: str, code: int, events: list[dict], fmt: str) -> int:
+def _finish(command: str, outcome: Outcome, events: list[dict], fmt: str) -> int:
     from kseg.render import finish
 
-    done = _Done(Exit(code))
-    track(done)
-    return exit_status(finish(command, done, events, fmt))
+    track(outcome)
+    return exit_status(finish(command, outcome, with_exit_codes(events), fmt))
 
 
 @app.command("export", cls=Command)
@@ -179,7 +171,7 @@ def spark_export(
         streams.say(message)
     skipped = f"; {len(unreadable)} unreadable segments left out" if unreadable else ""
     streams.say(f"wrote {n} records to {out}{skipped}")
-    return exit_status(Exit.OPERATIONAL if unreadable else Exit.OK)
+    return exit_status(Outcome.UNREADABLE if unreadable else Outcome.OK)
 
 
 @app.command("verify", cls=Command)
@@ -211,7 +203,7 @@ def spark_verify(
             events = verify_events(
                 spark, inputs, out, topic=topic, deep=deep, indexIntervalBytes=index_interval_bytes
             )
-    return _finish("spark verify", events[-1]["exit_code"], events, fmt.value)
+    return _finish("spark verify", events[-1]["outcome"], events, fmt.value)
 
 
 @app.command("stats", cls=Command)
@@ -239,4 +231,4 @@ def spark_stats(
         spark = _session(master, conf, quiet)
         with _bar(spark, quiet, "spark stats"):
             events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
-    return _finish("spark stats", 0, events, fmt.value)
+    return _finish("spark stats", Outcome.OK, events, fmt.value)

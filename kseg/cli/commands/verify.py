@@ -2,9 +2,9 @@
 undoes a repair (kseg.repair.restore)."""
 
 from kseg.cli import options as o
-from kseg.cli.exit import exit_status, track
+from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.inputs import parsed_kafka_version, selection
-from kseg.exitcodes import BadOption
+from kseg.outcome import BadOption
 
 VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; with --repair, fix them
 the way Kafka's recovery would, keeping every removed byte.
@@ -47,6 +47,7 @@ def verify(
     problems_only: o.ProblemsOnlyOpt = False,
     quiet: o.QuietOpt = False,
 ) -> int:
+    from kseg.cli.signals import Interrupted
     from kseg.render import finish
     from kseg.render import problems_only as without_ok
     from kseg.verify.run import VerifyOptions, VerifyRun
@@ -69,17 +70,20 @@ def verify(
     run = VerifyRun(opts)
     track(run)
     events = without_ok(run.events(sel)) if problems_only else run.events(sel)
-    return exit_status(
-        finish(
-            "verify",
-            run,
-            events,
-            fmt.value,
-            bar_total=lambda: _log_bytes(run.targets(sel)),
-            quiet=quiet,
-            merge_interrupt=True,
+    try:
+        return exit_status(
+            finish(
+                "verify",
+                run,
+                with_exit_codes(events),
+                fmt.value,
+                bar_total=lambda: _log_bytes(run.targets(sel)),
+                quiet=quiet,
+            )
         )
-    )
+    except Interrupted as exc:
+        exc.code |= exit_status(run)  # an interrupt keeps what was found (the bitmask)
+        raise
 
 
 def restore(
@@ -105,4 +109,4 @@ def restore(
 
     run = RestoreRun(quarantine_dir, force=force, base_dir=base_dir)
     track(run)
-    return exit_status(finish("restore", run, run.events(), fmt.value))
+    return exit_status(finish("restore", run, with_exit_codes(run.events()), fmt.value))
