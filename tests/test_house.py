@@ -22,7 +22,7 @@ LAYERS = {
     "kernel": 1,  # the compiled kernel's splice: beside storage, over format
     "storage": 1,
     **dict.fromkeys(("dump", "seek", "offsets", "stats", "verify", "repair", "index"), 2),
-    "fixtures": 2,  # writes example trees with storage's writer and the repair's corruptions
+    "fixtures": 2,  # writes example trees (and corrupt copies) with storage's writer
     "render": 3,
     "spark": 3,
     "cli": 4,

@@ -607,7 +607,7 @@ fn buf(py: Python<'_>, data: BufData) -> PyResult<Py<Buf>> {
 }
 
 /// Records of valid v2 batches -> the Spark source's `records` columns (see arrow.rs), for
-/// kseg.kernel.spark_records. One object per task; `take()` hands out a chunk's buffers.
+/// kseg.spark.kernel_arrow.spark_records. One object per task; `take()` hands out a chunk's buffers.
 #[pyclass(module = "kseg._kernel")]
 struct Records {
     cols: arrow::Columns,

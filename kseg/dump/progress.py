@@ -31,7 +31,7 @@ def total_bytes(paths: list[Path]) -> int:
 
 
 def dump_progress(chunks: Iterator[list], bar) -> Iterator[list]:
-    """Pass chunks through, moving ``bar`` (kseg.progress.Bar) by bytes: at each file, and within
+    """Pass chunks through, moving ``bar`` (kseg.render.progress.Bar) by bytes: at each file, and within
     a file from a batch's position at most ten times a second (never per record)."""
     if not bar.enabled:
         yield from chunks

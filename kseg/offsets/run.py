@@ -180,13 +180,13 @@ class OffsetsRun:
     def reset_events(self) -> Iterator[dict]:
         """``reset`` rows (topic, partition, offset) for kafka-consumer-groups --reset-offsets
         --from-file: the group's committed offsets, without those the coordinator would have
-        expired and those of internal topics (lookup.reset_csv: offsets has no --topic to select
+        expired and those of internal topics (kseg.seek.reset_csv: offsets has no --topic to select
         them), each said on stderr. A reset file never comes out empty with exit 0: when no row
         is left (every offset expired, or the group holds none, or only internal topics') one
         line says why and the status gets 16 (the question as asked, its time and retention,
         selects nothing to reset to)."""
         from kseg.format.timestamps import with_iso
-        from kseg.offsets.reset_csv import for_reset_file
+        from kseg.seek.reset_csv import for_reset_file
 
         seen: dict = {"offsets": 0, "left_out": [], "group": None}
         rows = 0

@@ -101,9 +101,9 @@ class SeekRun:
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` events (topic, partition, offset), one per topic-partition however many
-        replicas were read (see lookup.seek.reset_rows), and the messages on the way. Internal
-        topics only when --topic selects them explicitly (lookup.reset_csv)."""
-        from kseg.offsets.reset_csv import for_reset_file
+        replicas were read (see kseg.seek.seek.reset_rows), and the messages on the way. Internal
+        topics only when --topic selects them explicitly (kseg.seek.reset_csv)."""
+        from kseg.seek.reset_csv import for_reset_file
 
         yield from for_reset_file(self._reset_events(), self.topic)
 

@@ -2,7 +2,7 @@
 batch headers — no record is decoded unless asked.
 
 What each number means (the one definition; ``kseg spark stats`` computes the same numbers with
-Spark's aggregations over the batches view, and tests/lookup/test_stats_spark.py holds the two
+Spark's aggregations over the batches view, and tests/spark/test_stats_local.py holds the two
 together). A "batch" is a v2 record batch or a legacy (magic 0/1) top-level message:
 
 - ``records``: records of non-control batches (v2 ``records_count``; a legacy message is one

@@ -248,7 +248,7 @@ def verify_target(
     except BaseException as exc:
         if isinstance(exc, Exception):
             raise
-        # an interrupt (kseg.cli.signals.Interrupted, KeyboardInterrupt): the segments scanned
+        # an interrupt (the CLI's Interrupted, KeyboardInterrupt): the segments scanned
         # before it, for the caller to report (verify ORs 32 with what it had found)
         exc.kseg_partial = report
         raise

@@ -31,7 +31,7 @@ RENDER = ("kseg.render.text", "kseg.render.json", "kseg.render.table", "kseg.ren
 SCHEMAS = ("kseg.format.schema", "kseg.format.coordinator", "kseg.format.metadata")
 # record search and kcat's format strings (dump --key ..., --format-string)
 SEARCH = ("kseg.dump.search", "kseg.dump.format_string")
-# `kseg offsets`: __consumer_offsets replayed (seek imports only kseg.offsets.reset_csv)
+# `kseg offsets`: __consumer_offsets replayed (none of it is seek's: the reset file is kseg.seek.reset_csv)
 OFFSETS = (
     "kseg.offsets.run",
     "kseg.offsets.replay",

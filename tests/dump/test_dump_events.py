@@ -1,4 +1,4 @@
-"""decode/dump.py as a library: the events dump builds, without the CLI."""
+"""kseg/dump as a library: the events dump builds, without the CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""decode/payload.py: every mode shows bytes so that they can be had back exactly (or says why
+"""kseg/dump/payload.py: every mode shows bytes so that they can be had back exactly (or says why
 not: none, redact), and the per-run specialised encoder agrees with the reference encode()."""
 
 from __future__ import annotations

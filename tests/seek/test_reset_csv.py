@@ -1,5 +1,5 @@
 """reset-csv names internal topics only when --topic selects them explicitly
-(kseg.offsets.reset_csv, one rule for `seek -f reset-csv` and `offsets -f reset-csv`):
+(kseg.seek.reset_csv, one rule for `seek -f reset-csv` and `offsets -f reset-csv`):
 kafka-consumer-groups --reset-offsets --from-file fails the whole file on a topic it cannot find
 (Kafka 4.1.0: `__cluster_metadata`, or `__transaction_state` on a cluster without
 transactions). The files kseg writes are fed to the REAL kafka-consumer-groups (--dry-run) on a
@@ -14,7 +14,7 @@ import pytest
 from kseg.fixtures.offsets import write_offsets_partition
 from kseg.format.coordinator import consumer_offsets_record
 from kseg.format.record import Record
-from kseg.offsets.reset_csv import explicitly_selected, is_internal
+from kseg.seek.reset_csv import explicitly_selected, is_internal
 from kseg.storage.writer import LogWriter
 from tests.helpers import run_kseg
 
