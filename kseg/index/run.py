@@ -77,8 +77,8 @@ class RebuildRun:
         force: bool = False,
         kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
     ) -> None:
-        from kseg.repair.locking import inside_message, is_inside
         from kseg.storage.lock import LogDirLocks
+        from kseg.storage.locking import inside_message, is_inside
 
         self.outcome = Outcome.OK
         self.targets = sel.required_targets("rebuild indexes in")
@@ -106,8 +106,8 @@ class RebuildRun:
 
     def _events(self) -> Iterator[dict]:
         from kseg.index.rebuild import UNCHANGED, rebuild_target
-        from kseg.repair.locking import lock_log_dirs
         from kseg.storage.atomic import fix_hint, remove_stale_temps
+        from kseg.storage.locking import lock_log_dirs
 
         refused: set[Path] = set()
         if not self.dry_run:  # every log dir's lock before anything is written

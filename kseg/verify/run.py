@@ -79,8 +79,8 @@ class VerifyRun:
 
     def _lock_log_dirs(self, tlist: list[Target]) -> Iterator[dict]:
         """Take every log dir's `.lock` before anything is planned; report each refusal once."""
-        from kseg.repair.locking import lock_log_dirs
         from kseg.storage.lock import LogDirLocks
+        from kseg.storage.locking import lock_log_dirs
 
         self._locks = LogDirLocks(force=self.opts.force)
         self._locked_out, said = lock_log_dirs(self._locks, (t.log_dir for t in tlist), "repairing")
@@ -95,7 +95,7 @@ class VerifyRun:
         too, so that it predicts the real run."""
         q = self.opts.quarantine
         if q is not None:
-            from kseg.repair.locking import inside_message, is_inside
+            from kseg.storage.locking import inside_message, is_inside
 
             for log_dir in {t.log_dir.resolve() for t in tlist} - self._refused - self._locked_out:
                 if is_inside(q, log_dir):

@@ -21,7 +21,7 @@ SPARK = ("kseg.cli.commands.spark", "kseg.spark", "kseg.cli.spark_submit")
 REPAIR = (
     "kseg.repair",  # plan, apply, actions, resume, quarantine, faults, ...
     "kseg.repair.manifest",
-    "kseg.repair.locking",
+    "kseg.storage.locking",
     "kseg.repair.restore",
     "kseg.storage.lock",
     "kseg.storage.space",
@@ -117,7 +117,7 @@ COMMANDS = {
     "verify-repair-write": (  # the control for the writing modules (takes the log dir's .lock)
         ("verify", "--repair"),
         SPARK,
-        ("kseg.repair.apply", "kseg.repair.locking", "kseg.storage.lock", "kseg.storage.space"),
+        ("kseg.repair.apply", "kseg.storage.locking", "kseg.storage.lock", "kseg.storage.space"),
     ),
     "dump-json": (
         ("dump", "-f", "json"),
