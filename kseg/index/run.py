@@ -8,10 +8,10 @@ from pathlib import Path
 
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
-from kseg.index.check import WRONG
 from kseg.outcome import BadOption, Outcome
 from kseg.storage.mapped import read_file
 from kseg.storage.tree import Selection, Target
+from kseg.verify.index_check import WRONG
 
 # RebuildRun's modules (rebuild, locks, atomic writes) are imported by RebuildRun: `index check`
 # does not need them (start-up time).
@@ -212,8 +212,8 @@ class CheckRun:
         first offset may lie in an earlier segment."""
         from kseg.format.kafka_version import TXN_RULE_EMPTY_ABORTS, TXN_RULE_OPEN_ONLY, txn_rule
         from kseg.format.txn_state import TxnTracker
-        from kseg.index.check import txn_index_status
         from kseg.storage.tree import segment_logs
+        from kseg.verify.index_check import txn_index_status
         from kseg.verify.segment import aborted_under, scan_segment
         from kseg.verify.txn_seed import seed_from_snapshot
 

@@ -10,7 +10,8 @@ from kseg.format.log import MAGIC_POS
 from kseg.format.magic import CURRENT_MAGIC as V2_MAGIC
 from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
-from kseg.index.check import (
+from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.verify.index_check import (
     EQUIVALENT,
     IDENTICAL,
     MISSING,
@@ -19,7 +20,6 @@ from kseg.index.check import (
     OffsetIndexChecker,
     TimeIndexChecker,
 )
-from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 
 _NEVER = 1 << 62
 

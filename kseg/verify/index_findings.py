@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kseg.format import offset_index as oi
 from kseg.format import time_index as ti
-from kseg.index.check import MISSING, WRONG
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding
+from kseg.verify.index_check import MISSING, WRONG
 from kseg.verify.segment import SegmentScan
 
 

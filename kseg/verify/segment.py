@@ -18,14 +18,14 @@ from kseg.format.magic import format_of
 from kseg.format.timestamps import in_date_range, with_iso
 from kseg.format.txn_index import AbortedTxn
 from kseg.format.txn_state import TxnTracker
-from kseg.index.check import (
-    IndexStatus,
-)
 from kseg.storage import kernel_walk
 from kseg.storage.kernel_walk import ROW
 from kseg.storage.segment import Segment
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, Patch, from_error
+from kseg.verify.index_check import (
+    IndexStatus,
+)
 from kseg.verify.index_compare import index_statuses, open_indexes
 from kseg.verify.kafka_walk import kafka_walk
 

@@ -179,7 +179,7 @@ COMMANDS = {
     "index-check": (
         ("index", "check"),
         (*REPAIR, *SPARK, "kseg.index.rebuild", "kseg.storage.atomic", "kseg.dump"),
-        ("kseg.index.run", "kseg.index.check"),
+        ("kseg.index.run", "kseg.verify.index_check"),
     ),
     "index-rebuild": (  # the control for index check's
         ("index", "rebuild", "--dry-run"),

@@ -34,7 +34,6 @@ from kseg.format.record import Record
 from kseg.format.schema import Field, Schema
 from kseg.format.time_index import TimestampOffset
 from kseg.format.txn_index import AbortedTxn
-from kseg.index.check import IndexStatus
 from kseg.index.rebuild import FileAction, RebuiltIndexes, SegmentRebuild
 from kseg.offsets.leaders import LeaderAt
 from kseg.repair.manifest import Action, Manifest
@@ -50,6 +49,7 @@ from kseg.storage.tree import Child, Item, Layout, PartitionDir, Selection, Targ
 from kseg.storage.writer import AppendInfo
 from kseg.storage.writer07 import Append07
 from kseg.verify.findings import Finding, Patch
+from kseg.verify.index_check import IndexStatus
 from kseg.verify.kafka07 import Report07, Scan07
 from kseg.verify.kafka_walk import KafkaWalk
 from kseg.verify.partition import PartitionReport
