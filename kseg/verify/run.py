@@ -222,19 +222,16 @@ class VerifyRun:
                 }
             t = _refresh(t)  # a resumed repair may have moved segments away
         if t.kafka07:  # a Kafka 0.7 partition: its own rule, the same repair machinery
-            from kseg.verify.kafka07 import (  # imports the repair's modules
-                plan_repair07,
-                verify_target07,
-            )
+            from kseg.verify.kafka07 import verify_target07
 
             report = verify_target07(t, deep=opts.deep)
             for f in report.all_findings:
                 yield self._finding(f)
-            plan = (
-                plan_repair07(report, keep_later_segments=opts.keep_later_segments)
-                if repair
-                else None
-            )
+            plan = None
+            if repair:
+                from kseg.repair.plan07 import plan_repair07
+
+                plan = plan_repair07(report, keep_later_segments=opts.keep_later_segments)
         else:
             if repair:
                 from kseg.repair.plan import plan_repair
