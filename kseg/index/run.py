@@ -28,18 +28,6 @@ def target_tags(t: Target, several: bool) -> dict:
     return tags or {"topic": None, "partition": None}
 
 
-def log_bytes(targets: list[Target]) -> int:
-    """The bytes of the targets' logs (a progress bar's total): a listing, no reads."""
-    total = 0
-    for t in targets:
-        for log in t.logs:
-            try:
-                total += log.stat().st_size
-            except OSError:
-                pass
-    return total
-
-
 def _unreadable(exc: OSError, where: Path, suffix: str = "") -> dict:
     return {"type": "failure", "message": f"{exc.filename or where}: {exc.strerror or exc}{suffix}"}
 

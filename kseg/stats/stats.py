@@ -55,7 +55,7 @@ from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage import kernel_walk
 from kseg.storage.segment import Segment
-from kseg.storage.tree import NOTHING_FOUND, InputError, Selection, Target
+from kseg.storage.tree import NOTHING_FOUND, InputError, Selection, Target, log_bytes
 
 _BASE_TIMESTAMP = struct.Struct(">q")
 _BASE_TIMESTAMP_POS = FIELD_POS["base_timestamp"]
@@ -276,14 +276,7 @@ class StatsRun:
 
     def total_bytes(self) -> int:
         """The `.log` bytes to walk (the progress bar's total)."""
-        total = 0
-        for t in self.targets:
-            for log in t.logs:
-                try:
-                    total += log.stat().st_size
-                except OSError:
-                    pass
-        return total
+        return log_bytes(self.targets)
 
     def events(self) -> Iterator[dict]:
         for t in self.skipped07:

@@ -31,8 +31,9 @@ def rebuild(
       kseg index rebuild /var/lib/kafka/data/orders-0 --dry-run
       kseg index rebuild /var/lib/kafka/data --topic '^orders$' --backup /tmp/old-indexes
     """
-    from kseg.index.run import RebuildRun, log_bytes
+    from kseg.index.run import RebuildRun
     from kseg.render import finish
+    from kseg.storage.tree import log_bytes
 
     version = parsed_kafka_version(kafka_version)
     run = RebuildRun(

@@ -23,14 +23,6 @@ Example:
 """
 
 
-def _log_bytes(targets) -> int:
-    """The progress bar's total (only when a bar is drawn: kseg.index.run is not imported
-    otherwise)."""
-    from kseg.index.run import log_bytes
-
-    return log_bytes(targets)
-
-
 def verify(
     paths: o.SegmentPathsArg,
     repair: o.RepairOpt = False,
@@ -50,6 +42,7 @@ def verify(
     from kseg.cli.signals import Interrupted
     from kseg.render import finish
     from kseg.render import problems_only as without_ok
+    from kseg.storage.tree import log_bytes
     from kseg.verify.run import VerifyOptions, VerifyRun
 
     if dry_run and not repair:
@@ -77,7 +70,7 @@ def verify(
                 run,
                 with_exit_codes(events),
                 fmt.value,
-                bar_total=lambda: _log_bytes(run.targets(sel)),
+                bar_total=lambda: log_bytes(run.targets(sel)),
                 quiet=quiet,
             )
         )
