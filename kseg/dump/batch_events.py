@@ -4,13 +4,13 @@ record search and --limit choose them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from kseg.dump.error_events import BAD_MAGIC, error_event
 from kseg.dump.kernel_records import kernel_records
 from kseg.dump.options import DumpOptions
 from kseg.dump.record_events import control_event
-from kseg.dump.selection import Budget, Span
+from kseg.dump.selection import END, LAST, Budget, Span, show_entry
 from kseg.format.batch import RecordBatch
 from kseg.format.errors import CorruptionError
 from kseg.format.log import bad_magic_message, v2_crc_matches
@@ -72,6 +72,28 @@ def batch_event(entry, name: str, computed_crc: int | None = None) -> dict:
         "is_control": False,
         "delete_horizon_ms": None,
     }
+
+
+def shown_entry_events(
+    entry,
+    name: str,
+    opts: DumpOptions,
+    limit_end: int,
+    budget: Budget,
+    make_event,
+    span: Span | None = None,
+    lines=None,
+) -> Generator[list, None, bool]:
+    """The core's loop body for one top-level entry: its events when the selection shows it;
+    returns True where the dump of this file ends (past the selection, or the budget spent)."""
+    shown = show_entry(entry, opts, limit_end)
+    if shown is END:
+        return True
+    if shown:
+        yield from entry_events(entry, name, opts, budget, make_event, span, lines)
+        if budget.spent or shown is LAST:
+            return True
+    return False
 
 
 def entry_events(

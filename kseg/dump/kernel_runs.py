@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kseg.dump import kernel_json
-from kseg.dump.batch_events import entry_events
+from kseg.dump.batch_events import entry_events, shown_entry_events
 from kseg.dump.kernel_records import MAX_LEFT
 from kseg.dump.options import DumpOptions
-from kseg.dump.selection import END, LAST, Budget, Span, selecting, show_entry
+from kseg.dump.selection import Budget, Span, selecting
 from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.log import iter_entries
 from kseg.storage import kernel_walk
@@ -106,13 +106,10 @@ def kernel_runs(
         entry = next(iter_entries(buf, pos, end, source=name), None)
         if entry is None:
             return
-        shown = show_entry(entry, opts, limit_end)
-        if shown is END:
+        if (yield from shown_entry_events(
+            entry, name, opts, limit_end, budget, make_event, span, lines
+        )):  # fmt: skip
             return
-        if shown:
-            yield from entry_events(entry, name, opts, budget, make_event, span, lines)
-            if budget.spent or shown is LAST:
-                return
         pos += entry.size
 
 
@@ -163,11 +160,6 @@ def search_runs(
         entry = next(iter_entries(buf, pos, end, source=name), None)
         if entry is None:
             return
-        shown = show_entry(entry, opts, limit_end)
-        if shown is END:
+        if (yield from shown_entry_events(entry, name, opts, limit_end, budget, make_event)):
             return
-        if shown:
-            yield from entry_events(entry, name, opts, budget, make_event)
-            if budget.spent or shown is LAST:
-                return
         pos += entry.size

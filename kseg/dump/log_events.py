@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kseg import kernel
-from kseg.dump.batch_events import entry_events
+from kseg.dump.batch_events import shown_entry_events
 from kseg.dump.error_events import error_event
 from kseg.dump.kernel_runs import kernel_runs, search_runs
 from kseg.dump.options import DumpOptions
 from kseg.dump.record_events import counted, record_event_maker
-from kseg.dump.selection import END, LAST, Budget, Span, show_entry
+from kseg.dump.selection import Budget, Span
 from kseg.format.errors import CorruptionError
 from kseg.format.log import iter_entries
 from kseg.storage.segment import Segment
@@ -96,12 +96,9 @@ def dump_log(
             )  # fmt: skip
             return
         for entry in iter_entries(buf, start, end, source=name):
-            shown = show_entry(entry, opts, limit_end)
-            if shown is END:
+            if (yield from shown_entry_events(
+                entry, name, opts, limit_end, budget, make_event, span, lines
+            )):  # fmt: skip
                 return
-            if shown:
-                yield from entry_events(entry, name, opts, budget, make_event, span, lines)
-                if budget.spent or shown is LAST:
-                    return
     except CorruptionError as exc:
         yield [error_event(exc, name)]
