@@ -9,14 +9,11 @@ runs inside other programs: tests)."""
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
 from kseg.cli import signals
 from kseg.cli.signals import Interrupted
-
-_OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
 
 
 def main() -> None:
@@ -25,7 +22,9 @@ def main() -> None:
     try:
         import kseg.cli.app  # noqa: F401 - the app, before any command runs
     except Interrupted as exc:
-        signals.exit_now(exc.code)
+        from kseg.cli.exit import exit_status
+
+        signals.exit_now(exit_status(exc))
     try:
         run_app()
     except SystemExit:
@@ -57,6 +56,7 @@ def run_app() -> None:
 
 
 def _call_app() -> int:
+    from kseg.cli.exit import outcome_of_code
     from kseg.render import streams
 
     try:
@@ -65,7 +65,7 @@ def _call_app() -> int:
         if signals.received():
             # an Interrupted was swallowed on its way up (a cleanup's error replaced it and was
             # reported as a finding): the run was still interrupted
-            raise Interrupted(code=rv if isinstance(rv, int) else 0)
+            raise Interrupted(outcome=outcome_of_code(rv if isinstance(rv, int) else 0))
     except Exception as exc:
         if signals.received():
             # cleanup code (a writer's close, a flush) failed while the interrupt unwound and
@@ -94,7 +94,7 @@ def _call_typer():
 
 
 def _run() -> int:
-    from kseg.cli.exit import exit_status, so_far
+    from kseg.cli.exit import ended_status
 
     try:
         return _call_app()
@@ -102,16 +102,12 @@ def _run() -> int:
         raise
     except BaseException as exc:  # noqa: BLE001 - every outcome is reported, never a traceback
         _report(exc)
-        if isinstance(exc, BrokenPipeError):
-            return so_far()  # the reader is gone: what had been found so far
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno in _OUTPUT_FULL:
-            return so_far() | exit_status(exc)  # a full stdout ORs 8 with what was found
-        return exit_status(exc)
+        return ended_status(exc)
 
 
 def _report(exc: BaseException) -> None:
     """What the operator sees of an exception that ended the command: one line on stderr."""
-    from kseg.cli.exit import EXIT_FOR
+    from kseg.cli.exit import EXIT_FOR, output_full
     from kseg.render import streams
 
     names = {c.__name__ for c in type(exc).__mro__}  # click may be vendored by typer
@@ -132,7 +128,7 @@ def _report(exc: BaseException) -> None:
         # `kseg dump ... | head`: the reader is gone; say nothing
         streams.silence_stdout()
     elif isinstance(exc, OSError):
-        if exc.filename is None and exc.errno in _OUTPUT_FULL:
+        if output_full(exc):
             streams.silence_stdout()
             streams.say(f"cannot write output: {exc.strerror}")
         else:
