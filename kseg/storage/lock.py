@@ -86,9 +86,6 @@ def lock_held(log_dir: str | Path) -> bool:
     return False
 
 
-broker_lock_held = lock_held  # the name earlier versions exported
-
-
 class LogDirLocks:
     """The `.lock` of every log dir a writing command touches, each taken once and held to the end.
 
