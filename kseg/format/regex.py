@@ -185,6 +185,8 @@ def _message(text: bytes, detail: str) -> str:
     """The one line for a pattern RE2 refused with ``detail``."""
     shown = _shown(text)
     detail = "".join(c if c.isprintable() else repr(c)[1:-1] for c in detail)  # one line
+    if len(detail) > 2 * _SHOWN_MAX:  # RE2 quotes the rest of the pattern from the error on
+        detail = detail[: 2 * _SHOWN_MAX - 3] + "..."
     construct = _construct(text, detail)
     if construct is not None:
         return f"{shown}: {construct} is not supported ({LINEAR})"
