@@ -154,3 +154,32 @@ def test_any_bytes_compile_or_refuse_in_one_line(compile_, pattern):
         compile_(pattern)
     except RegexError as exc:
         assert "\n" not in str(exc)
+
+
+LITERALS = ["a", "ab", r"a\.b", r"\x61", "\n", r"\n", r"\\", "", r"\012", "ba", "é", "(?s)ab"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["^a", "a$", r"\ba", "b+", "(?m)^b", r"a\z", "[^a]", r"\C", *LITERALS]),
+    st.binary(max_size=12).map(lambda b: bytes(b"ab\n.\\\xc3\xa9"[x % 7] for x in b)),
+    st.integers(0, 12),
+    st.integers(0, 12),
+)
+def test_the_fast_searches_are_the_bindings_search(pattern, data, pos, end):
+    """Pattern.search calls RE2's Match without the binding's per-call match object, or for a
+    literal the buffer's find: the same answer (and span) as the binding's public search, over
+    any range, on bytes and on a buffer without find."""
+    import re2
+
+    p = compile_bytes(pattern)
+    want_fast = "literal_search" if pattern in LITERALS else "search"
+    assert p.search.__name__ == want_fast  # the fast one is in use
+    public = re2.compile(regex._re2_syntax(p.text), regex._options(False))
+    pos, end = sorted((min(pos, len(data)), min(end, len(data))))
+    m = public.search(data, pos, end)
+    want = None if m is None else m.span()
+    assert p.search(data, pos, end) == want
+    assert p.search(memoryview(data), pos, end) == want
+    if pos == 0 and end == len(data):
+        assert p.search(data) == want
