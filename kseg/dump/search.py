@@ -4,10 +4,10 @@ dump skip batches no record of which can match without decoding them.
 
 Semantics (the single definition; the CLI and the Spark source use these objects):
 
-- a regex is an RE2 pattern on bytes (kseg.format.regex: one character per byte, linear time; what RE2
-  cannot do in linear time is a usage error naming the construct), matched with ``search``
-  (anywhere in the bytes; anchor with ``^...$`` or ``\\A...\\z`` for a whole-value match), on
-  the raw key, value or header value bytes (before any --payload encoding);
+- a regex is an RE2 pattern on bytes (kseg.format.regex: one character per byte, linear time;
+  what RE2 cannot do in linear time is a usage error naming the construct), matched with
+  ``search`` (anywhere in the bytes; anchor with ``^...$`` or ``\\A...\\z`` for a whole-value
+  match), on the raw key, value or header value bytes (before any --payload encoding);
 - ``--key-eq B``: the key is exactly the bytes B; ``--value-contains B``: B occurs in the value;
   ``--header NAME``: a header named NAME exists; ``--header NAME=REGEX``: a header named NAME
   whose value matches REGEX (the first ``=`` splits);
@@ -18,9 +18,7 @@ Semantics (the single definition; the CLI and the Spark source use these objects
 
 from __future__ import annotations
 
-from re import (
-    IGNORECASE,
-)  # a flag of the parsed view (kseg.format.regex.parsed); nothing matches with re
+from re import IGNORECASE  # a flag of the parsed view (regex.parsed); nothing matches with re
 from typing import NamedTuple
 
 from kseg.format import compression as codecs

@@ -10,9 +10,9 @@ partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
 indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
 Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
-(RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or NAME=REGEX), keyEq (exact key), valueContains;
-all given must hold. A filter `col("key") == b"..."` is pushed down as keyEq (with
-filterPushdown).
+(RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
+NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
+`col("key") == b"..."` is pushed down as keyEq (with filterPushdown).
 
 The reader object is pickled to executors: it holds plain data only.
 """

@@ -260,8 +260,8 @@ def _parent(path: str) -> str:
 
 
 def topic_filter(topic: str | None) -> Pattern | None:
-    """The compiled --topic regex (kseg.format.regex: RE2 syntax on the topic name, linear time); a
-    bad one, or one RE2 cannot match in linear time, is an InputError (usage)."""
+    """The compiled --topic regex (kseg.format.regex: RE2 syntax on the topic name, linear
+    time); a bad one, or one RE2 cannot match in linear time, is an InputError (usage)."""
     if not topic:
         return None
     try:
