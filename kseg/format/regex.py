@@ -177,6 +177,8 @@ def _compiled(text: bytes, utf8: bool) -> Pattern:
 def _options(utf8: bool):
     import re2
 
+    if not hasattr(re2, "Options"):  # another package's re2 module (some fall back to re)
+        raise ImportError(f"kseg needs google-re2's re2 module, not {re2.__file__}")
     opts = re2.Options()
     opts.encoding = re2.Options.Encoding.UTF8 if utf8 else re2.Options.Encoding.LATIN1
     opts.max_mem = MAX_MEM

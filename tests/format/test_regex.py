@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pickle
 import resource
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -99,14 +98,12 @@ def test_escape_matches_exactly_the_name(name):
 
 def test_a_huge_pattern_is_refused_in_bounded_memory_and_time():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.monotonic()
     for pattern in ("[a-z]{1000}" * 10_000, r"\pL{1000}" * 999, "[a-z]{1000}" * 900):
         for compile_ in (compile_bytes, compile_text):
             with pytest.raises(RegexError, match=r"too large \(its RE2 program would exceed 8"):
                 compile_(pattern)
     # a generous bound (RE2's parse of 10,000 x{1000} alone took 168 MiB before the guard)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024
-    assert time.monotonic() - start < 30
 
 
 def test_a_message_is_one_line():
