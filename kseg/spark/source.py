@@ -10,9 +10,9 @@ partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
 indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
 Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
-(Python bytes regexes, re.search), header (NAME or NAME=REGEX), keyEq (exact key), valueContains;
-all given must hold. A filter `col("key") == b"..."` is pushed down as keyEq (with
-filterPushdown).
+(RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
+NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
+`col("key") == b"..."` is pushed down as keyEq (with filterPushdown).
 
 The reader object is pickled to executors: it holds plain data only.
 """
@@ -20,12 +20,12 @@ The reader object is pickled to executors: it holds plain data only.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from datetime import datetime
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kseg.format.regex import escape
 from kseg.spark import planning
 from kseg.spark.planning import Prune, Task
 
@@ -243,7 +243,7 @@ class KsegPushdownReader(KsegReader):
             if col == "key" and isinstance(f, EqualTo) and isinstance(value, (bytes, bytearray)):
                 p["key_eq"] = bytes(value)  # a record search: only batches holding it decode
             elif col == "topic" and isinstance(f, EqualTo):
-                p["topic"] = "^" + re.escape(value) + "$"
+                p["topic"] = "^" + escape(value) + "$"
             elif col == "partition" and isinstance(f, (EqualTo, In)):
                 p["partitions"] = frozenset([value] if isinstance(f, EqualTo) else value)
             elif col in ("offset", "timestamp") and isinstance(
