@@ -90,8 +90,8 @@ class Group(Accumulator):
     """A group's state as far as its records tell: an accumulator the replay changes record by
     record (kseg.offsets.replay), so a plain class, not a value. Kept compact (a listing holds
     one per distinct group): its group records' state in ``meta`` (None for a simple group);
-    ``offsets`` maps (topic, partition) to a Committed, or in a summary (kseg.offsets.replay's
-    ``summary``: a listing, which shows counts) to the commit's record offset only."""
+    ``offsets`` maps (topic, partition) to a Committed, or is, in a summary (kseg.offsets.replay's
+    ``summary``: a listing, which shows counts), their count."""
 
     __slots__ = (
         "group",
@@ -111,7 +111,7 @@ class Group(Accumulator):
         self.meta: GroupMeta | None = None  # None: no group record (only offsets) was seen
         self.deleted_at: int | None = None  # the record offset of its metadata tombstone
         self.last_commit_timestamp: int | None = None
-        self.offsets: dict[tuple[str, int], Committed | int] = {}
+        self.offsets: dict[tuple[str, int], Committed] | int = {}
         self.coordinator = coordinator  # the __consumer_offsets partition dir it was read from
 
     @property
@@ -222,7 +222,7 @@ class Group(Accumulator):
             "protocol": self.protocol,
             "generation": self.generation,
             "members": self.member_count,
-            "offsets": len(self.offsets),
+            "offsets": self.offsets if type(self.offsets) is int else len(self.offsets),
             "last_commit_timestamp": self.last_commit_timestamp,
             "deleted": self.deleted_at is not None,
             "coordinator_partition": self.coordinator,

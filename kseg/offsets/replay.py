@@ -52,7 +52,8 @@ class Replay:
     its id only."""
 
     __slots__ = (
-        "at", "only", "summary", "groups", "pending", "last_time", "seen", "_keys", "_files"
+        "at", "only", "summary", "groups", "committed", "pending", "last_time", "seen", "_keys",
+        "_files",
     )  # fmt: skip
 
     def __init__(self, at: int | None, only: str | None, *, summary: bool = False) -> None:
@@ -60,7 +61,10 @@ class Replay:
         self.only = only
         self.summary = summary
         self.groups: dict[str, Group] = {}
-        # producer id -> {(group, topic, partition): Committed, or the record offset (summary)}
+        # a summary's committed offsets: (group, (topic, partition)) -> record offset (a
+        # group's ``offsets`` is then their count: one dict for all, not one per group)
+        self.committed: dict[tuple[str, tuple[str, int]], int] = {}
+        # producer id -> {(group, topic, partition): Committed, or (record offset, commit time)}
         self.pending: dict[int, dict[tuple[str, str, int], Committed | tuple[int, int]]] = {}
         self.last_time = -1
         self.seen = 0  # records read: every HEADROOM_EVERY + 1, the address space is checked
@@ -71,6 +75,8 @@ class Replay:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid, GROUP_TYPE.get(rtype, "classic"))
+            if self.summary:
+                g.offsets = 0
         return g
 
     def file_name(self, log: Path) -> str:
@@ -84,13 +90,17 @@ class Replay:
             return
         for (gid, topic, part), c in pending.items():
             g = self.group(gid, 1)
-            old = g.offsets.get((topic, part))
             if self.summary:  # (record offset, commit timestamp)
                 record_offset, commit_ts = c
+                key = (g.group, self._keys.setdefault((topic, part), (topic, part)))
+                old = self.committed.get(key)
                 if old is None or record_offset > old:
-                    g.offsets[self._keys.setdefault((topic, part), (topic, part))] = record_offset
+                    g.offsets += old is None
+                    self.committed[key] = record_offset
                     g.last_commit_timestamp = max(g.last_commit_timestamp or -1, commit_ts)
-            elif old is None or c.record_offset > old.record_offset:
+                continue
+            old = g.offsets.get((topic, part))
+            if old is None or c.record_offset > old.record_offset:
                 g.offsets[(topic, part)] = c
                 g.last_commit_timestamp = max(g.last_commit_timestamp or -1, c.commit_timestamp)
 
@@ -106,8 +116,10 @@ class Replay:
             key = self._keys.setdefault(key, key)
             if tomb:
                 g = self.groups.get(gid)
-                if g is not None:
+                if g is not None and not self.summary:
                     g.offsets.pop(key, None)
+                elif g is not None and self.committed.pop((g.group, key), None) is not None:
+                    g.offsets -= 1
                 for pend in self.pending.values():
                     pend.pop((gid, *key), None)
                 return
@@ -124,7 +136,12 @@ class Replay:
                     transactional=producer_id != NO_PRODUCER_ID,
                 )  # fmt: skip
             if producer_id == NO_PRODUCER_ID:
-                g.offsets[key] = c
+                if self.summary:
+                    n = len(self.committed)
+                    self.committed[(g.group, key)] = c
+                    g.offsets += len(self.committed) - n  # 1: a partition it had not committed
+                else:
+                    g.offsets[key] = c
                 g.last_commit_timestamp = max(g.last_commit_timestamp or -1, commit_ts)
             else:
                 self.pending.setdefault(producer_id, {})[(gid, *key)] = c
@@ -137,7 +154,7 @@ class Replay:
             if g is not None:
                 # removeGroup: the group goes; offsets left (if any) load as a simple group
                 offsets, last = g.offsets, g.last_commit_timestamp
-                g = self.groups[gid] = Group(gid, "classic", coordinator=g.coordinator)
+                g = self.groups[gid] = Group(g.group, "classic", coordinator=g.coordinator)
                 g.offsets, g.last_commit_timestamp = offsets, last
                 g.deleted_at = offset
             return
