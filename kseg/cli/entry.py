@@ -215,6 +215,10 @@ def install_memory_hook() -> None:
             return
         say_out_of_memory()
         if _memory["exit"] is not None:  # shutting down: the status is decided, OR 8 into it
+            try:
+                sys.stdout.flush()  # os._exit flushes nothing
+            except (OSError, ValueError, MemoryError):
+                pass
             os._exit(_memory["exit"] | 8)
 
     sys.unraisablehook = hook

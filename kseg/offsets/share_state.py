@@ -21,9 +21,9 @@ def share_offsets(
 ) -> Generator[dict, None, list[dict]]:
     """A share group's share-partition state from `__share_group_state` (every partition of
     it under ``sel``'s roots, its records as ``records(pdir, decode, group)`` gives them:
-    (record, producer id, where, timestamp); only this group's records are kept): ShareSnapshot replaces a
-    share-partition's state, ShareUpdate changes its start offset and leader epoch when it
-    carries one (-1: unchanged) and adds state batches, a tombstone deletes it. Returns
+    (record, producer id, where, timestamp); only this group's records are kept): ShareSnapshot
+    replaces a share-partition's state, ShareUpdate changes its start offset and leader epoch
+    when it carries one (-1: unchanged) and adds state batches, a tombstone deletes it. Returns
     ``share_offset`` events: the share-partition start offset (SPSO), not a committed offset
     (share groups commit none); the in-flight state batches are not merged or shown."""
     from kseg.format.coordinator import share_group_state
