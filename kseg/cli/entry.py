@@ -19,6 +19,7 @@ from kseg.cli.signals import Interrupted
 def main() -> None:
     """The console script."""
     signals.install()
+    install_memory_hook()
     try:
         import kseg.cli.app  # noqa: F401 - the app, before any command runs
     except Interrupted as exc:
@@ -27,7 +28,8 @@ def main() -> None:
         signals.exit_now(exit_status(exc))
     try:
         run_app()
-    except SystemExit:
+    except SystemExit as exc:
+        exc.code = memory_status(exc.code)
         # The outcome is decided, reported and flushed. A signal from here on would land in the
         # interpreter's shutdown, which puts the OS default handlers back (the process would die
         # of SIGINT, status -2, after a complete run): it stays pending and the status stays
@@ -134,7 +136,7 @@ def _report(exc: BaseException) -> None:
         else:
             streams.say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
     elif isinstance(exc, MemoryError):
-        streams.say("out of memory (see the memory bound in the README's safety section)")
+        say_out_of_memory()
     elif getattr(exc, "kind", None) in EXIT_FOR:  # InputError, NoInput: the input's fault
         streams.say(str(exc))
     else:  # a bug
@@ -160,3 +162,71 @@ def _say_interrupted() -> None:
         pass
     sys.stderr.write("kseg: interrupted\n")
     sys.stderr.flush()
+
+
+# --- out of memory: one line, exit 8, wherever the MemoryError is raised ----------------------
+
+_OUT_OF_MEMORY = "kseg: out of memory (see the memory bound in the README's safety section)\n"
+_OUT_OF_MEMORY_BYTES = _OUT_OF_MEMORY.encode()
+# the console script's hook is installed; the line was written; the status sys.exit carries
+_memory: dict = {"hooked": False, "said": False, "exit": None}
+
+
+def say_out_of_memory() -> None:
+    """The out-of-memory line; once per process in the console script (a MemoryError that
+    unwinds through generators can be seen twice: by the hook as each is closed, then by
+    ``_report``). Saying it needs no memory to speak of: the line is made beforehand, and goes
+    out with one os.write when stderr itself cannot allocate."""
+    if _memory["said"]:
+        return
+    _memory["said"] = _memory["hooked"]  # a host program (tests) runs commands again
+    try:
+        sys.stdout.flush()  # what was printed before it goes out first
+    except (OSError, ValueError, MemoryError):
+        pass
+    try:
+        sys.stderr.write(_OUT_OF_MEMORY)
+        sys.stderr.flush()
+    except MemoryError:
+        try:
+            os.write(2, _OUT_OF_MEMORY_BYTES)
+        except OSError:
+            pass
+    except (OSError, ValueError):
+        pass
+
+
+def install_memory_hook() -> None:
+    """The console script's ``sys.unraisablehook``: Python cannot raise a MemoryError from a
+    generator being closed, a finalizer or the interpreter's shutdown, and prints it as
+    "Exception ignored in" with a traceback; here it becomes the out-of-memory line and the
+    status gets 8 (``memory_status``), or, once the status is handed to the interpreter, the
+    process exits with it ORed with 8. Other exceptions go to the hook there was."""
+    previous = sys.unraisablehook
+    _memory["hooked"] = True
+
+    def hook(args) -> None:
+        if not isinstance(args.exc_type, type) or not issubclass(args.exc_type, MemoryError):
+            previous(args)
+            return
+        say_out_of_memory()
+        if _memory["exit"] is not None:  # shutting down: the status is decided, OR 8 into it
+            try:
+                sys.stdout.flush()  # os._exit flushes nothing
+            except (OSError, ValueError, MemoryError):
+                pass
+            os._exit(_memory["exit"] | 8)
+
+    sys.unraisablehook = hook
+
+
+def memory_status(code):
+    """The status the console script exits with: ``code``, with 8 when memory ran out where
+    nothing could catch it (the hook said so). Kept for the shutdown: a MemoryError in a
+    finalizer then still exits 8."""
+    if not isinstance(code, int) or isinstance(code, bool):
+        return code
+    if _memory["said"]:
+        code |= 8
+    _memory["exit"] = code
+    return code
