@@ -169,7 +169,7 @@ def _say_interrupted() -> None:
 _OUT_OF_MEMORY = "kseg: out of memory (see the memory bound in the README's safety section)\n"
 _OUT_OF_MEMORY_BYTES = _OUT_OF_MEMORY.encode()
 # the console script's hook is installed; the line was written; the status sys.exit carries
-_memory: dict = {"hooked": False, "said": False, "exit": None}
+_memory: dict = {"hooked": False, "said": False, "exit": None, "exit_out_of_memory": None}
 
 
 def say_out_of_memory() -> None:
@@ -200,8 +200,8 @@ def install_memory_hook() -> None:
     """The console script's ``sys.unraisablehook``: Python cannot raise a MemoryError from a
     generator being closed, a finalizer or the interpreter's shutdown, and prints it as
     "Exception ignored in" with a traceback; here it becomes the out-of-memory line and the
-    status gets 8 (``memory_status``), or, once the status is handed to the interpreter, the
-    process exits with it ORed with 8. Other exceptions go to the hook there was."""
+    status gets 8 (``memory_status``; kseg.cli.exit.out_of_memory_status), or, once the status
+    is handed to the interpreter, the process exits with that. Other exceptions go to the hook there was."""
     previous = sys.unraisablehook
     _memory["hooked"] = True
 
@@ -215,7 +215,7 @@ def install_memory_hook() -> None:
                 sys.stdout.flush()  # os._exit flushes nothing
             except (OSError, ValueError, MemoryError):
                 pass
-            os._exit(_memory["exit"] | 8)
+            os._exit(_memory["exit_out_of_memory"])
 
     sys.unraisablehook = hook
 
@@ -224,9 +224,12 @@ def memory_status(code):
     """The status the console script exits with: ``code``, with 8 when memory ran out where
     nothing could catch it (the hook said so). Kept for the shutdown: a MemoryError in a
     finalizer then still exits 8."""
+    from kseg.cli.exit import out_of_memory_status
+
     if not isinstance(code, int) or isinstance(code, bool):
         return code
     if _memory["said"]:
-        code |= 8
+        code = out_of_memory_status(code)
     _memory["exit"] = code
+    _memory["exit_out_of_memory"] = out_of_memory_status(code)  # made now: no memory later
     return code

@@ -121,6 +121,12 @@ def ended_status(exc: BaseException) -> Exit:
     return exit_status(exc)
 
 
+def out_of_memory_status(code: int) -> int:
+    """A command's status when memory ran out where nothing could catch it (a finalizer, a
+    generator being closed; kseg.cli.entry): the status it had, OR-ed with a MemoryError's."""
+    return int(Exit(code) | exit_status(MemoryError()))
+
+
 def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:
     """A summary event's ``outcome`` (what the run found, its last key) as its ``exit_code``,
     in the same place: the summaries of verify, index and restore (and spark verify) show the
