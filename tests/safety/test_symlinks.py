@@ -1,0 +1,242 @@
+"""Issue 35, item 6: symlinks. One rule (kseg/storage/links.py): every command reads through a
+symlinked segment, index, partition dir or root; a dangling or looping link, or a FIFO, named
+like a segment is unreadable (named, exit 8, the rest done); nothing is ever written through a
+link: a repair and an index rebuild refuse a partition holding a linked file they would
+change (one line naming it, exit 8 for it, --dry-run alike), and what they do change is undone
+by restore. Inputs built at run time; the real entry point as a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kseg.fixtures.offsets import write_offsets_partition
+from tests.helpers import events, run_kseg
+from tests.verify.test_verify import _corrupt_middle_segment, snapshot_tree
+
+from .limits import assert_clean_failure_modes
+
+FIRST = "00000000000000000000"
+
+
+@pytest.fixture(scope="module")
+def source(tree, tmp_path_factory) -> Path:
+    """A root with orders-0 (clean) and a __consumer_offsets-0 (for `kseg offsets`)."""
+    root = tmp_path_factory.mktemp("links-src") / "logs"
+    root.mkdir()
+    shutil.copytree(tree / "orders-0", root / "orders-0")
+    write_offsets_partition(root / "__consumer_offsets-0")
+    return root
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def _linked_log(pdir: Path, outside: Path) -> Path:
+    log = pdir / f"{FIRST}.log"
+    shutil.move(log, outside / "seg.log")
+    log.symlink_to(outside / "seg.log")
+    return log
+
+
+def _linked_index(pdir: Path, outside: Path) -> Path:
+    idx = pdir / f"{FIRST}.index"
+    shutil.move(idx, outside / "seg.index")
+    idx.symlink_to(outside / "seg.index")
+    return idx
+
+
+def _dangling(pdir: Path, outside: Path) -> Path:
+    link = pdir / "00000000000000099999.log"
+    link.symlink_to(outside / "gone.log")
+    return link
+
+
+def _looping(pdir: Path, outside: Path) -> Path:
+    a, b = pdir / "00000000000000099998.log", pdir / "00000000000000099999.log"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    return a  # the first met (`offsets` needs every segment: it stops at the first)
+
+
+def _fifo(pdir: Path, outside: Path) -> Path:
+    path = pdir / "00000000000000099999.log"
+    os.mkfifo(path)
+    return path
+
+
+def _linked_dir(pdir: Path, outside: Path) -> Path:
+    real = outside / pdir.name
+    shutil.move(pdir, real)
+    pdir.symlink_to(real)
+    return pdir
+
+
+CASES = {
+    "linked_log": _linked_log,
+    "linked_index": _linked_index,
+    "dangling": _dangling,
+    "looping": _looping,
+    "fifo": _fifo,
+    "linked_partition_dir": _linked_dir,
+}
+UNREADABLE = ("dangling", "looping", "fifo")
+COMMANDS = {
+    "dump": ("dump",),
+    "verify": ("verify",),
+    "repair": ("verify", "--repair"),
+    "repair_dry_run": ("verify", "--repair", "--dry-run"),
+    "index_check": ("index", "check"),
+    "index_rebuild": ("index", "rebuild"),
+    "seek": ("seek", "--offset", "5"),
+    "stats": ("stats",),
+    "offsets": ("offsets", "--list"),
+}
+
+
+def _expected(case: str, command: str) -> int:
+    if case in UNREADABLE:
+        return 8  # unreadable: named, the rest done
+    if case == "linked_index" and command == "index_rebuild":
+        return 8  # the rebuild (interval 4096, the fixture's 1024) would change the linked index
+    return 0  # read through the link, as through the file
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_command_follows_the_symlink_rule(source, tmp_path, case, command):
+    root = tmp_path / "logs"
+    shutil.copytree(source, root)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    pdir = root / ("__consumer_offsets-0" if command == "offsets" else "orders-0")
+    path = CASES[case](pdir, outside)
+    before = _digest(outside)
+    proc = run_kseg(*COMMANDS[command], root, timeout=60)  # a FIFO opened would hang here
+    assert_clean_failure_modes(proc)
+    err = proc.stderr.decode()
+    assert proc.returncode == _expected(case, command), (proc.returncode, err[-1500:])
+    assert _digest(outside) == before  # nothing outside the partition changed
+    assert os.path.islink(path) or case == "fifo"  # never replaced either
+    if proc.returncode == 8:
+        said = [line for line in err.splitlines() if str(path) in line]
+        assert said and all(line.startswith("kseg: ") for line in said), err
+
+
+def _outside_segment(tree, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """txn-0 with a corrupt middle segment that is a symlink to a file outside the partition."""
+    pdir, middle, _ = _corrupt_middle_segment(tree, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / middle.name
+    shutil.move(middle, target)
+    middle.symlink_to(target)
+    return pdir, middle, target
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["repair", "dry_run"])
+def test_repair_refuses_a_partition_whose_file_to_change_is_a_symlink(tree, tmp_path, dry_run):
+    pdir, link, target = _outside_segment(tree, tmp_path)
+    other, _, _ = _corrupt_middle_segment(tree, tmp_path / "other")  # a regular one, repaired
+    moved = pdir.parent / "txn-1"
+    shutil.move(other, moved)
+    original_target = target.read_bytes()
+    before = snapshot_tree(pdir)
+    original_other = snapshot_tree(moved)
+    proc = run_kseg("verify", pdir.parent, "--repair", *(["--dry-run"] if dry_run else []))
+    assert_clean_failure_modes(proc)
+    err = proc.stderr.decode().splitlines()
+    refusal = f"kseg: {link}: a symlink (-> {target}); kseg never writes through a symlink: not repairing {pdir}"
+    assert [line for line in err if "symlink" in line] == [refusal]
+    # txn-0: invalid data (4), refused (8); txn-1: repaired (1), unless a dry run (4)
+    assert proc.returncode == (12 if dry_run else 13), err
+    assert target.read_bytes() == original_target  # byte-identical outside the partition
+    assert snapshot_tree(pdir) == before and link.is_symlink()
+    if dry_run:
+        return
+    assert snapshot_tree(moved) != original_other
+    qroot = tmp_path / "kseg-quarantine" / "logs"
+    (manifest,) = qroot.glob("*/*/manifest.json")
+    assert json.loads(manifest.read_text())["partition_dir"] == str(moved.resolve())
+    restored = run_kseg("restore", manifest.parent.parent)  # the run: every repair it made
+    assert restored.returncode == 0, restored.stderr
+    assert snapshot_tree(moved) == original_other
+
+
+def test_repair_refuses_to_replace_a_symlinked_index(tree, tmp_path):
+    pdir, middle, _ = _corrupt_middle_segment(tree, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    idx = middle.with_suffix(".index")
+    shutil.move(idx, outside / idx.name)
+    idx.symlink_to(outside / idx.name)
+    before = _digest(outside)
+    proc = run_kseg("verify", pdir, "--repair")
+    assert_clean_failure_modes(proc)
+    assert proc.returncode == 12, proc.stderr
+    assert f"kseg: {idx}: a symlink" in proc.stderr.decode()
+    assert _digest(outside) == before and idx.is_symlink()
+    assert not (tmp_path / "kseg-quarantine").exists()  # nothing was started
+
+
+def test_repair_inside_a_symlinked_partition_dir_is_undone_by_restore(tree, tmp_path):
+    """Kafka follows a symlinked log dir; so does a repair: it works in the directory the
+    link resolves to (each file it changes a regular file there), records that real path,
+    and restore finds it."""
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path / "disk2")
+    root = tmp_path / "logs"
+    root.mkdir()
+    link = root / pdir.name
+    link.symlink_to(pdir)
+    original = snapshot_tree(pdir)
+    proc = run_kseg("verify", root, "--repair", "-f", "json")
+    assert proc.returncode == 1, proc.stderr
+    done = next(e for e in events(proc.stdout) if e["type"] == "repair_done")
+    manifest = json.loads((Path(done["quarantine"]) / "manifest.json").read_text())
+    assert manifest["partition_dir"] == str(pdir.resolve())
+    assert link.is_symlink() and snapshot_tree(pdir) != original
+    assert run_kseg("verify", root).returncode == 0
+    proc = run_kseg("restore", done["quarantine"])
+    assert proc.returncode == 0, proc.stderr
+    assert snapshot_tree(pdir) == original
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["rebuild", "dry_run"])
+def test_index_rebuild_refuses_a_partition_whose_index_to_change_is_a_symlink(
+    tree, tmp_path, dry_run
+):
+    root = tmp_path / "logs"
+    for name in ("orders-0", "orders-1"):
+        shutil.copytree(tree / name, root / name)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    idx = _linked_index(root / "orders-0", outside)
+    before = snapshot_tree(root / "orders-0")
+    outside_before = _digest(outside)
+    proc = run_kseg("index", "rebuild", root, *(["--dry-run"] if dry_run else []))
+    assert_clean_failure_modes(proc)
+    assert proc.returncode == 8, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert lines == [
+        f"kseg: {idx}: a symlink (-> {outside / 'seg.index'}); kseg never writes through a "
+        "symlink: not rebuilt"
+    ]
+    assert snapshot_tree(root / "orders-0") == before and _digest(outside) == outside_before
+    # a linked index the rebuild leaves unchanged (the fixture's interval) is no refusal
+    proc = run_kseg("index", "rebuild", root / "orders-0", "--index-interval-bytes", "1024",
+                    "-f", "json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    actions = {Path(f["file"]).name: f["action"] for e in events(proc.stdout)
+               if e["type"] == "index_rebuild" for f in e["files"]}  # fmt: skip
+    assert actions[idx.name] == "unchanged" and "replaced" in actions.values()
+    assert _digest(outside) == outside_before and idx.is_symlink()
