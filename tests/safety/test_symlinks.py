@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kseg.fixtures.offsets import write_offsets_partition
+from kseg.storage.tree import segment_logs
 from tests.helpers import events, run_kseg
 from tests.verify.test_verify import _corrupt_middle_segment, snapshot_tree
 
@@ -66,7 +67,7 @@ def _looping(pdir: Path, outside: Path) -> Path:
     a, b = pdir / "00000000000000099998.log", pdir / "00000000000000099999.log"
     a.symlink_to(b)
     b.symlink_to(a)
-    return a  # the first met (`offsets` needs every segment: it stops at the first)
+    return [a, b]  # a command that needs every segment (offsets, seek) stops at the first
 
 
 def _fifo(pdir: Path, outside: Path) -> Path:
@@ -120,16 +121,21 @@ def test_every_command_follows_the_symlink_rule(source, tmp_path, case, command)
     outside = tmp_path / "outside"
     outside.mkdir()
     pdir = root / ("__consumer_offsets-0" if command == "offsets" else "orders-0")
-    path = CASES[case](pdir, outside)
+    made = CASES[case](pdir, outside)
+    paths = made if isinstance(made, list) else [made]
     before = _digest(outside)
     proc = run_kseg(*COMMANDS[command], root, timeout=60)  # a FIFO opened would hang here
     assert_clean_failure_modes(proc)
     err = proc.stderr.decode()
     assert proc.returncode == _expected(case, command), (proc.returncode, err[-1500:])
-    assert _digest(outside) == before  # nothing outside the partition changed
-    assert os.path.islink(path) or case == "fifo"  # never replaced either
+    if case == "linked_partition_dir" and command == "index_rebuild":
+        # the link is followed: the indexes are rewritten in the real dir, as regular files
+        assert all(not p.is_symlink() for p in (outside / pdir.name).iterdir())
+    else:
+        assert _digest(outside) == before  # nothing outside the partition changed
+    assert all(os.path.islink(p) for p in paths) or case == "fifo"  # never replaced either
     if proc.returncode == 8:
-        said = [line for line in err.splitlines() if str(path) in line]
+        said = [line for line in err.splitlines() if any(str(p) in line for p in paths)]
         assert said and all(line.startswith("kseg: ") for line in said), err
 
 
@@ -240,3 +246,34 @@ def test_index_rebuild_refuses_a_partition_whose_index_to_change_is_a_symlink(
                if e["type"] == "index_rebuild" for f in e["files"]}  # fmt: skip
     assert actions[idx.name] == "unchanged" and "replaced" in actions.values()
     assert _digest(outside) == outside_before and idx.is_symlink()
+
+
+@pytest.mark.parametrize("case", ["linked_log", "linked_index", "dangling", "looping"])
+def test_restore_never_writes_through_a_symlink(tree, tmp_path, case):
+    """A file the repair changed (the cut log, a rebuilt index) or moved away (a later segment)
+    is a link now: restore refuses before changing anything, whatever the link is."""
+    pdir, middle, _ = _corrupt_middle_segment(tree, tmp_path)
+    later = segment_logs(pdir)[2]
+    proc = run_kseg("verify", pdir, "--repair", "-f", "json")
+    assert proc.returncode == 1, proc.stderr
+    qdir = next(e for e in events(proc.stdout) if e["type"] == "repair_done")["quarantine"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if case in ("linked_log", "linked_index"):
+        path = middle if case == "linked_log" else middle.with_suffix(".index")
+        shutil.move(path, outside / path.name)
+        path.symlink_to(outside / path.name)
+    elif case == "dangling":
+        path = later  # where restore would move the quarantined segment back
+        path.symlink_to(outside / "gone.log")
+    else:
+        path = later
+        path.symlink_to(later.with_suffix(".loop"))
+        later.with_suffix(".loop").symlink_to(path)
+    before, outside_before = snapshot_tree(pdir), _digest(outside)
+    proc = run_kseg("restore", qdir)
+    assert_clean_failure_modes(proc)
+    assert proc.returncode == 8, proc.stderr
+    (line,) = proc.stderr.decode().splitlines()
+    assert str(path) in line and "symlink" in line and "nothing was changed" in line, line
+    assert snapshot_tree(pdir) == before and _digest(outside) == outside_before

@@ -39,6 +39,12 @@ def test_spark_jobs_skip_special_files_with_the_local_exit_code(tree, tmp_path, 
     local_args, corrupt = JOBS[job]
     root = tmp_path / "logs"
     shutil.copytree(tree / "orders-0", root / "orders-0")
+    outside = tmp_path / "outside"  # read through links: a partition dir, a .log, an .index
+    shutil.copytree(tree / "orders-1", outside / "orders-1")
+    (root / "orders-1").symlink_to(outside / "orders-1")
+    for name in ("00000000000000000000.log", "00000000000000000000.index"):
+        shutil.move(root / "orders-0" / name, outside / name)
+        (root / "orders-0" / name).symlink_to(outside / name)
     if corrupt:
         pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)  # tmp_path/logs/txn-0
         assert pdir.parent == root
@@ -53,10 +59,20 @@ def test_spark_jobs_skip_special_files_with_the_local_exit_code(tree, tmp_path, 
     for path in special:  # each named, once per path at most on stderr
         assert str(path) in said, said[-3000:]
         assert len([line for line in err.splitlines() if f"{path}:" in line]) <= 1
+    records = {
+        (e["topic"], e["partition"]): e["records"]
+        for e in events(run_kseg("stats", root, "-f", "json").stdout)
+        if e["type"] == "partition_stats"
+    }
     if job == "stats":
-        rows = [e for e in events(proc.stdout) if e["type"] == "stats"]
-        assert {(r["topic"], r["partition"]) for r in rows} == {("orders", 0), ("txn", 0)}
-        assert f"kseg: {pdir.parent / 'txn-0'}" in err and "crc_mismatch" in err
+        rows = {
+            (r["topic"], r["partition"]): r for r in events(proc.stdout) if r["type"] == "stats"
+        }
+        assert {k: r["records"] for k, r in rows.items()} == records
+        assert set(rows) == {("orders", 0), ("orders", 1), ("txn", 0)}
+        assert f"kseg: {pdir}/" in err and "crc" in err
     elif job == "export":
-        assert err.splitlines()[-1].endswith("; 4 unreadable segments left out"), err
+        last = err.splitlines()[-1]
+        assert last.endswith("; 4 unreadable segments left out"), err
+        assert f"wrote {sum(records.values())} records" in last
         assert (tmp_path / "out" / "_SUCCESS").exists()
