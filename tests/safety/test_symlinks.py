@@ -277,3 +277,17 @@ def test_restore_never_writes_through_a_symlink(tree, tmp_path, case):
     (line,) = proc.stderr.decode().splitlines()
     assert str(path) in line and "symlink" in line and "nothing was changed" in line, line
     assert snapshot_tree(pdir) == before and _digest(outside) == outside_before
+
+
+def test_a_symlinked_lock_file_is_never_followed(tree, tmp_path):
+    """`<log.dir>/.lock` a dangling link: opening it O_CREAT would create its target outside
+    the log dir; kseg refuses to write in that log dir instead (verified read-only), exit 8."""
+    pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
+    target = tmp_path / "outside-lock"
+    (pdir.parent / ".lock").symlink_to(target)
+    before = snapshot_tree(pdir)
+    proc = run_kseg("verify", "--repair", pdir.parent)
+    assert_clean_failure_modes(proc)
+    assert proc.returncode == 12, proc.stderr
+    assert b"cannot open the lock file: Too many levels of symbolic links" in proc.stderr
+    assert not target.exists() and snapshot_tree(pdir) == before
