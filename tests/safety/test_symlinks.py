@@ -291,3 +291,40 @@ def test_a_symlinked_lock_file_is_never_followed(tree, tmp_path):
     assert proc.returncode == 12, proc.stderr
     assert b"cannot open the lock file: Too many levels of symbolic links" in proc.stderr
     assert not target.exists() and snapshot_tree(pdir) == before
+
+
+def test_a_link_swapped_in_after_the_check_is_not_written_through(tree, tmp_path):
+    """The file to truncate becomes a link (to a copy of its own bytes, so every check by
+    content passes) while the repair waits after its copies: the truncation opens it with
+    O_NOFOLLOW and fails, one line; the outside file is byte-identical."""
+    import subprocess
+
+    from tests.helpers import kseg_command
+    from tests.repair.test_repair_safety import _stalled_at
+
+    pdir, middle, _ = _corrupt_middle_segment(tree, tmp_path)
+    stall = tmp_path / "stalled"
+    env = {**os.environ, "KSEG_TEST_STALL_AT": "copied", "KSEG_TEST_STALL_FILE": str(stall)}
+    repair = subprocess.Popen(
+        [*kseg_command(), "verify", str(pdir), "--repair"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert _stalled_at(repair, stall) == "copied\n"
+        outside = tmp_path / "outside.log"
+        shutil.copyfile(middle, outside)
+        original = outside.read_bytes()
+        middle.unlink()
+        middle.symlink_to(outside)
+        repair.stdin.close()
+        assert repair.wait(timeout=120) == 12
+        err = repair.stderr.read().decode()
+    finally:
+        repair.kill()
+        repair.wait()
+    # the manifest says the changes had begun: the run stops there, resumable once it is a file
+    assert f"{pdir}: repair stopped half-way: {middle}: Too many levels of symbolic links" in err
+    assert outside.read_bytes() == original and middle.is_symlink()
