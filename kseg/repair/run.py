@@ -4,6 +4,7 @@ verified again. The log dirs' locks are taken before anything is verified or pla
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,31 @@ class RepairRun(VerifyRun):
         if self.writing:  # every lock before anything is verified or planned
             yield from self._lock_log_dirs(tlist)
         yield from self._check_quarantine(tlist)
+        if self.writing:
+            yield from self._clean_leftovers(tlist)
+
+    def _clean_leftovers(self, tlist: list[Target]) -> Iterator[dict]:
+        """What a killed run left, removed and said (one notice per directory): kseg's temp
+        files in the log dirs this run holds the lock of, their partition dirs, and their
+        quarantines (there, only of runs no longer running)."""
+        from kseg.repair.quarantine import clean_quarantine
+        from kseg.storage.atomic import remove_stale_temps, removed_message
+
+        skip = self._locked_out | self._refused
+        log_dirs = dict.fromkeys(t.log_dir for t in tlist if t.log_dir.resolve() not in skip)
+        places = dict.fromkeys(
+            [*log_dirs, *(t.partition_dir for t in tlist if t.log_dir in log_dirs)]
+        )
+        for place in places:
+            removed = remove_stale_temps(place)
+            if removed:
+                yield {"type": "notice", "message": removed_message(place, removed)}
+        roots = {default_quarantine_root(d) for d in log_dirs}
+        if self.opts.quarantine is not None and log_dirs:
+            roots.add(self.opts.quarantine.absolute())
+        for root in sorted(roots):
+            for qdir, removed in clean_quarantine(root):
+                yield {"type": "notice", "message": removed_message(qdir, removed)}
 
     def _quarantine(self, t: Target) -> Quarantine:
         root = self.opts.quarantine or default_quarantine_root(t.log_dir)
@@ -137,6 +163,13 @@ class RepairRun(VerifyRun):
                 return None
         # the repair then writes the indexes this scan rebuilt
         report = yield from self._check(t, replay_txns=self.writing)
+        unread = _unreadable_file(report)
+        if unread is not None:  # a plan from part of the partition could be wrong: none
+            yield self._failure(
+                f"{t.partition_dir}: not repaired: {unread} could not be read (see above); "
+                "repair it once every file of the partition reads"
+            )
+            return (yield from self._unrepaired(report))
         if t.kafka07:  # a Kafka 0.7 partition: its own rule, the same repair machinery
             from kseg.repair.plan07 import plan_repair07
 
@@ -148,6 +181,10 @@ class RepairRun(VerifyRun):
                 index_interval_bytes=opts.index_interval_bytes,
                 kafka_version=opts.kafka_version,
             )
+        refused = _refused_file(plan)
+        if refused is not None:  # said alike by --dry-run, so that it predicts the real run
+            yield self._failure(f"{refused}: not repairing {t.partition_dir}")
+            return (yield from self._unrepaired(report))
         after = report
         if not plan.empty:
             for a in plan.actions:
@@ -163,6 +200,12 @@ class RepairRun(VerifyRun):
             self.outcome |= outcome_of(report.all_findings)
         yield from self._segment_events(report, after)
         return after
+
+    def _unrepaired(self, report: PartitionReport):
+        """A partition verified but not repaired: its findings count as they are."""
+        self.outcome |= outcome_of(report.all_findings)
+        yield from self._segment_events(report, report)
+        return report
 
     def _apply(self, t: Target, plan, report: PartitionReport):
         """Apply ``plan``; returns the partition's report after it (``report`` if it failed)."""
@@ -205,5 +248,26 @@ class RepairRun(VerifyRun):
 
 
 def refresh(t: Target) -> Target:
-    """The target as it is now on disk (a repair moves later segments away)."""
-    return Target(t.partition_dir, [p for p in t.logs if p.exists()])
+    """The target as it is now on disk (a repair moves later segments away). A link whose
+    target is gone is still there (os.path.lexists): reported, never silently dropped."""
+    return Target(t.partition_dir, [p for p in t.logs if os.path.lexists(p)])
+
+
+def _unreadable_file(report: PartitionReport) -> str | None:
+    """The first file of the partition verify could not read (None: every file read)."""
+    for f in report.all_findings:
+        if f.kind == K.UNREADABLE:
+            return f.file
+    return None
+
+
+def _refused_file(plan) -> str | None:
+    """'<file>: <why>' for the first file the plan would change that is a symlink or a special
+    file (kseg.storage.links: a writer never writes through one); None when there is none."""
+    from kseg.storage.links import write_refusal
+
+    for a in plan.actions:
+        why = write_refusal(a.file)
+        if why is not None:
+            return f"{a.file}: {why}"
+    return None
