@@ -25,7 +25,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 
-from kseg.dump.header_columns import StreamedLine, joined
+from kseg.dump.header_columns import StreamedLine, joined, repeated
 from kseg.format.headers import Headers
 from kseg.outcome import BadOption
 
@@ -121,10 +121,13 @@ def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes | 
         yield pieces[0](rec)
         for make_piece in pieces[1:]:
             yield from joined(
-                b",".join(
-                    [hk.encode("utf-8", "surrogateescape") + b"=" + (hv or b"") for hk, hv in chunk]
+                repeated(
+                    (
+                        (hk.encode("utf-8", "surrogateescape") + b"=" + (hv or b""), n)
+                        for hk, hv, n in headers.runs()
+                    ),
+                    b",",
                 )
-                for chunk in headers.chunks()
             )
             yield make_piece(rec)
 

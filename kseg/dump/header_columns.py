@@ -13,7 +13,6 @@ Each renders byte for byte what the plain list or bytes would have (tests hold t
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import islice
 
 from kseg.format.headers import HEADER_CHUNK, Headers
 
@@ -47,20 +46,35 @@ class HeaderColumn:
             for _, v in self.headers:
                 yield enc(v)[1]
 
+    def runs(self) -> Iterator[tuple]:
+        """(item, n): the items in order, n equal ones in a row given once."""
+        what, enc = self.what, self.enc
+        for k, v, n in self.headers.runs():
+            if what == KEYS:
+                yield k, n
+            elif what == PAIRS:
+                yield [k, enc(v)[0]], n
+            else:
+                yield enc(v)[1], n
+
     def chunks(self, size: int = HEADER_CHUNK) -> Iterator[list]:
-        it = iter(self)
-        while True:
-            part = list(islice(it, size))
-            if not part:
-                return
+        """The items in lists of about ``size`` (a run of equal items: one object repeated)."""
+        part: list = []
+        for item, n in self.runs():
+            part += [item] * n
+            if len(part) >= size:
+                yield part
+                part = []
+        if part:
             yield part
 
     def triples(self) -> Iterator[tuple]:
-        """(name, shown value, encoding) of each header (text and table show them together)."""
+        """(name, shown value, encoding, n) of each run of n equal headers (text and table show
+        them together)."""
         enc = self.enc
-        for k, v in self.headers:
+        for k, v, n in self.headers.runs():
             shown, encoding = enc(v)
-            yield k, shown, encoding
+            yield k, shown, encoding, n
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, HeaderColumn):
@@ -92,6 +106,18 @@ class StreamedLine:
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.pieces)
+
+
+def repeated(pieces: Iterable[tuple], sep, size: int = HEADER_CHUNK) -> Iterator:
+    """(piece, n) pairs as one ``sep``-separated run, in pieces of about ``size`` items."""
+    part: list = []
+    for piece, n in pieces:
+        part += [piece] * n
+        if len(part) >= size:
+            yield sep.join(part)
+            part = []
+    if part:
+        yield sep.join(part)
 
 
 def joined(pieces: Iterable, sep=b","):

@@ -31,7 +31,9 @@ def scan_headers(data, pos: int, rec_end: int, count: int) -> int:
     """Check ``count`` headers starting at ``data[pos]`` that must end by ``rec_end``; return
     where they end. Raises CorruptionError (no field set) or IndexError, exactly where and how
     the record decoder's own header loop does; makes no object per header."""
-    for _ in range(count):
+    left = count
+    while left:
+        start = pos
         b = data[pos]
         if b < 0x80:
             hklen = (b >> 1) ^ -(b & 1)
@@ -54,7 +56,74 @@ def scan_headers(data, pos: int, rec_end: int, count: int) -> int:
             if pos + hvlen > rec_end:
                 raise _invalid(f"header value length {hvlen} exceeds the record")
             pos += hvlen
+        left -= 1
+        if left:  # the same bytes again pass the same checks: skipped at memcmp speed
+            size = pos - start
+            n = _repeats(data, pos, data[start:pos], left, rec_end)
+            pos += n * size
+            left -= n
     return pos
+
+
+_RUN_BYTES = 1 << 16  # the most compared at once when a header repeats
+
+
+def _repeats(data, pos: int, h: bytes, most: int, end: int) -> int:
+    """How many copies of ``h`` (at most ``most``) follow at ``data[pos]`` before ``end``:
+    compared in doubling steps, so a long run costs a few memcmps and a header that does not
+    repeat costs one short comparison."""
+    size = len(h)
+    cap = max(1, _RUN_BYTES // size)
+    n, step = 0, 1
+    while n < most:
+        k = min(step, most - n)
+        span = k * size
+        if pos + span <= end and data[pos : pos + span] == (h if k == 1 else h * k):
+            pos += span
+            n += k
+            step = min(step * 2, cap)
+        elif k == 1:
+            break
+        else:
+            step = 1
+    return n
+
+
+def _runs(
+    data, pos: int, end: int, count: int, most: int
+) -> Iterator[tuple[str, bytes | None, int]]:
+    # the bytes were checked by scan_headers: no bound checks here
+    left = count
+    while left:
+        start = pos
+        b = data[pos]
+        if b < 0x80:
+            hklen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hklen, pos = read_varint(data, pos)
+        hkey = data[pos : pos + hklen].decode("utf-8", "replace")
+        pos += hklen
+        b = data[pos]
+        if b < 0x80:
+            hvlen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hvlen, pos = read_varint(data, pos)
+        if hvlen < 0:
+            hval = None
+        else:
+            hval = data[pos : pos + hvlen]
+            pos += hvlen
+        left -= 1
+        n = 1
+        if left and most > 1:
+            size = pos - start
+            k = _repeats(data, pos, data[start:pos], min(left, most - 1), end)
+            pos += k * size
+            left -= k
+            n += k
+        yield hkey, hval, n
 
 
 def _pairs(data, pos: int, count: int) -> Iterator[tuple[str, bytes | None]]:
@@ -115,13 +184,25 @@ class Headers(Sequence):
     def __iter__(self) -> Iterator[tuple[str, bytes | None]]:
         return _pairs(self._data, self._start, self._count)
 
+    def runs(self, most: int = HEADER_CHUNK) -> Iterator[tuple[str, bytes | None, int]]:
+        """``(name, value, n)``: the pairs in order, ``n`` (at most ``most``) equal ones in a
+        row given once (a renderer renders one and repeats it)."""
+        return _runs(self._data, self._start, self._end, self._count, most)
+
+    def distinct(self) -> Iterator[tuple[str, bytes | None]]:
+        """The pairs, each run of equal ones given once (for a search)."""
+        for k, v, _n in _runs(self._data, self._start, self._end, self._count, self._count):
+            yield k, v
+
     def chunks(self, size: int = HEADER_CHUNK) -> Iterator[list[tuple[str, bytes | None]]]:
-        """The pairs in lists of at most ``size``."""
-        it = iter(self)
-        while True:
-            part = list(islice(it, size))
-            if not part:
-                return
+        """The pairs in lists of about ``size`` (a run of equal pairs is one object repeated)."""
+        part: list = []
+        for k, v, n in self.runs(size):
+            part += [(k, v)] * n
+            if len(part) >= size:
+                yield part
+                part = []
+        if part:
             yield part
 
     def __getitem__(self, index):

@@ -13,7 +13,7 @@ import orjson
 
 from kseg.dump import kernel_json
 from kseg.dump import payload as P
-from kseg.dump.header_columns import StreamedLine, joined
+from kseg.dump.header_columns import StreamedLine, joined, repeated
 from kseg.format.headers import Headers
 
 _RECORD_LINE = (
@@ -60,16 +60,20 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
         return hs, b"[" + b",".join(f[1] for _, f in parts) + b"]"
 
     def streamed_headers(start: bytes, headers) -> Iterator[bytes]:
-        # a record of many headers: its line up to them, then the headers in chunks
+        # a record of many headers: its line up to them, then the headers in pieces, a run of
+        # equal ones rendered once
         yield start + b'"headers":['
         yield from joined(
-            b",".join([b"[" + dumps(hk) + b"," + field(hv)[0] + b"]" for hk, hv in chunk])
-            for chunk in headers.chunks()
+            repeated(
+                (
+                    (b"[" + dumps(hk) + b"," + field(hv)[0] + b"]", n)
+                    for hk, hv, n in headers.runs()
+                ),
+                b",",
+            )
         )
         yield b'],"header_encodings":['
-        yield from joined(
-            b",".join([field(hv)[1] for _, hv in chunk]) for chunk in headers.chunks()
-        )
+        yield from joined(repeated(((field(hv)[1], n) for _, hv, n in headers.runs()), b","))
         yield b"]}\n"
 
     def streamed(line: bytes, headers) -> StreamedLine:

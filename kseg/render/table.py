@@ -89,14 +89,16 @@ def _short(value: object, encoding: str | None) -> str:
 DUMP_HEAD = ("kind", "offset", "position", "timestamp", "time (UTC)", "size", "detail")
 
 
-def _upto(parts: Iterator[str], most: int) -> str:
-    """``",".join(parts)``, stopped once longer than ``most`` characters (a row's detail is cut
-    to the table's width: what lies beyond never shows)."""
-    out, n = [], 0
-    for p in parts:
-        out.append(p)
-        n += len(p) + 1
-        if n > most:
+def _upto(runs: Iterator[tuple[str, int]], most: int) -> str:
+    """``",".join`` of the pieces (each ``n`` times in a row), stopped once longer than ``most``
+    characters (a row's detail is cut to the table's width: what lies beyond never shows)."""
+    out: list[str] = []
+    total = 0
+    for p, n in runs:
+        k = min(n, most // (len(p) + 1) + 1)
+        out += [p] * k
+        total += k * (len(p) + 1)
+        if total > most:
             break
     return ",".join(out)
 
@@ -114,7 +116,7 @@ def _dump_row(ev: dict, most: int = 1 << 62) -> tuple[str, str, str, int | None,
             if type(headers) is HeaderColumn:  # many headers: never all of them in one string
                 detail.append(
                     "headers="
-                    + _upto((f"{k}:{_short(v, e)}" for k, v, e in headers.triples()), most)
+                    + _upto(((f"{k}:{_short(v, e)}", n) for k, v, e, n in headers.triples()), most)
                 )
             elif headers:
                 detail.append(
@@ -125,7 +127,7 @@ def _dump_row(ev: dict, most: int = 1 << 62) -> tuple[str, str, str, int | None,
                     )
                 )
         elif type(ev.get("header_keys")) is HeaderColumn:
-            detail.append("header_keys=" + _upto(iter(ev["header_keys"]), most))
+            detail.append("header_keys=" + _upto(ev["header_keys"].runs(), most))
         elif ev.get("header_keys"):
             detail.append("header_keys=" + ",".join(ev["header_keys"]))
         if "decoded" in ev:

@@ -7,13 +7,11 @@ command, each turning one event into a line (or None: not shown).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from kseg.dump.header_columns import KEYS, HeaderColumn, StreamedEvent, joined
+from kseg.dump.header_columns import KEYS, HeaderColumn, StreamedEvent, joined, repeated
 from kseg.format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
-from kseg.format.headers import HEADER_CHUNK
 from kseg.format.timestamps import with_iso
 from kseg.render.fields import PATH_FIELDS, field_text, one_line, safe_path
 from kseg.render.fields import bool_text as _bool
@@ -167,23 +165,12 @@ def streamed_text(ev: dict) -> Iterator[str]:
         yield " payload: " + _payload(ev["value"], ev["value_encoding"])
         yield " headers: {"
         yield from joined(
-            (
-                ", ".join(f"{_q(k)}: {_payload(v, e)}" for k, v, e in part)
-                for part in _batched(column.triples())
-            ),
+            repeated(((f"{_q(k)}: {_payload(v, e)}", n) for k, v, e, n in column.triples()), ", "),
             ", ",
         )
         yield "}"
     if "decoded" in ev:
         yield " decoded: " + _q(ev["decoded"])
-
-
-def _batched(items: Iterator, size: int = HEADER_CHUNK) -> Iterator[list]:
-    while True:
-        part = list(islice(items, size))
-        if not part:
-            return
-        yield part
 
 
 def write_text_chunks(
