@@ -57,7 +57,8 @@ def scan_headers(data, pos: int, rec_end: int, count: int) -> int:
                 raise _invalid(f"header value length {hvlen} exceeds the record")
             pos += hvlen
         left -= 1
-        if left:  # the same bytes again pass the same checks: skipped at memcmp speed
+        # the same bytes again pass the same checks: a run of them is skipped at memcmp speed
+        if left and pos < rec_end and data[pos] == data[start]:
             size = pos - start
             n = _repeats(data, pos, data[start:pos], left, rec_end)
             pos += n * size
@@ -117,7 +118,7 @@ def _runs(
             pos += hvlen
         left -= 1
         n = 1
-        if left and most > 1:
+        if left and most > 1 and pos < end and data[pos] == data[start]:
             size = pos - start
             k = _repeats(data, pos, data[start:pos], min(left, most - 1), end)
             pos += k * size
