@@ -25,6 +25,7 @@ from kseg.format import compression as codecs
 from kseg.format import regex
 from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
+from kseg.format.headers import Headers
 from kseg.format.regex import Pattern, RegexError
 from kseg.outcome import BadOption
 
@@ -59,8 +60,9 @@ class RecordFilter(NamedTuple):
             for p in self.values:
                 if p.search(value) is None:
                     return False
+        lazy = type(headers) is Headers  # many headers: walked, never made a list
         for name, p in self.headers:
-            for hk, hv in headers:
+            for hk, hv in headers.distinct() if lazy else headers:
                 if hk == name and (p is None or (hv is not None and p.search(hv) is not None)):
                     break
             else:
