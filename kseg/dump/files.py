@@ -162,6 +162,9 @@ def _file_events(
     if kind.kind == F.LOG:
         with segment.mapped(sequential=True) as buf:
             yield from dump_log(buf, name, segment, opts, budget, path, tags, span or Span())
+        too_big = segment.oversize()  # dumped: the part Kafka addresses
+        if too_big is not None:
+            yield [error_event(too_big, name)]
         return
     if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
         from kseg.dump.dump07 import dump_segment07

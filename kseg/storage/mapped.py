@@ -134,6 +134,27 @@ class ShadowMap(mmap.mmap):
         self.hi = target
         return target
 
+    def data_region(self, start: int, end: int) -> tuple[int, int]:
+        """The first range in [start, end) that may hold data, as (lo, hi): the file's holes
+        (a sparse file's unwritten ranges, e.g. after `truncate -s 100G`) read as zeros and are
+        skipped (``lseek`` SEEK_DATA/SEEK_HOLE); (end, end) when only holes are left. Without
+        the file's hole map (a URI, a file system that has none) the whole of [start, end)."""
+        if self.fd < 0 or not hasattr(os, "SEEK_DATA"):
+            return start, end
+        try:
+            lo = os.lseek(self.fd, start, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data at or after start
+                return end, end
+            return start, end
+        if lo >= end:
+            return end, end
+        try:
+            hi = os.lseek(self.fd, lo, os.SEEK_HOLE)
+        except OSError:
+            hi = end
+        return lo, max(lo + 1, min(hi, end))
+
     def covers(self, start: int, end: int) -> bool:
         """Is [start, end) inside the window read so far (and not released)?"""
         return self.lo <= start and end <= self.hi
@@ -254,8 +275,9 @@ def _remote(path) -> UriPath | None:
     return UriPath(local) if isinstance(local, str) and "://" in local else None
 
 
-def _open(path, sequential: bool) -> bytes | ShadowMap:
-    """The file's reader: b"" when empty, a ShadowMap for a local file, a RemoteMap for a URI."""
+def _open(path, sequential: bool, limit: int | None = None) -> bytes | ShadowMap:
+    """The file's reader: b"" when empty, a ShadowMap for a local file, a RemoteMap for a URI.
+    ``limit``: the reader holds at most this many bytes (the file's first ones)."""
     remote = _remote(path)
     if remote is not None:
         f, size = remote.open_input()
@@ -263,7 +285,7 @@ def _open(path, sequential: bool) -> bytes | ShadowMap:
             f.close()
             return b""
         try:
-            return RemoteMap(f, size, remote)
+            return RemoteMap(f, size if limit is None else min(size, limit), remote)
         except BaseException:
             f.close()
             raise
@@ -275,20 +297,22 @@ def _open(path, sequential: bool) -> bytes | ShadowMap:
             return b""
         if sequential and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        return ShadowMap(fd, size, str(path))
+        return ShadowMap(fd, size if limit is None else min(size, limit), str(path))
     except BaseException:
         os.close(fd)
         raise
 
 
 @contextmanager
-def mapped(path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
+def mapped(
+    path, *, sequential: bool = False, limit: int | None = None
+) -> Iterator[bytes | ShadowMap]:
     """The bytes of the regular file ``path`` (a local path or a URI) for the duration of the
     block, as a :class:`ShadowMap` (b"" for an empty file). Nothing is opened for writing.
 
     ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
-    aggressively."""
-    mm = _open(path, sequential)
+    aggressively. ``limit``: only the file's first ``limit`` bytes are seen (``len`` says so)."""
+    mm = _open(path, sequential, limit)
     if isinstance(mm, bytes):  # empty
         yield mm
         return
@@ -301,10 +325,10 @@ def mapped(path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
             pass  # a caller still holds a view; the map closes when it is released
 
 
-def open_mapped(path) -> bytes | ShadowMap:
+def open_mapped(path, limit: int | None = None) -> bytes | ShadowMap:
     """Like :func:`mapped`, without a block: the map (and its file) close when the last
     reference goes, e.g. the last batch view a caller keeps (kseg.read_batches)."""
-    return _open(path, False)
+    return _open(path, False, limit)
 
 
 def map_file(path) -> bytes | mmap.mmap:
