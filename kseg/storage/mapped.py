@@ -79,6 +79,99 @@ def read_file(path) -> bytes:
         os.close(fd)
 
 
+class FileSlices:
+    """A regular file's bytes read by ``pread`` when sliced (``buf[a:b]`` -> bytes, as bytes
+    slice), never whole: an index's entries are read where a lookup or a pass reaches them, so a
+    4 GiB (sparse) `.index` costs what is looked at, not its size. Reads go through a window
+    of WINDOW bytes (a pass entry by entry costs one read per window). A file that shrinks while
+    it is read gives a :class:`FileShrankError` naming the byte, never a short answer."""
+
+    WINDOW = 64 << 10
+
+    def __init__(self, fd: int, size: int, path: str) -> None:
+        self.fd, self.size, self.path = fd, size, path
+        self._lo, self._win = 0, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("FileSlices takes plain slices")
+        start, stop, _ = key.indices(self.size)
+        if stop <= start:
+            return b""
+        lo, win = self._lo, self._win
+        if lo <= start and stop <= lo + len(win):
+            return win[start - lo : stop - lo]
+        if stop - start <= self.WINDOW:
+            end = min(self.size, start + self.WINDOW)
+            self._lo, self._win = start, self._read(start, end)
+            return self._win[: stop - start]
+        return self._read(start, stop)
+
+    def _read(self, start: int, stop: int) -> bytes:
+        out = bytearray()
+        while len(out) < stop - start:
+            piece = os.pread(self.fd, stop - start - len(out), start + len(out))
+            if not piece:
+                raise FileShrankError(
+                    self.path, start + len(out), self.size, os.fstat(self.fd).st_size
+                )
+            out += piece
+        return bytes(out)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+
+def read_slices(path) -> bytes | FileSlices:
+    """A file read in slices on demand (:class:`FileSlices`; b"" when empty). A URI's file is
+    read whole (size checked first, kseg.storage.uri.MAX_WHOLE_READ)."""
+    remote = _remote(path)
+    if remote is not None:
+        return remote.read_bytes()
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+    except BaseException:
+        os.close(fd)
+        raise
+    if size == 0:
+        os.close(fd)
+        return b""
+    return FileSlices(fd, size, str(path))
+
+
+def holds(path, data: bytes, padded_to: int | None = None) -> bool:
+    """Does the regular file ``path`` hold exactly ``data``, then zeros up to ``padded_to``
+    bytes (when larger)? A size that differs answers at once; the bytes are compared in pieces,
+    never read whole (an index kseg is about to replace may be 4 GiB)."""
+    want = max(len(data), padded_to or 0)
+    content = read_slices(path)
+    try:
+        if len(content) != want:
+            return False
+        step = 1 << 20
+        for pos in range(0, want, step):
+            piece = content[pos : pos + step]
+            expected = data[pos : pos + step]
+            if piece[: len(expected)] != expected or piece[len(expected) :].strip(b"\x00"):
+                return False
+        return True
+    finally:
+        if isinstance(content, FileSlices):
+            content.close()
+
+
 class ShadowMap(mmap.mmap):
     """The file's bytes at their absolute positions, read on demand (see the module docstring).
     Only [lo, hi) is valid: walkers call ``ensure(start, end)`` before touching an entry."""

@@ -26,7 +26,7 @@ from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
 from kseg.storage import files as F
 from kseg.storage import kernel_walk, walked
-from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_file
+from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_slices
 from kseg.storage.uri import UriPath, as_path
 
 OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
@@ -211,7 +211,9 @@ class Segment:
     def _open_index(self, kind: str) -> IndexFile:
         path = self.file(kind)
         try:
-            data = read_file(path) if self.whole_indexes or kind == TXN_INDEX else map_file(path)
+            # read in slices on demand (never whole: a 4 GiB sparse index costs what is looked
+            # at), not mapped: a live broker may shrink an index while it is read
+            data = read_slices(path) if self.whole_indexes or kind == TXN_INDEX else map_file(path)
         except OSError as exc:
             return IndexFile(kind, path, error=exc)
         cls = _VIEWS.get(kind)
