@@ -133,3 +133,57 @@ def test_every_command_reads_the_addressable_part_of_a_segment_over_2_gib(sparse
     rc, out, err = _check(run_measured(*cmd, timeout=60, env=_env(kernel)))
     assert rc == 4, (rc, out[-500:], err[-500:])
     assert ZERO_TAIL in out + err
+
+
+def _batches_past_2_gib(pdir):
+    """A segment Kafka never writes: a v2 batch whose records run, through a sparse hole of
+    zeros, past byte 2**31-1 (its batch_length grown and its CRC computed again, as
+    kseg.fixtures.corrupt does), then another batch: a concatenated or damaged file. Before
+    the int32 bound, the index entry due for that last batch (its position past 2**31-1) was an
+    internal error, "'i' format requires -2147483648 <= number <= 2147483647"."""
+    import struct
+
+    from kseg.format import batch as v2
+    from kseg.format.crc import crc32c
+    from kseg.format.record import Record
+    from kseg.storage.writer import LogWriter
+
+    scratch = pdir.with_name(pdir.name + "-scratch")
+    with LogWriter(scratch, clock=lambda: 1_700_000_000_000) as w:
+        infos = [w.append([Record(b"k", b"v" * 100, 1_700_000_000_000 + i)]) for i in range(3)]
+    raw = _last_log(scratch).read_bytes()
+    (a, b, c) = (raw[i.position : i.position + i.size] for i in infos)
+    pdir.mkdir()
+    log = pdir / "00000000000000000000.log"
+    at = len(a)  # the grown batch's position
+    length = MAX_SEGMENT - 64  # batch_length is an int32: it ends past 2**31-1 all the same
+    assert at + v2.LOG_OVERHEAD + length > MAX_SEGMENT
+    grown = bytearray(b)
+    struct.pack_into(">i", grown, v2.FIELD_POS["batch_length"], length)
+    crc = crc32c(bytes(grown[v2.CRC_COVERAGE_START :]))
+    zeros = bytes(16 << 20)
+    left = length + v2.LOG_OVERHEAD - len(grown)
+    from kseg.format.crc import _crc32c
+
+    while left:
+        n = min(left, len(zeros))
+        crc = _crc32c(zeros[:n], crc)
+        left -= n
+    struct.pack_into(">I", grown, v2.CRC_POS, crc)
+    with open(log, "wb") as f:
+        f.write(a + grown)
+        f.seek(at + length + v2.LOG_OVERHEAD)  # a hole, then the last batch
+        f.write(c)
+    return log, at
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_batches_past_2_gib_are_not_read_and_no_internal_error(tmp_path, kernel):
+    log, at = _batches_past_2_gib(tmp_path / "orders-3")
+    rc, out, err = _check(run_measured("verify", log.parent, "-f", "json", env=_env(kernel)))
+    assert rc == 4
+    found = [(e["kind"], e["position"]) for e in events(out) if e["type"] == "finding"]
+    # the batch that runs past the addressable part is cut there, as a torn tail
+    assert ("torn_tail", at) in found and ("invalid_size", MAX_SEGMENT) in found, found
+    rc, out, err = _check(run_measured("index", "rebuild", "--dry-run", log, env=_env(kernel)))
+    assert rc == 4 and "torn_tail" in out + err
