@@ -13,10 +13,12 @@ from kseg.dump.log_events import dump_log
 from kseg.dump.options import DumpOptions
 from kseg.dump.selection import Budget, Span, offset_range, selecting
 from kseg.dump.small_files import dump_small_file
+from kseg.format.errors import CorruptionError
 from kseg.storage import files as F
 from kseg.storage import tree
-from kseg.storage.mapped import mapped, read_file
+from kseg.storage.mapped import mapped, read_slices
 from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.storage.side_files import read_side_file
 
 # the kinds that hold records (a record filter or --count reads only these)
 RECORD_KINDS = frozenset((F.LOG, F.KAFKA07, F.KRAFT_CHECKPOINT, F.BOOTSTRAP_CHECKPOINT))
@@ -162,6 +164,9 @@ def _file_events(
     if kind.kind == F.LOG:
         with segment.mapped(sequential=True) as buf:
             yield from dump_log(buf, name, segment, opts, budget, path, tags, span or Span())
+        too_big = segment.oversize()  # dumped: the part Kafka addresses
+        if too_big is not None:
+            yield [error_event(too_big, name)]
         return
     if kind.kind == F.KAFKA07:  # a Kafka 0.7 segment: byte offsets, no indexes
         from kseg.dump.dump07 import dump_segment07
@@ -181,7 +186,14 @@ def _file_events(
     if kind.kind == F.TIME_INDEX:
         yield from _chunked(dump_time_index(segment.index(TIME_INDEX), name, opts, offsets))
         return
-    data = read_file(path)  # small files: read whole
+    if kind.kind == F.TXN_INDEX:
+        data = read_slices(path)  # read in pieces as its entries are shown
+    else:
+        try:
+            data = read_side_file(path, kind.kind)  # small files: whole, up to Kafka's bound
+        except CorruptionError as exc:  # larger than Kafka writes one: not read
+            yield [error_event(exc, name)]
+            return
     yield from _chunked(dump_small_file(kind.kind, data, name, path, opts, offsets))
 
 

@@ -1,6 +1,6 @@
-"""The events of the small files, each read whole: txn index, producer snapshot, leader-epoch
+"""The events of the small files: txn index (read in pieces), producer snapshot, leader-epoch
 and offset checkpoints, partition.metadata, meta.properties, quorum-state, the clean-shutdown
-marker. With selectors, only the entries that concern the selected offsets and times."""
+marker (each read whole, up to the largest Kafka writes: kseg.storage.side_files). With selectors, only the entries that concern the selected offsets and times."""
 
 from __future__ import annotations
 

@@ -12,6 +12,12 @@ from collections.abc import Iterator
 
 from kseg.format.errors import INVALID_INDEX, CorruptionError
 
+PIECE = 1 << 20  # a pass over an index reads its entries in pieces of this size
+
+# The largest index Kafka opens: AbstractIndex maps the whole file (FileChannel.map refuses a
+# size above Integer.MAX_VALUE) and segment.index.bytes is an int.
+MAX_INDEX_BYTES = (1 << 31) - 1
+
 
 def entry_struct(fields: tuple[tuple[str, str], ...]) -> struct.Struct:
     """The big-endian struct of one entry, from its (name, struct code) fields in wire order."""
@@ -54,24 +60,33 @@ class Index:
     def entry(self, n: int):
         if not 0 <= n < self.entries:
             raise IndexError(n)
-        return self._value(self.ENTRY.unpack_from(self.buf, n * self.ENTRY_SIZE))
+        pos = n * self.ENTRY_SIZE
+        return self._value(self.ENTRY.unpack(self.buf[pos : pos + self.ENTRY_SIZE]))
 
     def __iter__(self) -> Iterator:
         value = self._value
-        for fields in self.ENTRY.iter_unpack(
-            memoryview(self.buf)[: self.entries * self.ENTRY_SIZE]
-        ):
-            yield value(fields)
+        for piece in self.pieces():
+            for fields in self.ENTRY.iter_unpack(piece):
+                yield value(fields)
+
+    def pieces(self, size: int = PIECE) -> Iterator[bytes]:
+        """The entries' bytes (not the padding) in pieces of about ``size`` bytes: a pass over a
+        large index holds one piece at a time (``buf`` may be read on demand:
+        storage.mapped.FileSlices)."""
+        step = max(1, size // self.ENTRY_SIZE) * self.ENTRY_SIZE
+        end = self.entries * self.ENTRY_SIZE
+        for pos in range(0, end, step):
+            yield bytes(self.buf[pos : min(end, pos + step)])
 
     def _search(self, key: int) -> int:
         """The last entry whose search key is <= ``key`` (its key is ``KEY_FIELD``), or -1."""
-        unpack, size, k = self.ENTRY.unpack_from, self.ENTRY_SIZE, self.KEY_FIELD
+        unpack, size, k = self.ENTRY.unpack, self.ENTRY_SIZE, self.KEY_FIELD
         buf = self.buf
         lo, hi = 0, self.entries - 1
         found = -1
         while lo <= hi:
             mid = (lo + hi) // 2
-            if unpack(buf, mid * size)[k] <= key:
+            if unpack(buf[mid * size : mid * size + size])[k] <= key:
                 found = mid
                 lo = mid + 1
             else:
@@ -85,6 +100,14 @@ class Index:
     def sanity_check(self) -> None:
         """Kafka's sanityCheck: a size that is a whole number of entries, then the subclass's
         checks of the entries (``_check_entries``)."""
+        if self.file_size > MAX_INDEX_BYTES:
+            raise CorruptionError(
+                f"{self.FILE_NAME} file of {self.file_size} bytes: larger than Kafka can open"
+                f" ({MAX_INDEX_BYTES} bytes: AbstractIndex maps the whole file and"
+                " FileChannel.map refuses more)",
+                kind=INVALID_INDEX,
+                position=MAX_INDEX_BYTES,
+            )
         if self.file_size % self.ENTRY_SIZE:
             raise CorruptionError(
                 f"{self.FILE_NAME} file size {self.file_size} is not a multiple of {self.ENTRY_SIZE}",

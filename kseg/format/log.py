@@ -44,12 +44,22 @@ Entry = RecordBatch | LegacyEntry
 
 
 def is_zero(buf, start: int, end: int) -> bool:
-    """True if ``buf[start:end]`` is all zero bytes (compared in 1 MiB chunks, no big copy)."""
+    """True if ``buf[start:end]`` is all zero bytes (compared in 1 MiB chunks, no big copy).
+
+    A buffer that knows its file's holes (storage.mapped.ShadowMap.data_region: a sparse file's
+    unwritten ranges read as zeros) is compared only where data may lie, so a 100 GB sparse tail
+    after a valid segment is judged in the time its written part takes."""
     ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped)
+    region = getattr(buf, "data_region", None)
     with memoryview(buf) as mv:
         pos = start
+        stop = end if region is None else start  # the end of the range being compared
         while pos < end:
-            n = min(len(_ZERO_CHUNK), end - pos)
+            if pos >= stop:
+                pos, stop = region(pos, end)  # the next range that may hold data
+                if pos >= end:
+                    break
+            n = min(len(_ZERO_CHUNK), stop - pos)
             if ensure is not None:
                 ensure(pos, pos + n)
             if mv[pos : pos + n] != _ZERO_CHUNK[:n]:

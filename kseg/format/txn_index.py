@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kseg.format.errors import INVALID_INDEX, CorruptionError
-from kseg.format.index import entry_struct
+from kseg.format.index import PIECE, entry_struct
 
 FIELDS = (
     ("version", "h"),  # CURRENT_VERSION
@@ -38,16 +38,18 @@ def read_entries(buf) -> Iterator[AbortedTxn]:
             kind=INVALID_INDEX,
             position=n - n % ENTRY_SIZE,
         )
-    for pos in range(0, n, ENTRY_SIZE):
-        version, pid, first, last, lso = ENTRY.unpack_from(buf, pos)
-        if version != CURRENT_VERSION:
-            raise CorruptionError(
-                f"unknown transaction index entry version {version}",
-                kind=INVALID_INDEX,
-                position=pos + VERSION_POS,
-                field="version",
-            )
-        yield AbortedTxn(pid, first, last, lso, version)
+    step = PIECE // ENTRY_SIZE * ENTRY_SIZE  # ``buf`` may be read on demand, in pieces
+    for at in range(0, n, step):
+        piece = bytes(buf[at : min(n, at + step)])
+        for i, (version, pid, first, last, lso) in enumerate(ENTRY.iter_unpack(piece)):
+            if version != CURRENT_VERSION:
+                raise CorruptionError(
+                    f"unknown transaction index entry version {version}",
+                    kind=INVALID_INDEX,
+                    position=at + i * ENTRY_SIZE + VERSION_POS,
+                    field="version",
+                )
+            yield AbortedTxn(pid, first, last, lso, version)
 
 
 def encode_entries(entries) -> bytes:

@@ -16,7 +16,7 @@ from kseg.format.txn_index import AbortedTxn
 from kseg.format.txn_index import encode_entries as encode_txn
 from kseg.format.txn_state import TxnTracker
 from kseg.storage.atomic import atomic_write
-from kseg.storage.mapped import read_file
+from kseg.storage.mapped import holds
 from kseg.storage.tree import Target, segment_logs
 from kseg.verify.findings import Finding
 from kseg.verify.segment import SegmentScan, aborted_under, scan_segment
@@ -152,16 +152,9 @@ def _replace(
     target: Target | None,
 ) -> FileAction:
     want_size = max(len(data), padded_to or 0)
+    action = CREATED
     if path.exists():
-        old = read_file(path)
-        same = (
-            old[: len(data)] == data
-            and len(old) == want_size
-            and not old[len(data) :].strip(b"\x00")
-        )
-        action = UNCHANGED if same else REPLACED
-    else:
-        action = CREATED
+        action = UNCHANGED if holds(path, data, padded_to) else REPLACED
     if action != UNCHANGED and not dry_run:
         if action == REPLACED and backup_dir is not None:
             dest = backup_dir / target.partition_dir.name

@@ -9,7 +9,7 @@ from pathlib import Path
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
 from kseg.outcome import BadOption, Outcome
-from kseg.storage.mapped import read_file
+from kseg.storage.mapped import read_slices
 from kseg.storage.tree import Selection, Target
 from kseg.verify.index_check import WRONG
 
@@ -260,7 +260,7 @@ class CheckRun:
                 if log not in wanted:
                     continue
                 path = log.with_suffix(".txnindex")
-                existing = read_file(path) if path.exists() else None
+                existing = read_slices(path) if path.exists() else None
             except OSError as exc:
                 if log in wanted:
                     yield log, None, exc

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from kseg.format.errors import CorruptionError
 from kseg.storage import files as F
 from kseg.storage.partition import Partition
+from kseg.storage.side_files import read_side_file
 from kseg.storage.tree import Selection
 
 TOPIC = "__consumer_offsets"
@@ -81,7 +82,8 @@ def cluster_ids(roots: set[Path]) -> dict[Path, str]:
     out = {}
     for r in roots:
         try:
-            cid = read_properties((r / "meta.properties").read_bytes()).get("cluster.id")
+            data = read_side_file(r / "meta.properties", F.META_PROPERTIES)
+            cid = read_properties(data).get("cluster.id")
         except (OSError, CorruptionError, ValueError):
             cid = None
         if cid:

@@ -45,7 +45,9 @@ from kseg.repair.manifest import (
 )
 from kseg.repair.marker import marker_path, remove_marker
 from kseg.repair.quarantine import Quarantine
+from kseg.storage import files as F
 from kseg.storage.atomic import atomic_write, fix_hint, fsync_dir, remove_stale_temps
+from kseg.storage.side_files import read_side_file
 from kseg.storage.space import check_space, device
 from kseg.storage.tree import Target, partition_logs
 
@@ -158,7 +160,7 @@ def _carry_out(qdir: Path, m: Manifest) -> None:
         fault_point("rebuilt")
     if m.epoch_truncate_to is not None:
         path = m.partition_dir / "leader-epoch-checkpoint"
-        entries = cp.read_leader_epoch_checkpoint(path.read_bytes())
+        entries = cp.read_leader_epoch_checkpoint(read_side_file(path, F.LEADER_EPOCH_CHECKPOINT))
         kept = [e for e in entries if e.start_offset < m.epoch_truncate_to]
         atomic_write(path, cp.encode_leader_epoch_checkpoint(kept))
     if m.reset_to is not None:

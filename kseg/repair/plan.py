@@ -18,7 +18,8 @@ from kseg.repair.actions import CREATE, INDEX_SUFFIXES, MOVE, PATCH, REPLACE, TR
 from kseg.repair.manifest import Action, Plan
 from kseg.storage import files as F
 from kseg.storage.atomic import sha256_file, sha256_range
-from kseg.storage.mapped import read_file
+from kseg.storage.mapped import holds
+from kseg.storage.side_files import read_side_file
 from kseg.verify.findings import INFO, MISSING_INDEX
 from kseg.verify.findings import Patch as PatchNeeded
 from kseg.verify.partition import PartitionReport
@@ -91,7 +92,9 @@ def plan_repair(
         epochs = pdir / "leader-epoch-checkpoint"
         if epochs.exists() and not keep_later_segments:
             try:
-                entries = cp.read_leader_epoch_checkpoint(epochs.read_bytes())
+                entries = cp.read_leader_epoch_checkpoint(
+                    read_side_file(epochs, F.LEADER_EPOCH_CHECKPOINT)
+                )
             except (OSError, CorruptionError):  # an unreadable checkpoint is left for Kafka
                 entries = []
             if any(e.start_offset >= end for e in entries):
@@ -173,7 +176,7 @@ def _indexes_to_write(log: Path, scan, rebuilt) -> list[Path]:
         if txn.exists():
             out.append(txn)
     elif (rebuilt.aborted or txn.exists()) and (
-        not txn.exists() or read_file(txn) not in _txn_rules_bytes(scan, rebuilt)
+        not txn.exists() or not any(holds(txn, b) for b in _txn_rules_bytes(scan, rebuilt))
     ):
         out.append(txn)
     return out

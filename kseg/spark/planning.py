@@ -17,7 +17,7 @@ from typing import NamedTuple
 from kseg.format.log import check_entry_header
 from kseg.storage import files, tree
 from kseg.storage.partition import Partition
-from kseg.storage.segment import Segment
+from kseg.storage.segment import MAX_SEGMENT_BYTES, Segment
 from kseg.storage.uri import UriPath, as_path
 
 DEFAULT_MAX_BYTES = 128 << 20
@@ -202,7 +202,7 @@ _MAX_BOUNDARY_CHECK = 16 << 20
 def split(seg: Segment, max_bytes: int) -> list[tuple[int, int]]:
     """Byte ranges of at most ~max_bytes, cut at batch boundaries from the segment's offset
     index (a usable one: missing or insane, the segment is one range)."""
-    size = seg.size()
+    size = min(seg.size(), MAX_SEGMENT_BYTES)  # the part Kafka addresses: all Segment.mapped holds
     if size <= max_bytes:
         return [(0, size)] if size else []
     idx = seg.offset_index()

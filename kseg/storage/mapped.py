@@ -79,6 +79,99 @@ def read_file(path) -> bytes:
         os.close(fd)
 
 
+class FileSlices:
+    """A regular file's bytes read by ``pread`` when sliced (``buf[a:b]`` -> bytes, as bytes
+    slice), never whole: an index's entries are read where a lookup or a pass reaches them, so a
+    4 GiB (sparse) `.index` costs what is looked at, not its size. Reads go through a window
+    of WINDOW bytes (a pass entry by entry costs one read per window). A file that shrinks while
+    it is read gives a :class:`FileShrankError` naming the byte, never a short answer."""
+
+    WINDOW = 64 << 10
+
+    def __init__(self, fd: int, size: int, path: str) -> None:
+        self.fd, self.size, self.path = fd, size, path
+        self._lo, self._win = 0, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("FileSlices takes plain slices")
+        start, stop, _ = key.indices(self.size)
+        if stop <= start:
+            return b""
+        lo, win = self._lo, self._win
+        if lo <= start and stop <= lo + len(win):
+            return win[start - lo : stop - lo]
+        if stop - start <= self.WINDOW:
+            end = min(self.size, start + self.WINDOW)
+            self._lo, self._win = start, self._read(start, end)
+            return self._win[: stop - start]
+        return self._read(start, stop)
+
+    def _read(self, start: int, stop: int) -> bytes:
+        out = bytearray()
+        while len(out) < stop - start:
+            piece = os.pread(self.fd, stop - start - len(out), start + len(out))
+            if not piece:
+                raise FileShrankError(
+                    self.path, start + len(out), self.size, os.fstat(self.fd).st_size
+                )
+            out += piece
+        return bytes(out)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+
+def read_slices(path) -> bytes | FileSlices:
+    """A file read in slices on demand (:class:`FileSlices`; b"" when empty). A URI's file is
+    read whole (size checked first, kseg.storage.uri.MAX_WHOLE_READ)."""
+    remote = _remote(path)
+    if remote is not None:
+        return remote.read_bytes()
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+    except BaseException:
+        os.close(fd)
+        raise
+    if size == 0:
+        os.close(fd)
+        return b""
+    return FileSlices(fd, size, str(path))
+
+
+def holds(path, data: bytes, padded_to: int | None = None) -> bool:
+    """Does the regular file ``path`` hold exactly ``data``, then zeros up to ``padded_to``
+    bytes (when larger)? A size that differs answers at once; the bytes are compared in pieces,
+    never read whole (an index kseg is about to replace may be 4 GiB)."""
+    want = max(len(data), padded_to or 0)
+    content = read_slices(path)
+    try:
+        if len(content) != want:
+            return False
+        step = 1 << 20
+        for pos in range(0, want, step):
+            piece = content[pos : pos + step]
+            expected = data[pos : pos + step]
+            if piece[: len(expected)] != expected or piece[len(expected) :].strip(b"\x00"):
+                return False
+        return True
+    finally:
+        if isinstance(content, FileSlices):
+            content.close()
+
+
 class ShadowMap(mmap.mmap):
     """The file's bytes at their absolute positions, read on demand (see the module docstring).
     Only [lo, hi) is valid: walkers call ``ensure(start, end)`` before touching an entry."""
@@ -133,6 +226,27 @@ class ShadowMap(mmap.mmap):
             raise FileShrankError(self.path, good, self.size, now)
         self.hi = target
         return target
+
+    def data_region(self, start: int, end: int) -> tuple[int, int]:
+        """The first range in [start, end) that may hold data, as (lo, hi): the file's holes
+        (a sparse file's unwritten ranges, e.g. after `truncate -s 100G`) read as zeros and are
+        skipped (``lseek`` SEEK_DATA/SEEK_HOLE); (end, end) when only holes are left. Without
+        the file's hole map (a URI, a file system that has none) the whole of [start, end)."""
+        if self.fd < 0 or not hasattr(os, "SEEK_DATA"):
+            return start, end
+        try:
+            lo = os.lseek(self.fd, start, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data at or after start
+                return end, end
+            return start, end
+        if lo >= end:
+            return end, end
+        try:
+            hi = os.lseek(self.fd, lo, os.SEEK_HOLE)
+        except OSError:
+            hi = end
+        return lo, max(lo + 1, min(hi, end))
 
     def covers(self, start: int, end: int) -> bool:
         """Is [start, end) inside the window read so far (and not released)?"""
@@ -254,8 +368,9 @@ def _remote(path) -> UriPath | None:
     return UriPath(local) if isinstance(local, str) and "://" in local else None
 
 
-def _open(path, sequential: bool) -> bytes | ShadowMap:
-    """The file's reader: b"" when empty, a ShadowMap for a local file, a RemoteMap for a URI."""
+def _open(path, sequential: bool, limit: int | None = None) -> bytes | ShadowMap:
+    """The file's reader: b"" when empty, a ShadowMap for a local file, a RemoteMap for a URI.
+    ``limit``: the reader holds at most this many bytes (the file's first ones)."""
     remote = _remote(path)
     if remote is not None:
         f, size = remote.open_input()
@@ -263,7 +378,7 @@ def _open(path, sequential: bool) -> bytes | ShadowMap:
             f.close()
             return b""
         try:
-            return RemoteMap(f, size, remote)
+            return RemoteMap(f, size if limit is None else min(size, limit), remote)
         except BaseException:
             f.close()
             raise
@@ -275,20 +390,22 @@ def _open(path, sequential: bool) -> bytes | ShadowMap:
             return b""
         if sequential and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        return ShadowMap(fd, size, str(path))
+        return ShadowMap(fd, size if limit is None else min(size, limit), str(path))
     except BaseException:
         os.close(fd)
         raise
 
 
 @contextmanager
-def mapped(path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
+def mapped(
+    path, *, sequential: bool = False, limit: int | None = None
+) -> Iterator[bytes | ShadowMap]:
     """The bytes of the regular file ``path`` (a local path or a URI) for the duration of the
     block, as a :class:`ShadowMap` (b"" for an empty file). Nothing is opened for writing.
 
     ``sequential``: the caller walks the file front to back (dump, verify): the kernel reads ahead
-    aggressively."""
-    mm = _open(path, sequential)
+    aggressively. ``limit``: only the file's first ``limit`` bytes are seen (``len`` says so)."""
+    mm = _open(path, sequential, limit)
     if isinstance(mm, bytes):  # empty
         yield mm
         return
@@ -301,10 +418,10 @@ def mapped(path, *, sequential: bool = False) -> Iterator[bytes | ShadowMap]:
             pass  # a caller still holds a view; the map closes when it is released
 
 
-def open_mapped(path) -> bytes | ShadowMap:
+def open_mapped(path, limit: int | None = None) -> bytes | ShadowMap:
     """Like :func:`mapped`, without a block: the map (and its file) close when the last
     reference goes, e.g. the last batch view a caller keeps (kseg.read_batches)."""
-    return _open(path, False)
+    return _open(path, False, limit)
 
 
 def map_file(path) -> bytes | mmap.mmap:

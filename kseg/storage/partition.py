@@ -21,8 +21,8 @@ from kseg.format.log import iter_entries, walk_headers
 from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
 from kseg.storage import files as F
-from kseg.storage.mapped import read_file
 from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
+from kseg.storage.side_files import read_side_file
 from kseg.storage.tree import live_log_names
 from kseg.storage.uri import UriPath, as_path
 
@@ -75,7 +75,7 @@ class Partition:
         the file is missing or unreadable)."""
         path = self.log_dir / LOG_START_CHECKPOINT
         try:
-            data = read_file(path)
+            data = read_side_file(path, F.OFFSET_CHECKPOINT)
             entries = read_offset_checkpoint(data) if data.strip() else []
         except FileNotFoundError:
             return None
@@ -91,7 +91,9 @@ class Partition:
 
     def leader_epochs(self) -> list[EpochEntry]:
         """leader-epoch-checkpoint's entries (raises OSError or CorruptionError)."""
-        return read_leader_epoch_checkpoint(read_file(self.dir / LEADER_EPOCH_CHECKPOINT))
+        return read_leader_epoch_checkpoint(
+            read_side_file(self.dir / LEADER_EPOCH_CHECKPOINT, F.LEADER_EPOCH_CHECKPOINT)
+        )
 
     # --- log start and end -------------------------------------------------------------------
     def log_start_offset(self) -> int:

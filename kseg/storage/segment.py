@@ -20,16 +20,34 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg.format import txn_index as tx
-from kseg.format.errors import INVALID_INDEX, CorruptionError
+from kseg.format.errors import INVALID_INDEX, INVALID_SIZE, CorruptionError
 from kseg.format.log import Entry, indexed_position_problem, iter_entries
 from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
 from kseg.storage import files as F
 from kseg.storage import kernel_walk, walked
-from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_file
+from kseg.storage.mapped import ShadowMap, map_file, mapped, open_mapped, read_slices
 from kseg.storage.uri import UriPath, as_path
 
 OFFSET_INDEX, TIME_INDEX, TXN_INDEX = F.INDEX, F.TIME_INDEX, F.TXN_INDEX
+# The most bytes of a `.log` Kafka addresses: positions are int32 (index entries, FileRecords'
+# size), and FileRecords refuses to open a larger segment ("The size of segment ... is larger
+# than the maximum allowed segment size of 2147483647"). kseg reads that part and no further.
+MAX_SEGMENT_BYTES = (1 << 31) - 1
+
+
+def oversize_error(path, size: int) -> CorruptionError:
+    """The one text for a `.log` larger than Kafka can address (see MAX_SEGMENT_BYTES)."""
+    return CorruptionError(
+        f"segment of {size} bytes: positions stop fitting Kafka's int32 here (its maximum"
+        f" segment size is {MAX_SEGMENT_BYTES}; Kafka's FileRecords refuses to open a larger"
+        f" one); the {size - MAX_SEGMENT_BYTES} bytes past it are not read",
+        kind=INVALID_SIZE,
+        position=MAX_SEGMENT_BYTES,
+        file=str(path),
+    )
+
+
 EXTENSIONS = {kind: ext for ext, kind in F.SEGMENT_SUFFIXES.items()}  # "index" -> ".index"
 _VIEWS = {OFFSET_INDEX: OffsetIndex, TIME_INDEX: TimeIndex}
 _SEGMENT_KINDS = frozenset(F.SEGMENT_SUFFIXES.values())
@@ -154,7 +172,13 @@ class Segment:
     def mapped(self, *, sequential: bool = False) -> AbstractContextManager[bytes | ShadowMap]:
         """The `.log`'s bytes for a block (storage.mapped.mapped: pread on demand, a
         FileShrankError naming the byte if it shrinks)."""
-        return mapped(self.log, sequential=sequential)
+        return mapped(self.log, sequential=sequential, limit=MAX_SEGMENT_BYTES)
+
+    def oversize(self) -> CorruptionError | None:
+        """The error of a `.log` larger than Kafka addresses (None: it fits, or cannot be
+        stat'ed); readers see only its first MAX_SEGMENT_BYTES (``mapped``)."""
+        size = self.log_size()
+        return None if size is None or size <= MAX_SEGMENT_BYTES else oversize_error(self.log, size)
 
     def batches(self, *, validate: bool = True, start: int = 0) -> Iterator[Entry]:
         """Every top-level entry from ``start``: see :func:`read_batches`."""
@@ -187,7 +211,9 @@ class Segment:
     def _open_index(self, kind: str) -> IndexFile:
         path = self.file(kind)
         try:
-            data = read_file(path) if self.whole_indexes or kind == TXN_INDEX else map_file(path)
+            # read in slices on demand (never whole: a 4 GiB sparse index costs what is looked
+            # at), not mapped: a live broker may shrink an index while it is read
+            data = read_slices(path) if self.whole_indexes or kind == TXN_INDEX else map_file(path)
         except OSError as exc:
             return IndexFile(kind, path, error=exc)
         cls = _VIEWS.get(kind)
@@ -264,7 +290,9 @@ def read_batches(path: str | Path, *, validate: bool = True, start: int = 0) -> 
     copied while walking. With ``validate`` (the default) CRCs are checked and the first bad
     entry raises :class:`CorruptionError` naming this file and the byte position.
     """
-    buf = open_mapped(path)  # no explicit close: the views keep it alive (reference counting)
+    buf = open_mapped(
+        path, MAX_SEGMENT_BYTES
+    )  # no explicit close: the views keep it alive (reference counting)
     try:
         yield from iter_entries(buf, start, validate=validate, source=str(path))
     except CorruptionError as exc:

@@ -60,8 +60,21 @@ def txn_index_status(
     without aborted transactions, so no file where none is expected is ``identical``."""
     if existing is None:
         return IndexStatus(MISSING if chosen else IDENTICAL, 0, len(chosen))
+    # no more entries are read than any rule writes: a file that holds more is wrong anyway
+    longest = max([len(chosen), *map(len, others.values())])
+    entries = []
     try:
-        entries = list(read_txn_entries(existing))
+        for e in read_txn_entries(existing):
+            if len(entries) == longest:
+                n = len(existing) // TXN_ENTRY_SIZE
+                diff = {
+                    "entry": longest,
+                    "position": longest * TXN_ENTRY_SIZE,
+                    "message": f"{n} entries, more than any Kafka release's rule writes"
+                    f" for this segment ({longest})",
+                }
+                return IndexStatus(WRONG, n, len(chosen), 0, diff)
+            entries.append(e)
     except CorruptionError as exc:
         n = (exc.position or 0) // TXN_ENTRY_SIZE
         diff = {"entry": n, "position": exc.position, "message": exc.message}

@@ -54,10 +54,8 @@ def index_statuses(
     o_size, t_size = OffsetIndex.ENTRY_SIZE, TimeIndex.ENTRY_SIZE
     rebuilt_o = len(builder.offset_index) // o_size
     rebuilt_t = len(builder.time_index) // t_size
-    same_o = oidx is not None and bytes(oidx.buf[: len(oidx) * o_size]) == bytes(
-        builder.offset_index
-    )
-    same_t = tidx is not None and bytes(tidx.buf[: len(tidx) * t_size]) == bytes(builder.time_index)
+    same_o = oidx is not None and _same(oidx, builder.offset_index)
+    same_t = tidx is not None and _same(tidx, builder.time_index)
     need = (
         oidx if oidx is not None and not same_o else None,
         tidx if tidx is not None and not same_t else None,
@@ -136,10 +134,33 @@ def _sanity(idx) -> dict | None:
     }
 
 
+def _same(idx, rebuilt) -> bool:
+    """Are the index's entries (not its padding) the rebuilt bytes? Compared piece by piece: an
+    index read on demand is never held whole."""
+    rebuilt = memoryview(rebuilt)
+    if len(idx) * idx.ENTRY_SIZE != len(rebuilt):
+        return False
+    pos = 0
+    for piece in idx.pieces():
+        if piece != rebuilt[pos : pos + len(piece)]:
+            return False
+        pos += len(piece)
+    return True
+
+
 def _first_diff(existing, rebuilt: bytes, width: int, n_existing: int) -> dict | None:
     n = max(n_existing, len(rebuilt) // width)
+    piece_lo, piece = 0, b""
+    step = (1 << 20) // width * width
     for i in range(n):
-        a = bytes(existing[i * width : (i + 1) * width]) if i < n_existing else b""
+        if i < n_existing:
+            at = i * width
+            if not piece_lo <= at < piece_lo + len(piece):  # read the index in pieces
+                piece_lo = at
+                piece = bytes(existing[at : min(n_existing * width, at + step)])
+            a = piece[at - piece_lo : at - piece_lo + width]
+        else:
+            a = b""
         b = bytes(rebuilt[i * width : (i + 1) * width])
         if a != b:
             return {

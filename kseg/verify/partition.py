@@ -13,9 +13,9 @@ from kseg.format.index_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kseg.format.magic import MIN_ENTRY_SIZE
 from kseg.format.txn_state import TxnTracker
 from kseg.storage import files as F
-from kseg.storage.mapped import read_file
 from kseg.storage.partition import Partition
 from kseg.storage.segment import Segment
+from kseg.storage.side_files import read_side_file
 from kseg.storage.tree import Target
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding
@@ -299,7 +299,7 @@ def _recovery_point(part: Partition) -> int | None:
     if not path.is_file():
         return None
     try:
-        entries = cp.read_offset_checkpoint(read_file(path))
+        entries = cp.read_offset_checkpoint(read_side_file(path, F.OFFSET_CHECKPOINT))
     except (OSError, CorruptionError):
         return None
     key = (part.topic, part.partition)

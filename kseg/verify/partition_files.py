@@ -9,8 +9,8 @@ from kseg.format import checkpoint as cp
 from kseg.format import txn_index as tx
 from kseg.format.errors import CorruptionError
 from kseg.storage import files as F
-from kseg.storage.mapped import read_file
 from kseg.storage.partition import Partition
+from kseg.storage.side_files import read_side_file
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, from_error
 from kseg.verify.swaps import kafka_swaps
@@ -82,11 +82,15 @@ def partition_files(
                 aborted = segments[k.base_offset].aborted_transactions()
                 segments[k.base_offset].release()  # the entries hold what they read
             elif k.kind in (F.SNAPSHOT, F.LEADER_EPOCH_CHECKPOINT, F.PARTITION_METADATA):
-                data = read_file(p)
+                data = read_side_file(p, k.kind)
         except OSError as exc:
             findings.append(
                 Finding(K.ERROR, K.UNREADABLE, str(p), None, None, exc.strerror or str(exc))
             )
+            continue
+        except CorruptionError as exc:  # larger than Kafka writes one: refused unread
+            sev = K.WARNING if k.kind == F.SNAPSHOT else K.ERROR  # as for its content, below
+            findings.append(from_error(exc.in_file(p), str(p), severity=sev, repairable=False))
             continue
         try:
             if k.kind == F.SNAPSHOT:

@@ -7,7 +7,7 @@ from pathlib import Path
 from kseg.format import checkpoint as cp
 from kseg.format.errors import CorruptionError
 from kseg.storage import files as F
-from kseg.storage.mapped import read_file
+from kseg.storage.side_files import read_side_file
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, from_error
 from kseg.verify.partition import PartitionReport
@@ -33,7 +33,7 @@ def verify_root_checkpoints(
         if not path.exists():
             continue
         try:
-            data = read_file(path)
+            data = read_side_file(path, F.OFFSET_CHECKPOINT)
             entries = cp.read_offset_checkpoint(data) if data.strip() else []
         except CorruptionError as exc:
             # read through CheckpointFileWithFailureHandler: its IOException marks the log dir

@@ -323,6 +323,13 @@ def scan_segment(
                 _stop(scan, f)
             else:
                 scan.findings.append(f)
+        too_big = seg.oversize()  # the walk saw only the part Kafka addresses
+        if too_big is not None:
+            f = from_error(too_big, name)
+            if scan.first_error is None:
+                _stop(scan, f)
+            else:
+                scan.findings.append(f)
         stop = scan.first_error
         if liar is None and stop is not None and stop.kind == K.OFFSETS_NOT_INCREASING:
             from kseg.verify.liar import find_liar  # offsets going back: rare

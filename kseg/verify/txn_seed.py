@@ -9,7 +9,8 @@ from pathlib import Path
 from kseg.format.errors import CorruptionError
 from kseg.format.producer_snapshot import read_snapshot
 from kseg.format.txn_state import TxnTracker
-from kseg.storage.mapped import read_file
+from kseg.storage import files as F
+from kseg.storage.side_files import read_side_file
 
 
 def seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
@@ -17,6 +18,6 @@ def seed_from_snapshot(txn: TxnTracker, first_log: Path) -> None:
     the open transactions from the producer snapshot taken at that segment's roll."""
     path = first_log.with_suffix(".snapshot")
     try:
-        txn.seed(read_snapshot(read_file(path)).entries)
+        txn.seed(read_snapshot(read_side_file(path, F.SNAPSHOT)).entries)
     except (OSError, CorruptionError):
         pass  # none, or unreadable (verify reports it): replay from the log alone

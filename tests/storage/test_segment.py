@@ -56,9 +56,9 @@ def test_log_size_and_batches_agree_with_read_batches(tree):
 
 def test_nothing_is_opened_until_asked_and_each_index_once(tree, monkeypatch):
     opened: list[Path] = []
-    real_map, real_read = segment_mod.map_file, segment_mod.read_file
+    real_map, real_read = segment_mod.map_file, segment_mod.read_slices
     monkeypatch.setattr(segment_mod, "map_file", lambda p: opened.append(p) or real_map(p))
-    monkeypatch.setattr(segment_mod, "read_file", lambda p: opened.append(p) or real_read(p))
+    monkeypatch.setattr(segment_mod, "read_slices", lambda p: opened.append(p) or real_read(p))
     checks = []
     real_check = OffsetIndex.sanity_check
     monkeypatch.setattr(
@@ -77,12 +77,14 @@ def test_nothing_is_opened_until_asked_and_each_index_once(tree, monkeypatch):
     assert len(checks) == 1
 
 
-def test_verify_reads_indexes_whole_once(tree, monkeypatch):
+def test_verify_reads_indexes_once_never_mapped(tree, monkeypatch):
+    """verify reads indexes in slices on demand (storage.mapped.FileSlices: a broker may
+    shrink one meanwhile, and a 4 GiB index must not cost its size), each once."""
     opened: list[Path] = []
-    real_map, real_read = segment_mod.map_file, segment_mod.read_file
+    real_map, real_read = segment_mod.map_file, segment_mod.read_slices
     monkeypatch.setattr(segment_mod, "map_file", lambda p: opened.append(("map", p)) or real_map(p))
     monkeypatch.setattr(
-        segment_mod, "read_file", lambda p: opened.append(("read", p)) or real_read(p)
+        segment_mod, "read_slices", lambda p: opened.append(("read", p)) or real_read(p)
     )
     log = segment_logs(tree / "orders-0")[0]
     scan = scan_segment(log)
