@@ -4,6 +4,13 @@
 //! succeeds and gives up (returns None) wherever it would raise, without saying why: the Python
 //! core then decodes the batch itself and reports the problem. Arithmetic is in i128 because the
 //! Python core's is unbounded (a 64-bit delta plus a 64-bit base does not fit an i64).
+//!
+//! Nothing here allocates by a count read from disk, and nothing grows a buffer infallibly: a
+//! record's headers are checked in place and read again where they are written (no list of
+//! them), and a line's room is reserved fallibly (`room`) from an upper bound of its length
+//! before any byte of it is written. A line whose bound passes MAX_LINE is declined (the core
+//! renders that batch); a reservation that fails is NoMemory (Python's MemoryError, the core's
+//! out-of-memory line), never the abort of a failed `Vec` growth.
 
 use sha2::{Digest, Sha256};
 
@@ -29,6 +36,34 @@ impl Mode {
             _ => None, // json, none: the Python core
         }
     }
+}
+
+/// An allocation the kernel could not make: the caller raises Python's MemoryError.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory;
+
+/// Room for `n` more bytes in `out` (so that appending up to `n` bytes cannot reallocate), or
+/// NoMemory: never the process abort of an infallible growth that fails.
+#[inline]
+pub fn room(out: &mut Vec<u8>, n: usize) -> Result<(), NoMemory> {
+    out.try_reserve(n).map_err(|_| NoMemory)
+}
+
+/// The longest record line the kernel renders (an upper bound of it, `line_bound`): a longer
+/// one is the core's (byte for byte the same lines), so the kernel's output buffer never holds
+/// more than a part plus this, whatever a record holds (31M empty headers: ~1.6 GB of bound).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// An upper bound of the bytes of a record's JSON line (write_line): at most 6 bytes of JSON per
+/// byte of key, value, header key or value (a control byte as \u00XX; base64 and hex less;
+/// an invalid UTF-8 sequence, at least one byte, is 3), 640 bytes of names, five integers and
+/// two encodings, and 49 per header (its brackets, commas, quotes or null or a sha256 digest,
+/// and its encoding).
+#[inline]
+pub fn line_bound(rec: &Rec<'_>, headers: &Headers<'_>, file_json: &[u8]) -> usize {
+    (640 + file_json.len())
+        .saturating_add(rec.size.saturating_mul(6))
+        .saturating_add(headers.len().saturating_mul(52))
 }
 
 /// What a batch header tells the record loop.
@@ -116,6 +151,12 @@ fn base64(out: &mut Vec<u8>, data: &[u8]) {
 /// A JSON string of valid UTF-8 text, escaped as orjson escapes it.
 fn json_text(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
+    json_inner(out, s);
+    out.push(b'"');
+}
+
+/// The escaped text of a JSON string, without its quotes.
+fn json_inner(out: &mut Vec<u8>, s: &[u8]) {
     let mut start = 0;
     for (i, &b) in s.iter().enumerate() {
         let esc: &[u8] = match b {
@@ -140,16 +181,23 @@ fn json_text(out: &mut Vec<u8>, s: &[u8]) {
         start = i + 1;
     }
     out.extend_from_slice(&s[start..]);
-    out.push(b'"');
 }
 
+/// The bytes of U+FFFD, the replacement character.
+pub const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
 /// Python's bytes.decode("utf-8", "replace") as a JSON string (both replace each maximal
-/// invalid subpart with one U+FFFD).
+/// invalid subpart with one U+FFFD, as String::from_utf8_lossy does), written in place: no
+/// copy of the text.
 fn json_lossy(out: &mut Vec<u8>, data: &[u8]) {
-    match std::str::from_utf8(data) {
-        Ok(_) => json_text(out, data),
-        Err(_) => json_text(out, String::from_utf8_lossy(data).as_bytes()),
+    out.push(b'"');
+    for chunk in data.utf8_chunks() {
+        json_inner(out, chunk.valid().as_bytes());
+        if !chunk.invalid().is_empty() {
+            out.extend_from_slice(REPLACEMENT);
+        }
     }
+    out.push(b'"');
 }
 
 /// kseg.dump.payload's printable text: UTF-8 without control bytes other than \t \n \r.
@@ -158,6 +206,25 @@ fn printable(data: &[u8]) -> bool {
         .iter()
         .any(|&b| (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F)
         && std::str::from_utf8(data).is_ok()
+}
+
+/// The encoding's JSON of a value `field` writes (for a record's header_encodings, read again
+/// from the headers rather than kept in a list as long as their count).
+fn encoding(data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
+    match (data, mode) {
+        (None, _) => b"null",
+        (Some(_), Mode::Base64) => b"\"base64\"",
+        (Some(d), Mode::Auto) => {
+            if printable(d) {
+                b"\"utf8\""
+            } else {
+                b"\"base64\""
+            }
+        }
+        (Some(_), Mode::Utf8) => b"\"utf8\"",
+        (Some(_), Mode::Hex) => b"\"hex\"",
+        (Some(_), Mode::Redact) => b"\"redacted\"",
+    }
 }
 
 /// The shown value (JSON) of one key, value or header value; returns its encoding's JSON.
@@ -192,7 +259,6 @@ fn field(out: &mut Vec<u8>, data: Option<&[u8]>, mode: Mode) -> &'static [u8] {
             b"\"utf8\""
         }
         Mode::Hex => {
-            out.reserve(data.len() * 2 + 2);
             out.push(b'"');
             for &b in data {
                 out.push(HEX[(b >> 4) as usize]);
@@ -241,8 +307,9 @@ pub fn bytes_field<'a>(d: &'a [u8], pos: &mut usize, rec_end: usize) -> Option<O
     Some(Some(s))
 }
 
-/// Append the JSON line of every record in `d[pos..end]` to `out`; on any problem truncate
-/// `out` back and return None. `file_json` is the file name already as a JSON string.
+/// Append the JSON line of every record in `d[pos..end]` to `out`; on any problem (or a line
+/// longer than MAX_LINE) truncate `out` back and return Ok(None). `file_json` is the file name
+/// already as a JSON string.
 pub fn records_json(
     d: &[u8],
     mut pos: usize,
@@ -251,13 +318,27 @@ pub fn records_json(
     file_json: &[u8],
     mode: Mode,
     out: &mut Vec<u8>,
-) -> Option<usize> {
+) -> Result<Option<usize>, NoMemory> {
     let mark = out.len();
-    let r = decode_into(d, &mut pos, end, info, file_json, mode, out);
+    let mut oom = false;
+    let r = parse_records(d, &mut pos, end, info.count, |rec, headers| {
+        if line_bound(rec, headers, file_json) > MAX_LINE {
+            return None;
+        }
+        let ts = record_timestamp(info, rec);
+        if write_line(out, info, rec, headers, ts, file_json, mode).is_err() {
+            oom = true;
+            return None;
+        }
+        Some(())
+    });
     if r.is_none() {
         out.truncate(mark);
     }
-    r
+    if oom {
+        return Err(NoMemory);
+    }
+    Ok(r)
 }
 
 /// One record's fields, as kseg.format.batch.iter_record_chunks reads them.
@@ -266,16 +347,73 @@ pub struct Rec<'a> {
     pub offset_delta: i128,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
+    /// the record's bytes after its length varint
+    pub size: usize,
 }
 
-/// A record's headers: (key bytes, value or None).
-pub type Headers<'a> = [(&'a [u8], Option<&'a [u8]>)];
+/// A record's headers, checked, where they lie in the records' bytes: `iter()` reads them
+/// again ((key bytes, value or None) each) rather than a list of them being kept, whose length
+/// would be a count read from disk (31M headers of 2 bytes each: a 1 GB list).
+#[derive(Clone, Copy)]
+pub struct Headers<'a> {
+    d: &'a [u8],
+    start: usize,
+    end: usize,
+    count: usize,
+}
+
+impl<'a> Headers<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> HeaderIter<'a> {
+        HeaderIter {
+            d: self.d,
+            pos: self.start,
+            end: self.end,
+            left: self.count,
+        }
+    }
+}
+
+/// The headers of a record, read again (parse_records has checked every one of them).
+pub struct HeaderIter<'a> {
+    d: &'a [u8],
+    pos: usize,
+    end: usize,
+    left: usize,
+}
+
+impl<'a> Iterator for HeaderIter<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let key = bytes_field(self.d, &mut self.pos, self.end)??;
+        let value = bytes_field(self.d, &mut self.pos, self.end)?;
+        Some((key, value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
 
 /// Walk the `count` records of `d[pos..end]` exactly as kseg.format.batch.iter_record_chunks
 /// does, calling `f` for each; None (without saying why) wherever the core would raise, or when
 /// `f` gives up. `f` sees a record only after all of its fields have been checked, but the
 /// records of the batch after it are not yet: a caller that must not keep a partial batch
-/// undoes what `f` did when this returns None. Returns the number of records.
+/// undoes what `f` did when this returns None. Returns the number of records. Allocates
+/// nothing.
 pub fn parse_records<'a>(
     d: &'a [u8],
     pos: &mut usize,
@@ -292,7 +430,6 @@ pub fn parse_records<'a>(
     {
         return None;
     }
-    let mut headers: Vec<(&'a [u8], Option<&'a [u8]>)> = Vec::new();
     let mut i: i64 = 0;
     while i < count {
         if *pos >= end {
@@ -302,36 +439,41 @@ pub fn parse_records<'a>(
         if length < 6 || length > (end - *pos) as i128 {
             return None;
         }
-        let rec_end = *pos + length as usize;
+        let size = length as usize;
+        let rec_end = *pos + size;
         *pos += 1; // attributes: unused
         let ts_delta = varint(d, pos, rec_end)?;
         let offset_delta = varint(d, pos, rec_end)?;
         let key = bytes_field(d, pos, rec_end)?;
         let value = bytes_field(d, pos, rec_end)?;
         let hcount = varint(d, pos, rec_end)?;
-        headers.clear();
+        let start = *pos;
         if hcount != 0 {
+            // each header takes at least 2 bytes: the count is bounded by the record's bytes
             if hcount < 0 || 2 * hcount > (rec_end - *pos) as i128 {
                 return None;
             }
             for _ in 0..hcount {
-                let hk = match bytes_field(d, pos, rec_end)? {
-                    Some(k) => k,
-                    None => return None, // a null header key is a lie
-                };
-                let hv = bytes_field(d, pos, rec_end)?;
-                headers.push((hk, hv));
+                bytes_field(d, pos, rec_end)??; // a null header key is a lie: None
+                bytes_field(d, pos, rec_end)?;
             }
         }
         if *pos != rec_end {
             return None;
         }
+        let headers = Headers {
+            d,
+            start,
+            end: rec_end,
+            count: hcount as usize,
+        };
         f(
             &Rec {
                 ts_delta,
                 offset_delta,
                 key,
                 value,
+                size,
             },
             &headers,
         )?;
@@ -353,9 +495,9 @@ fn record_timestamp(info: &BatchInfo, rec: &Rec<'_>) -> i128 {
     }
 }
 
-/// One record's JSON line (kseg.render.dump_json.record_json_maker).
+/// One record's JSON line (kseg.render.dump_json.record_json_maker), after reserving its
+/// `line_bound` (the only allocation: none of the appends below can reallocate).
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn write_line(
     out: &mut Vec<u8>,
     info: &BatchInfo,
@@ -364,8 +506,10 @@ fn write_line(
     timestamp: i128,
     file_json: &[u8],
     mode: Mode,
-    encodings: &mut Vec<&'static [u8]>,
-) {
+) -> Result<(), NoMemory> {
+    room(out, line_bound(rec, headers, file_json))?;
+    #[cfg(debug_assertions)]
+    let (mark, cap) = (out.len(), out.capacity());
     let ts_type: &[u8] = if info.log_append_time.is_some() {
         b"LogAppendTime"
     } else {
@@ -399,7 +543,6 @@ fn write_line(
     out.extend_from_slice(b",\"value_encoding\":");
     out.extend_from_slice(ve);
     out.extend_from_slice(b",\"headers\":[");
-    encodings.clear();
     for (n, (hk, hv)) in headers.iter().enumerate() {
         if n > 0 {
             out.push(b',');
@@ -407,34 +550,23 @@ fn write_line(
         out.push(b'[');
         json_lossy(out, hk);
         out.push(b',');
-        encodings.push(field(out, *hv, mode));
+        field(out, hv, mode);
         out.push(b']');
     }
     out.extend_from_slice(b"],\"header_encodings\":[");
-    for (n, e) in encodings.iter().enumerate() {
+    for (n, (_, hv)) in headers.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(e);
+        out.extend_from_slice(encoding(hv, mode));
     }
     out.extend_from_slice(b"]}\n");
-}
-
-fn decode_into(
-    d: &[u8],
-    pos: &mut usize,
-    end: usize,
-    info: &BatchInfo,
-    file_json: &[u8],
-    mode: Mode,
-    out: &mut Vec<u8>,
-) -> Option<usize> {
-    let mut encodings: Vec<&'static [u8]> = Vec::new();
-    parse_records(d, pos, end, info.count, |rec, headers| {
-        let ts = record_timestamp(info, rec);
-        write_line(out, info, rec, headers, ts, file_json, mode, &mut encodings);
-        Some(())
-    })
+    #[cfg(debug_assertions)]
+    {
+        debug_assert_eq!(out.capacity(), cap, "a line outgrew its reserved room");
+        debug_assert!(out.len() - mark <= line_bound(rec, headers, file_json));
+    }
+    Ok(())
 }
 
 /// `kseg dump`'s record selection within one batch (kseg.dump.batch_events.entry_events): records
@@ -464,10 +596,12 @@ pub struct Part {
 /// records of the batch's `info.count`, until `out` holds at least `max_out` more bytes (then
 /// `resume` says where to go on): bounded output however large the batch.
 ///
-/// None (with `out` as it was) when the batch's records are anything but valid: every record
-/// from `pos` to the end is checked even when the output stops early, unless `validated` says
-/// an earlier call has checked them already. A caller then takes the core's path for the whole
-/// batch, so the core reports the problem exactly as it would have.
+/// Ok(None) (with `out` as it was) when the batch's records are anything but valid, or one of
+/// them (selected or not) has a line longer than MAX_LINE: every record from `pos` to the end
+/// is checked even when the output stops early, unless `validated` says an earlier call has
+/// checked them already. A caller then takes the core's path for the whole batch, so the core
+/// reports the problem (or renders the long line) exactly as it would have. Err(NoMemory)
+/// (with `out` as it was): a line's room could not be reserved.
 #[allow(clippy::too_many_arguments)]
 pub fn render_part(
     d: &[u8],
@@ -482,9 +616,9 @@ pub fn render_part(
     max_records: Option<u64>,
     max_out: usize,
     out: &mut Vec<u8>,
-) -> Option<Part> {
+) -> Result<Option<Part>, NoMemory> {
     if done < 0 || done > info.count {
-        return None;
+        return Ok(None);
     }
     let mark = out.len();
     let remaining = info.count - done;
@@ -497,9 +631,12 @@ pub fn render_part(
     let mut consumed: i64 = 0;
     let mut stopped = false; // a record past to_offset, or --limit reached: the batch ends
     let mut full = false; // max_out reached: the next call resumes after `consumed` records
-    let mut encodings: Vec<&'static [u8]> = Vec::new();
+    let mut oom = false;
     let mut p = pos;
     let finished = parse_records(d, &mut p, end, remaining, |rec, headers| {
+        if !validated && line_bound(rec, headers, file_json) > MAX_LINE {
+            return None; // the core's, whether shown or not (the same decision every call)
+        }
         consumed += 1;
         let offset = info.base_offset as i128 + rec.offset_delta;
         let ts = record_timestamp(info, rec);
@@ -519,7 +656,10 @@ pub fn render_part(
             stopped = true;
             return None;
         }
-        write_line(out, info, rec, headers, ts, file_json, mode, &mut encodings);
+        if write_line(out, info, rec, headers, ts, file_json, mode).is_err() {
+            oom = true;
+            return None;
+        }
         part.emitted += 1;
         part.lo = Some(part.lo.map_or(offset, |v| v.min(offset)));
         part.hi = Some(part.hi.map_or(offset, |v| v.max(offset)));
@@ -533,21 +673,30 @@ pub fn render_part(
         }
         Some(())
     });
+    if oom {
+        out.truncate(mark);
+        return Err(NoMemory);
+    }
     let ok = if finished.is_some() {
         true
     } else if stopped || full {
-        // `p` is just past the record it stopped at: the rest must be valid too
+        // `p` is just past the record it stopped at: the rest must be valid too, and no line
+        // of it too long
         let mut q = p;
-        validated || parse_records(d, &mut q, end, remaining - consumed, |_, _| Some(())).is_some()
+        validated
+            || parse_records(d, &mut q, end, remaining - consumed, |rec, headers| {
+                (line_bound(rec, headers, file_json) <= MAX_LINE).then_some(())
+            })
+            .is_some()
     } else {
-        false // a problem in the records
+        false // a problem in the records, or a line too long
     };
     if !ok {
         out.truncate(mark);
-        return None;
+        return Ok(None);
     }
     if full {
         part.resume = Some((p, done + consumed));
     }
-    Some(part)
+    Ok(Some(part))
 }
