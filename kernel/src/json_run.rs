@@ -210,6 +210,7 @@ pub fn run(
             pos + size,
             &info,
             0,
+            records::Within::default(),
             false,
             file_json,
             mode,

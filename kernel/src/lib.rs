@@ -349,17 +349,24 @@ impl JsonRecords {
     }
 
     /// render(data, start, end, count, base_offset, base_timestamp, log_append_time,
-    /// base_sequence, done, validated, max_records, max_out)
-    /// -> None | (lines, next_start, next_done, emitted, lo, hi)
+    /// base_sequence, done, validated, max_records, max_out, step=0, hpos=0)
+    /// -> None | (lines, next_start, next_done, emitted, lo, hi, next_step, next_hpos)
     ///
     /// The lines of the selected records in `data[start:end]` (an uncompressed batch's records
     /// in the segment, or a compressed one's decompressed by the core), `done` of the batch's
     /// `count` records being behind `start`. Stops once the lines reach `max_out` bytes:
-    /// next_start >= 0 then says where to call again (with next_done, validated=True); -1: the
-    /// batch is finished (its end, a record past to_offset, or max_records shown). lo, hi: the
-    /// smallest and largest offset shown, or None. None: the records are not all valid (checked
-    /// to the end of the batch unless `validated`): the core takes the whole batch.
+    /// next_start >= 0 then says where to call again (with next_done, next_step, next_hpos,
+    /// validated=True); -1: the batch is finished (its end, a record past to_offset, or
+    /// max_records shown). A line longer than records::MAX_LINE may stop part-way (the part
+    /// then does not end with a newline): next_step > 0 says where in the line of the record
+    /// at next_start the next call goes on. lo, hi: the smallest and largest offset shown, or
+    /// None. None: the records are not all valid (checked to the end of the batch unless
+    /// `validated`): the core takes the whole batch. MemoryError: no room for the lines.
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (
+        data, start, end, count, base_offset, base_timestamp, log_append_time, base_sequence,
+        done, validated, max_records, max_out, step=0, hpos=0
+    ))]
     fn render<'py>(
         &self,
         py: Python<'py>,
@@ -375,6 +382,8 @@ impl JsonRecords {
         validated: bool,
         max_records: Option<u64>,
         max_out: usize,
+        step: usize,
+        hpos: usize,
     ) -> PyResult<
         Option<(
             Bound<'py, PyBytes>,
@@ -383,6 +392,8 @@ impl JsonRecords {
             u64,
             Option<i128>,
             Option<i128>,
+            usize,
+            usize,
         )>,
     > {
         let b = Bytes::get(data)?;
@@ -409,6 +420,7 @@ impl JsonRecords {
                 end,
                 &info,
                 done,
+                records::Within { step, hpos },
                 validated,
                 file_json,
                 mode,
@@ -423,9 +435,9 @@ impl JsonRecords {
         let Some((out, part)) = got else {
             return Ok(None);
         };
-        let (next, next_done) = match part.resume {
-            Some((p, n)) => (p as i64, n),
-            None => (-1, count),
+        let (next, next_done, within) = match part.resume {
+            Some((p, n, w)) => (p as i64, n, w),
+            None => (-1, count, records::Within::default()),
         };
         Ok(Some((
             py_bytes(py, &out)?,
@@ -434,6 +446,8 @@ impl JsonRecords {
             part.emitted,
             part.lo,
             part.hi,
+            within.step,
+            within.hpos,
         )))
     }
 

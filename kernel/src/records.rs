@@ -8,9 +8,11 @@
 //! Nothing here allocates by a count read from disk, and nothing grows a buffer infallibly: a
 //! record's headers are checked in place and read again where they are written (no list of
 //! them), and a line's room is reserved fallibly (`room`) from an upper bound of its length
-//! before any byte of it is written. A line whose bound passes MAX_LINE is declined (the core
-//! renders that batch); a reservation that fails is NoMemory (Python's MemoryError, the core's
-//! out-of-memory line), never the abort of a failed `Vec` growth.
+//! before any byte of it is written. A line whose bound passes MAX_LINE is written a part at a
+//! time by `render_part` (its headers, each reserved on its own), so the output buffer holds a
+//! part plus at most MAX_LINE whatever a record holds; a reservation that fails is NoMemory
+//! (Python's MemoryError, the core's out-of-memory line), never the abort of a failed `Vec`
+//! growth.
 
 use sha2::{Digest, Sha256};
 
@@ -49,10 +51,10 @@ pub fn room(out: &mut Vec<u8>, n: usize) -> Result<(), NoMemory> {
     out.try_reserve(n).map_err(|_| NoMemory)
 }
 
-/// The longest record line the kernel renders (an upper bound of it, `line_bound`): a longer
-/// one is the core's (byte for byte the same lines), so the kernel's output buffer never holds
-/// more than a part plus this, whatever a record holds (31M empty headers: ~1.6 GB of bound).
-pub const MAX_LINE: usize = 64 << 20;
+/// The longest record line (an upper bound of it, `line_bound`) the kernel writes whole: a
+/// longer one `render_part` writes a part at a time, and the whole-batch `records_json` leaves
+/// to the core (31M empty headers: a 465 MB line, ~1.6 GB of bound).
+pub const MAX_LINE: usize = 16 << 20;
 
 /// An upper bound of the bytes of a record's JSON line (write_line): at most 6 bytes of JSON per
 /// byte of key, value, header key or value (a control byte as \u00XX; base64 and hex less;
@@ -349,6 +351,8 @@ pub struct Rec<'a> {
     pub value: Option<&'a [u8]>,
     /// the record's bytes after its length varint
     pub size: usize,
+    /// where the record (its length varint) starts
+    pub start: usize,
 }
 
 /// A record's headers, checked, where they lie in the records' bytes: `iter()` reads them
@@ -372,11 +376,16 @@ impl<'a> Headers<'a> {
     }
 
     pub fn iter(&self) -> HeaderIter<'a> {
+        self.iter_from(self.start, self.count)
+    }
+
+    /// The last `left` headers, the first of them at `pos` (a HeaderIter's `pos` before it).
+    fn iter_from(&self, pos: usize, left: usize) -> HeaderIter<'a> {
         HeaderIter {
             d: self.d,
-            pos: self.start,
+            pos: pos.clamp(self.start, self.end),
             end: self.end,
-            left: self.count,
+            left: left.min(self.count),
         }
     }
 }
@@ -432,57 +441,63 @@ pub fn parse_records<'a>(
     }
     let mut i: i64 = 0;
     while i < count {
-        if *pos >= end {
-            return None;
-        }
-        let length = varint(d, pos, end)?;
-        if length < 6 || length > (end - *pos) as i128 {
-            return None;
-        }
-        let size = length as usize;
-        let rec_end = *pos + size;
-        *pos += 1; // attributes: unused
-        let ts_delta = varint(d, pos, rec_end)?;
-        let offset_delta = varint(d, pos, rec_end)?;
-        let key = bytes_field(d, pos, rec_end)?;
-        let value = bytes_field(d, pos, rec_end)?;
-        let hcount = varint(d, pos, rec_end)?;
-        let start = *pos;
-        if hcount != 0 {
-            // each header takes at least 2 bytes: the count is bounded by the record's bytes
-            if hcount < 0 || 2 * hcount > (rec_end - *pos) as i128 {
-                return None;
-            }
-            for _ in 0..hcount {
-                bytes_field(d, pos, rec_end)??; // a null header key is a lie: None
-                bytes_field(d, pos, rec_end)?;
-            }
+        let (rec, headers, rec_end) = record_at(d, *pos, end)?;
+        *pos = headers.start;
+        for _ in 0..headers.count {
+            bytes_field(d, pos, rec_end)??; // a null header key is a lie: None
+            bytes_field(d, pos, rec_end)?;
         }
         if *pos != rec_end {
             return None;
         }
-        let headers = Headers {
-            d,
-            start,
-            end: rec_end,
-            count: hcount as usize,
-        };
-        f(
-            &Rec {
-                ts_delta,
-                offset_delta,
-                key,
-                value,
-                size,
-            },
-            &headers,
-        )?;
+        f(&rec, &headers)?;
         i += 1;
     }
     if *pos != end {
         return None;
     }
     Some(i as usize)
+}
+
+/// The record at `d[pos..end]` up to its headers, which are not read (parse_records checks
+/// them), and where it ends; None where the core would raise.
+#[inline]
+fn record_at(d: &[u8], pos: usize, end: usize) -> Option<(Rec<'_>, Headers<'_>, usize)> {
+    let mut p = pos;
+    if p >= end {
+        return None;
+    }
+    let length = varint(d, &mut p, end)?;
+    if length < 6 || length > (end - p) as i128 {
+        return None;
+    }
+    let size = length as usize;
+    let rec_end = p + size;
+    p += 1; // attributes: unused
+    let ts_delta = varint(d, &mut p, rec_end)?;
+    let offset_delta = varint(d, &mut p, rec_end)?;
+    let key = bytes_field(d, &mut p, rec_end)?;
+    let value = bytes_field(d, &mut p, rec_end)?;
+    let hcount = varint(d, &mut p, rec_end)?;
+    // each header takes at least 2 bytes: the count is bounded by the record's bytes
+    if hcount < 0 || 2 * hcount > (rec_end - p) as i128 {
+        return None;
+    }
+    let rec = Rec {
+        ts_delta,
+        offset_delta,
+        key,
+        value,
+        size,
+        start: pos,
+    };
+    let headers = Headers {
+        d,
+        start: p,
+        end: rec_end,
+        count: hcount as usize,
+    };
+    Some((rec, headers, rec_end))
 }
 
 /// The record timestamp, as the core computes it.
@@ -510,6 +525,40 @@ fn write_line(
     room(out, line_bound(rec, headers, file_json))?;
     #[cfg(debug_assertions)]
     let (mark, cap) = (out.len(), out.capacity());
+    line_head(out, info, rec, timestamp, file_json, mode);
+    for (n, (hk, hv)) in headers.iter().enumerate() {
+        header(out, n > 0, hk, hv, mode);
+    }
+    out.extend_from_slice(HEADERS_END);
+    for (n, (_, hv)) in headers.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(encoding(hv, mode));
+    }
+    out.extend_from_slice(LINE_END);
+    #[cfg(debug_assertions)]
+    {
+        debug_assert_eq!(out.capacity(), cap, "a line outgrew its reserved room");
+        debug_assert!(out.len() - mark <= line_bound(rec, headers, file_json));
+    }
+    Ok(())
+}
+
+const HEADERS_END: &[u8] = b"],\"header_encodings\":[";
+const LINE_END: &[u8] = b"]}\n";
+
+/// A line's bytes up to its headers (`"headers":[` included): at most 640 + the file name + 6
+/// per byte of key and value (see line_bound).
+#[inline]
+fn line_head(
+    out: &mut Vec<u8>,
+    info: &BatchInfo,
+    rec: &Rec<'_>,
+    timestamp: i128,
+    file_json: &[u8],
+    mode: Mode,
+) {
     let ts_type: &[u8] = if info.log_append_time.is_some() {
         b"LogAppendTime"
     } else {
@@ -543,30 +592,92 @@ fn write_line(
     out.extend_from_slice(b",\"value_encoding\":");
     out.extend_from_slice(ve);
     out.extend_from_slice(b",\"headers\":[");
-    for (n, (hk, hv)) in headers.iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        json_lossy(out, hk);
+}
+
+/// One header of a line's list (`[key,value]`, after a comma unless first): at most 6 per byte
+/// of key and value + 40.
+#[inline]
+fn header(out: &mut Vec<u8>, comma: bool, hk: &[u8], hv: Option<&[u8]>, mode: Mode) {
+    if comma {
         out.push(b',');
-        field(out, hv, mode);
-        out.push(b']');
     }
-    out.extend_from_slice(b"],\"header_encodings\":[");
-    for (n, (_, hv)) in headers.iter().enumerate() {
-        if n > 0 {
+    out.push(b'[');
+    json_lossy(out, hk);
+    out.push(b',');
+    field(out, hv, mode);
+    out.push(b']');
+}
+
+/// Where a line longer than MAX_LINE stopped part-way. `step`: 0 nothing of it written; 1 + i
+/// (i <= n, n headers): its head and i headers; n + 2 + i: its headers' list closed and i of
+/// their encodings. `hpos`: where the next header to read starts in the records' bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Within {
+    pub step: usize,
+    pub hpos: usize,
+}
+
+/// The line of `rec` from `at` on, a header at a time, each reserving its own room; stops
+/// before a header once `out` holds `max_out` bytes more than at `mark`. Ok(None): the line is
+/// complete; Ok(Some(at)): call again from `at` (with this record) for the rest.
+#[allow(clippy::too_many_arguments)]
+fn line_part(
+    out: &mut Vec<u8>,
+    info: &BatchInfo,
+    rec: &Rec<'_>,
+    headers: &Headers<'_>,
+    timestamp: i128,
+    file_json: &[u8],
+    mode: Mode,
+    at: Within,
+    mark: usize,
+    max_out: usize,
+) -> Result<Option<Within>, NoMemory> {
+    let n = headers.len();
+    let (mut step, mut hpos) = (at.step, at.hpos);
+    let full = |out: &Vec<u8>| out.len() - mark >= max_out;
+    if step == 0 {
+        let fields = rec.key.map_or(0, |k| k.len()) + rec.value.map_or(0, |v| v.len());
+        room(out, 640 + file_json.len() + fields.saturating_mul(6))?;
+        line_head(out, info, rec, timestamp, file_json, mode);
+        (step, hpos) = (1, headers.start);
+    }
+    if step <= n {
+        let mut it = headers.iter_from(hpos, n + 1 - step);
+        while step <= n {
+            if full(out) {
+                return Ok(Some(Within { step, hpos }));
+            }
+            let Some((hk, hv)) = it.next() else { break };
+            room(
+                out,
+                (hk.len() + hv.map_or(0, |v| v.len())).saturating_mul(6) + 40,
+            )?;
+            header(out, step > 1, hk, hv, mode);
+            (step, hpos) = (step + 1, it.pos);
+        }
+    }
+    if step == n + 1 {
+        room(out, HEADERS_END.len())?;
+        out.extend_from_slice(HEADERS_END);
+        (step, hpos) = (n + 2, headers.start);
+    }
+    let mut it = headers.iter_from(hpos, 2 * n + 2 - step);
+    while step <= 2 * n + 1 {
+        if full(out) {
+            return Ok(Some(Within { step, hpos }));
+        }
+        let Some((_, hv)) = it.next() else { break };
+        room(out, 12)?;
+        if step > n + 2 {
             out.push(b',');
         }
         out.extend_from_slice(encoding(hv, mode));
+        (step, hpos) = (step + 1, it.pos);
     }
-    out.extend_from_slice(b"]}\n");
-    #[cfg(debug_assertions)]
-    {
-        debug_assert_eq!(out.capacity(), cap, "a line outgrew its reserved room");
-        debug_assert!(out.len() - mark <= line_bound(rec, headers, file_json));
-    }
-    Ok(())
+    room(out, LINE_END.len())?;
+    out.extend_from_slice(LINE_END);
+    Ok(None)
 }
 
 /// `kseg dump`'s record selection within one batch (kseg.dump.batch_events.entry_events): records
@@ -583,9 +694,10 @@ pub struct Selection {
 /// What one `render_part` call did.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Part {
-    /// Where to resume (records byte position, records already consumed), or None: the batch
-    /// needs no further call (its end, a record past to_offset, or max_records reached).
-    pub resume: Option<(usize, i64)>,
+    /// Where to resume (records byte position, records already consumed, and within the
+    /// record there, where its line stopped), or None: the batch needs no further call (its
+    /// end, a record past to_offset, or max_records reached).
+    pub resume: Option<(usize, i64, Within)>,
     pub emitted: u64,
     /// The smallest and largest offset shown (for dump's time-window spans).
     pub lo: Option<i128>,
@@ -594,14 +706,16 @@ pub struct Part {
 
 /// The JSON lines of the records of `d[pos..end]` that `sel` selects, starting after `done`
 /// records of the batch's `info.count`, until `out` holds at least `max_out` more bytes (then
-/// `resume` says where to go on): bounded output however large the batch.
+/// `resume` says where to go on): bounded output however large the batch. A line longer than
+/// MAX_LINE is written a header at a time and may stop part-way: `within` (step > 0) says
+/// where in the line of the record at `pos` a call goes on (that record was selected and
+/// counted as emitted by the call that began its line).
 ///
-/// Ok(None) (with `out` as it was) when the batch's records are anything but valid, or one of
-/// them (selected or not) has a line longer than MAX_LINE: every record from `pos` to the end
-/// is checked even when the output stops early, unless `validated` says an earlier call has
-/// checked them already. A caller then takes the core's path for the whole batch, so the core
-/// reports the problem (or renders the long line) exactly as it would have. Err(NoMemory)
-/// (with `out` as it was): a line's room could not be reserved.
+/// Ok(None) (with `out` as it was) when the batch's records are anything but valid: every
+/// record from `pos` to the end is checked even when the output stops early, unless `validated`
+/// says an earlier call has checked them already. A caller then takes the core's path for the
+/// whole batch, so the core reports the problem exactly as it would have. Err(NoMemory) (with
+/// `out` as it was): room for a line could not be reserved.
 #[allow(clippy::too_many_arguments)]
 pub fn render_part(
     d: &[u8],
@@ -609,6 +723,7 @@ pub fn render_part(
     end: usize,
     info: &BatchInfo,
     done: i64,
+    within: Within,
     validated: bool,
     file_json: &[u8],
     mode: Mode,
@@ -617,7 +732,7 @@ pub fn render_part(
     max_out: usize,
     out: &mut Vec<u8>,
 ) -> Result<Option<Part>, NoMemory> {
-    if done < 0 || done > info.count {
+    if done < 0 || done > info.count || (within.step > 0 && !validated) {
         return Ok(None);
     }
     let mark = out.len();
@@ -628,41 +743,59 @@ pub fn render_part(
         lo: None,
         hi: None,
     };
-    let mut consumed: i64 = 0;
+    let mut consumed: i64 = 0; // records seen, the one whose line stopped part-way included
     let mut stopped = false; // a record past to_offset, or --limit reached: the batch ends
-    let mut full = false; // max_out reached: the next call resumes after `consumed` records
+    let mut full = false; // max_out reached: the next call resumes at `resume`
     let mut oom = false;
-    let mut p = pos;
-    let finished = parse_records(d, &mut p, end, remaining, |rec, headers| {
-        if !validated && line_bound(rec, headers, file_json) > MAX_LINE {
-            return None; // the core's, whether shown or not (the same decision every call)
-        }
+    let mut cut: Option<(usize, Within)> = None; // a line stopped part-way: its record, where
+    let mut go_on = (within.step > 0).then_some(within);
+    let mut on_record = |rec: &Rec<'_>, headers: &Headers<'_>| {
         consumed += 1;
-        let offset = info.base_offset as i128 + rec.offset_delta;
         let ts = record_timestamp(info, rec);
-        if sel.from_offset.is_some_and(|f| offset < f as i128) {
-            return Some(());
+        let at = match go_on.take() {
+            Some(at) => Some(at), // the rest of a line an earlier call began: selected then
+            None => {
+                let offset = info.base_offset as i128 + rec.offset_delta;
+                if sel.from_offset.is_some_and(|f| offset < f as i128) {
+                    return Some(());
+                }
+                if sel.to_offset.is_some_and(|t| offset > t as i128) {
+                    stopped = true;
+                    return None;
+                }
+                if sel.from_time.is_some_and(|f| ts < f as i128)
+                    || sel.to_time.is_some_and(|t| ts > t as i128)
+                {
+                    return Some(());
+                }
+                if max_records.is_some_and(|m| part.emitted >= m) {
+                    stopped = true;
+                    return None;
+                }
+                part.emitted += 1;
+                part.lo = Some(part.lo.map_or(offset, |v| v.min(offset)));
+                part.hi = Some(part.hi.map_or(offset, |v| v.max(offset)));
+                (line_bound(rec, headers, file_json) > MAX_LINE).then_some(Within::default())
+            }
+        };
+        let written = match at {
+            None => write_line(out, info, rec, headers, ts, file_json, mode).map(|_| None),
+            Some(at) => line_part(
+                out, info, rec, headers, ts, file_json, mode, at, mark, max_out,
+            ),
+        };
+        match written {
+            Err(_) => {
+                oom = true;
+                return None;
+            }
+            Ok(Some(next)) => {
+                cut = Some((rec.start, next));
+                full = true;
+                return None;
+            }
+            Ok(None) => {}
         }
-        if sel.to_offset.is_some_and(|t| offset > t as i128) {
-            stopped = true;
-            return None;
-        }
-        if sel.from_time.is_some_and(|f| ts < f as i128)
-            || sel.to_time.is_some_and(|t| ts > t as i128)
-        {
-            return Some(());
-        }
-        if max_records.is_some_and(|m| part.emitted >= m) {
-            stopped = true;
-            return None;
-        }
-        if write_line(out, info, rec, headers, ts, file_json, mode).is_err() {
-            oom = true;
-            return None;
-        }
-        part.emitted += 1;
-        part.lo = Some(part.lo.map_or(offset, |v| v.min(offset)));
-        part.hi = Some(part.hi.map_or(offset, |v| v.max(offset)));
         if max_records.is_some_and(|m| part.emitted >= m) {
             stopped = true;
             return None;
@@ -672,7 +805,22 @@ pub fn render_part(
             return None;
         }
         Some(())
-    });
+    };
+    let mut p = pos;
+    let finished = if within.step > 0 {
+        // the record whose line goes on was checked by the first call: only its fields up to
+        // the headers are read again (checking all of it again each part was quadratic)
+        match record_at(d, pos, end) {
+            Some((rec, headers, rec_end)) if remaining > 0 => {
+                p = rec_end;
+                on_record(&rec, &headers)
+                    .and_then(|_| parse_records(d, &mut p, end, remaining - 1, &mut on_record))
+            }
+            _ => return Ok(None),
+        }
+    } else {
+        parse_records(d, &mut p, end, remaining, &mut on_record)
+    };
     if oom {
         out.truncate(mark);
         return Err(NoMemory);
@@ -680,23 +828,21 @@ pub fn render_part(
     let ok = if finished.is_some() {
         true
     } else if stopped || full {
-        // `p` is just past the record it stopped at: the rest must be valid too, and no line
-        // of it too long
+        // `p` is just past the record it stopped at: the rest must be valid too
         let mut q = p;
-        validated
-            || parse_records(d, &mut q, end, remaining - consumed, |rec, headers| {
-                (line_bound(rec, headers, file_json) <= MAX_LINE).then_some(())
-            })
-            .is_some()
+        validated || parse_records(d, &mut q, end, remaining - consumed, |_, _| Some(())).is_some()
     } else {
-        false // a problem in the records, or a line too long
+        false // a problem in the records
     };
     if !ok {
         out.truncate(mark);
         return Ok(None);
     }
     if full {
-        part.resume = Some((p, done + consumed));
+        part.resume = Some(match cut {
+            Some((at, within)) => (at, done + consumed - 1, within),
+            None => (p, done + consumed, Within::default()),
+        });
     }
     Ok(Some(part))
 }
