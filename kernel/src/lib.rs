@@ -357,7 +357,7 @@ impl JsonRecords {
     /// `count` records being behind `start`. Stops once the lines reach `max_out` bytes:
     /// next_start >= 0 then says where to call again (with next_done, next_step, next_hpos,
     /// validated=True); -1: the batch is finished (its end, a record past to_offset, or
-    /// max_records shown). A line longer than records::MAX_LINE may stop part-way (the part
+    /// max_records shown). A line longer than a part may stop part-way (the part
     /// then does not end with a newline): next_step > 0 says where in the line of the record
     /// at next_start the next call goes on. lo, hi: the smallest and largest offset shown, or
     /// None. None: the records are not all valid (checked to the end of the batch unless

@@ -8,9 +8,10 @@
 //! Nothing here allocates by a count read from disk, and nothing grows a buffer infallibly: a
 //! record's headers are checked in place and read again where they are written (no list of
 //! them), and a line's room is reserved fallibly (`room`) from an upper bound of its length
-//! before any byte of it is written. A line whose bound passes MAX_LINE is written a part at a
-//! time by `render_part` (its headers, each reserved on its own), so the output buffer holds a
-//! part plus at most MAX_LINE whatever a record holds; a reservation that fails is NoMemory
+//! before any byte of it is written. A line whose bound passes a part's size is written a part
+//! at a time by `render_part` (its headers, each reserved on its own), so the output buffer
+//! holds about a part, plus a record's head (6 bytes per byte of its key and value at most),
+//! whatever a record holds; a reservation that fails is NoMemory
 //! (Python's MemoryError, the core's out-of-memory line), never the abort of a failed `Vec`
 //! growth.
 
@@ -52,8 +53,9 @@ pub fn room(out: &mut Vec<u8>, n: usize) -> Result<(), NoMemory> {
 }
 
 /// The longest record line (an upper bound of it, `line_bound`) the kernel writes whole: a
-/// longer one `render_part` writes a part at a time, and the whole-batch `records_json` leaves
-/// to the core (31M empty headers: a 465 MB line, ~1.6 GB of bound).
+/// longer one (or one longer than a part) `render_part` writes a part at a time, and the
+/// whole-batch `records_json` leaves to the core (31M empty headers: a 465 MB line, ~1.6 GB of
+/// bound).
 pub const MAX_LINE: usize = 16 << 20;
 
 /// An upper bound of the bytes of a record's JSON line (write_line): at most 6 bytes of JSON per
@@ -706,8 +708,9 @@ pub struct Part {
 
 /// The JSON lines of the records of `d[pos..end]` that `sel` selects, starting after `done`
 /// records of the batch's `info.count`, until `out` holds at least `max_out` more bytes (then
-/// `resume` says where to go on): bounded output however large the batch. A line longer than
-/// MAX_LINE is written a header at a time and may stop part-way: `within` (step > 0) says
+/// `resume` says where to go on): bounded output however large the batch. A line that may be
+/// longer than `max_out` (or MAX_LINE; by its line_bound) is written a header at a time and may
+/// stop part-way: `within` (step > 0) says
 /// where in the line of the record at `pos` a call goes on (that record was selected and
 /// counted as emitted by the call that began its line).
 ///
@@ -775,7 +778,9 @@ pub fn render_part(
                 part.emitted += 1;
                 part.lo = Some(part.lo.map_or(offset, |v| v.min(offset)));
                 part.hi = Some(part.hi.map_or(offset, |v| v.max(offset)));
-                (line_bound(rec, headers, file_json) > MAX_LINE).then_some(Within::default())
+                // a line that may be longer than a part: a header at a time
+                let bound = line_bound(rec, headers, file_json);
+                (bound > max_out.min(MAX_LINE)).then_some(Within::default())
             }
         };
         let written = match at {
