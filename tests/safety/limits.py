@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import subprocess
+from typing import NamedTuple
 
 from tests.helpers import kseg_command
 
@@ -32,3 +33,73 @@ def assert_clean_failure_modes(proc) -> None:
     assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {err[-500:]}"
     assert "Traceback" not in err and "MemoryError" not in err, err[-2000:]
     assert "internal error" not in err, err[-2000:]
+
+
+class Measured(NamedTuple):
+    """What run_measured saw: the exit code, stderr, the child's peak RSS (wait4's ru_maxrss, in
+    bytes), its stdout lines up to LONG bytes, and of each longer line (length, sha256 hex)."""
+
+    returncode: int
+    stderr: bytes
+    max_rss: int
+    lines: list[bytes]
+    long_lines: list[tuple[int, str]]
+
+
+LONG = 1 << 20
+
+
+def run_measured(*args, limit: int = GIB, timeout: float = 120, env=None, cwd=None) -> Measured:
+    """kseg as a subprocess under RLIMIT_AS ``limit``, its stdout read as it comes (a line of
+    hundreds of MB is hashed, never held) and its peak memory measured by wait4."""
+    import hashlib
+    import os
+    import tempfile
+    import threading
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    lines: list[bytes] = []
+    long_lines: list[tuple[int, str]] = []
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [*kseg_command(), *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            preexec_fn=cap,
+            env=env,
+            cwd=cwd,
+        )
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            line, size, digest = bytearray(), 0, None
+            while chunk := proc.stdout.read(1 << 20):
+                while chunk:
+                    cut = chunk.find(b"\n") + 1
+                    part, chunk = (chunk[:cut], chunk[cut:]) if cut else (chunk, b"")
+                    size += len(part)
+                    if digest is None and size > LONG:
+                        digest = hashlib.sha256(line)
+                    if digest is None:
+                        line += part
+                    else:
+                        digest.update(part)
+                    if cut:
+                        if digest is None:
+                            lines.append(bytes(line))
+                        else:
+                            long_lines.append((size, digest.hexdigest()))
+                        line, size, digest = bytearray(), 0, None
+            if digest is not None:  # a last line without its newline
+                long_lines.append((size, digest.hexdigest()))
+            elif line:
+                lines.append(bytes(line))
+            proc.stdout.close()
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return Measured(proc.returncode, err.read(), usage.ru_maxrss * 1024, lines, long_lines)
