@@ -103,3 +103,69 @@ def test_a_part_never_holds_much_more_than_max_out(k):
         sizes.append(len(text))
     assert len(sizes) > 10
     assert max(sizes) <= 100 + 900  # a part: max_out, plus the line's head or one header
+
+
+# --- the kernel out of room: the core's path, or kseg's out-of-memory line -----------------------
+
+
+class NoRoom:
+    """kernel_json.json_records' object as a kernel that finds no room (its try_reserve failing:
+    MemoryError): a run always; a batch's render on its first part, or (``later``) on the parts
+    after it."""
+
+    def __init__(self, inner, later: bool):
+        self.inner, self.later = inner, later
+
+    def render(self, *args):
+        validated = args[9]
+        if validated == self.later:
+            raise MemoryError("kernel: out of memory")
+        return self.inner.render(*args)
+
+    def run(self, *args):
+        raise MemoryError("kernel: out of memory")
+
+
+@pytest.fixture
+def partition(tmp_path):
+    import kseg
+
+    pdir = tmp_path / "t-0"
+    with kseg.LogWriter(pdir, clock=lambda: 1_700_000_000_000) as w:
+        for codec in ("none", "gzip"):
+            for i in range(3):
+                recs = [headers_record(20 * i, b"v", offset=j) for j in range(4)]
+                w.append(recs, compression=codec)
+    return next(pdir.glob("*.log"))
+
+
+def no_room(monkeypatch, later: bool) -> None:
+    from kseg.dump import kernel_json
+
+    real = kernel_json.json_records
+
+    def wrapped(*args, **kw):
+        inner = real(*args, **kw)
+        return None if inner is None else NoRoom(inner, later)
+
+    monkeypatch.setattr(kernel_json, "json_records", wrapped)
+    monkeypatch.setattr(kernel_json, "JSON_PART", 300)  # several parts per batch
+
+
+def test_no_room_for_a_run_or_a_first_part_is_the_cores_path(k, monkeypatch, partition):
+    from .diff import dump_run
+
+    expected = dump_run(partition, "python", "auto")
+    no_room(monkeypatch, later=False)
+    assert dump_run(partition, "rust", "auto") == expected
+    assert expected.count(b'{"type":"record"') == 24
+
+
+def test_no_room_for_a_later_part_is_out_of_memory(k, monkeypatch, partition):
+    """Lines of the batch are out: the core cannot take it over, so it is kseg's out-of-memory
+    error (one line, exit 8), as the core's own MemoryError is."""
+    from .diff import dump_run
+
+    no_room(monkeypatch, later=True)
+    with pytest.raises(MemoryError):
+        dump_run(partition, "rust", "auto")
