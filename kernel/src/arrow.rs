@@ -135,6 +135,9 @@ impl Binary {
     /// A header key as Python's bytes.decode("utf-8", "replace") gives it (each maximal invalid
     /// subpart one U+FFFD, as String::from_utf8_lossy), written in place: no copy of the text.
     fn push_lossy(&mut self, b: &[u8]) -> Option<()> {
+        if std::str::from_utf8(b).is_ok() {
+            return self.push(Some(b)); // the common case
+        }
         let mut size = 0usize;
         for chunk in b.utf8_chunks() {
             size += chunk.valid().len();

@@ -362,7 +362,7 @@ impl JsonRecords {
     /// at next_start the next call goes on. lo, hi: the smallest and largest offset shown, or
     /// None. None: the records are not all valid (checked to the end of the batch unless
     /// `validated`): the core takes the whole batch. MemoryError: no room for the lines.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     #[pyo3(signature = (
         data, start, end, count, base_offset, base_timestamp, log_append_time, base_sequence,
         done, validated, max_records, max_out, step=0, hpos=0

@@ -194,6 +194,9 @@ pub const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 /// invalid subpart with one U+FFFD, as String::from_utf8_lossy does), written in place: no
 /// copy of the text.
 fn json_lossy(out: &mut Vec<u8>, data: &[u8]) {
+    if std::str::from_utf8(data).is_ok() {
+        return json_text(out, data); // the common case, as fast as before
+    }
     out.push(b'"');
     for chunk in data.utf8_chunks() {
         json_inner(out, chunk.valid().as_bytes());
@@ -211,6 +214,9 @@ fn printable(data: &[u8]) -> bool {
         .any(|&b| (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F)
         && std::str::from_utf8(data).is_ok()
 }
+
+const UTF8: &[u8] = b"\"utf8\"";
+const BASE64: &[u8] = b"\"base64\"";
 
 /// The encoding's JSON of a value `field` writes (for a record's header_encodings, read again
 /// from the headers rather than kept in a list as long as their count).
@@ -528,15 +534,26 @@ fn write_line(
     #[cfg(debug_assertions)]
     let (mark, cap) = (out.len(), out.capacity());
     line_head(out, info, rec, timestamp, file_json, mode);
+    // the encodings of the first 64 headers, kept from their writing (1: base64 in auto mode);
+    // the others' are worked out again
+    let mut base64_bits: u64 = 0;
     for (n, (hk, hv)) in headers.iter().enumerate() {
-        header(out, n > 0, hk, hv, mode);
+        let e = header(out, n > 0, hk, hv, mode);
+        if n < 64 && e == BASE64 {
+            base64_bits |= 1 << n;
+        }
     }
     out.extend_from_slice(HEADERS_END);
     for (n, (_, hv)) in headers.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(encoding(hv, mode));
+        let e = match (n < 64, mode, hv) {
+            (true, Mode::Auto, Some(_)) if base64_bits & (1 << n) == 0 => UTF8,
+            (true, Mode::Auto, Some(_)) => BASE64,
+            _ => encoding(hv, mode),
+        };
+        out.extend_from_slice(e);
     }
     out.extend_from_slice(LINE_END);
     #[cfg(debug_assertions)]
@@ -599,15 +616,22 @@ fn line_head(
 /// One header of a line's list (`[key,value]`, after a comma unless first): at most 6 per byte
 /// of key and value + 40.
 #[inline]
-fn header(out: &mut Vec<u8>, comma: bool, hk: &[u8], hv: Option<&[u8]>, mode: Mode) {
+fn header(
+    out: &mut Vec<u8>,
+    comma: bool,
+    hk: &[u8],
+    hv: Option<&[u8]>,
+    mode: Mode,
+) -> &'static [u8] {
     if comma {
         out.push(b',');
     }
     out.push(b'[');
     json_lossy(out, hk);
     out.push(b',');
-    field(out, hv, mode);
+    let e = field(out, hv, mode);
     out.push(b']');
+    e
 }
 
 /// Where a line longer than MAX_LINE stopped part-way. `step`: 0 nothing of it written; 1 + i
@@ -738,6 +762,7 @@ pub fn render_part(
     if done < 0 || done > info.count || (within.step > 0 && !validated) {
         return Ok(None);
     }
+    let max_out = max_out.max(1); // every call makes progress
     let mark = out.len();
     let remaining = info.count - done;
     let mut part = Part {

@@ -49,29 +49,47 @@ class Measured(NamedTuple):
 LONG = 1 << 20
 
 
+# Forks kseg from a fresh, small interpreter and reports its wait4 (exit status, ru_maxrss in
+# KiB) to argv[1]: a child forked from the test process itself would count the test process's
+# pages (Linux keeps the high-water mark of the forked copy across exec), hundreds of MB late in
+# a test session.
+_MEASURE = """
+import os, resource, sys
+out, limit, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.execvp(cmd[0], cmd)
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def run_measured(*args, limit: int = GIB, timeout: float = 120, env=None, cwd=None) -> Measured:
     """kseg as a subprocess under RLIMIT_AS ``limit``, its stdout read as it comes (a line of
-    hundreds of MB is hashed, never held) and its peak memory measured by wait4."""
+    hundreds of MB is hashed, never held) and its peak memory measured by wait4 (forked from a
+    fresh interpreter, see _MEASURE)."""
     import hashlib
     import os
+    import signal
+    import sys
     import tempfile
     import threading
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
     lines: list[bytes] = []
     long_lines: list[tuple[int, str]] = []
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as result:
         proc = subprocess.Popen(
-            [*kseg_command(), *map(str, args)],
+            [sys.executable, "-S", "-c", _MEASURE, result.name, str(limit), *kseg_command()]
+            + [str(a) for a in args],
             stdout=subprocess.PIPE,
             stderr=err,
-            preexec_fn=cap,
             env=env,
             cwd=cwd,
+            start_new_session=True,
         )
-        timer = threading.Timer(timeout, proc.kill)
+        timer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
         timer.start()
         try:
             line, size, digest = bytearray(), 0, None
@@ -97,9 +115,10 @@ def run_measured(*args, limit: int = GIB, timeout: float = 120, env=None, cwd=No
             elif line:
                 lines.append(bytes(line))
             proc.stdout.close()
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        assert proc.returncode == 0, f"the measuring interpreter failed: {proc.returncode}"
+        code, max_rss = map(int, result.read().split())
         err.seek(0)
-        return Measured(proc.returncode, err.read(), usage.ru_maxrss * 1024, lines, long_lines)
+        return Measured(code, err.read(), max_rss * 1024, lines, long_lines)
