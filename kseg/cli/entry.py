@@ -9,26 +9,27 @@ runs inside other programs: tests)."""
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
 from kseg.cli import signals
 from kseg.cli.signals import Interrupted
 
-_OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
-
 
 def main() -> None:
     """The console script."""
     signals.install()
+    install_memory_hook()
     try:
         import kseg.cli.app  # noqa: F401 - the app, before any command runs
     except Interrupted as exc:
-        signals.exit_now(exc.code)
+        from kseg.cli.exit import exit_status
+
+        signals.exit_now(exit_status(exc))
     try:
         run_app()
-    except SystemExit:
+    except SystemExit as exc:
+        exc.code = memory_status(exc.code)
         # The outcome is decided, reported and flushed. A signal from here on would land in the
         # interpreter's shutdown, which puts the OS default handlers back (the process would die
         # of SIGINT, status -2, after a complete run): it stays pending and the status stays
@@ -57,6 +58,7 @@ def run_app() -> None:
 
 
 def _call_app() -> int:
+    from kseg.cli.exit import outcome_of_code
     from kseg.render import streams
 
     try:
@@ -65,7 +67,7 @@ def _call_app() -> int:
         if signals.received():
             # an Interrupted was swallowed on its way up (a cleanup's error replaced it and was
             # reported as a finding): the run was still interrupted
-            raise Interrupted(code=rv if isinstance(rv, int) else 0)
+            raise Interrupted(outcome=outcome_of_code(rv if isinstance(rv, int) else 0))
     except Exception as exc:
         if signals.received():
             # cleanup code (a writer's close, a flush) failed while the interrupt unwound and
@@ -94,7 +96,7 @@ def _call_typer():
 
 
 def _run() -> int:
-    from kseg.cli.exit import exit_status, so_far
+    from kseg.cli.exit import ended_status
 
     try:
         return _call_app()
@@ -102,16 +104,12 @@ def _run() -> int:
         raise
     except BaseException as exc:  # noqa: BLE001 - every outcome is reported, never a traceback
         _report(exc)
-        if isinstance(exc, BrokenPipeError):
-            return so_far()  # the reader is gone: what had been found so far
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno in _OUTPUT_FULL:
-            return so_far() | exit_status(exc)  # a full stdout ORs 8 with what was found
-        return exit_status(exc)
+        return ended_status(exc)
 
 
 def _report(exc: BaseException) -> None:
     """What the operator sees of an exception that ended the command: one line on stderr."""
-    from kseg.cli.exit import EXIT_FOR
+    from kseg.cli.exit import EXIT_FOR, output_full
     from kseg.render import streams
 
     names = {c.__name__ for c in type(exc).__mro__}  # click may be vendored by typer
@@ -132,13 +130,13 @@ def _report(exc: BaseException) -> None:
         # `kseg dump ... | head`: the reader is gone; say nothing
         streams.silence_stdout()
     elif isinstance(exc, OSError):
-        if exc.filename is None and exc.errno in _OUTPUT_FULL:
+        if output_full(exc):
             streams.silence_stdout()
             streams.say(f"cannot write output: {exc.strerror}")
         else:
             streams.say(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
     elif isinstance(exc, MemoryError):
-        streams.say("out of memory (see the memory bound in the README's safety section)")
+        say_out_of_memory()
     elif getattr(exc, "kind", None) in EXIT_FOR:  # InputError, NoInput: the input's fault
         streams.say(str(exc))
     else:  # a bug
@@ -164,3 +162,74 @@ def _say_interrupted() -> None:
         pass
     sys.stderr.write("kseg: interrupted\n")
     sys.stderr.flush()
+
+
+# --- out of memory: one line, exit 8, wherever the MemoryError is raised ----------------------
+
+_OUT_OF_MEMORY = "kseg: out of memory (see the memory bound in the README's safety section)\n"
+_OUT_OF_MEMORY_BYTES = _OUT_OF_MEMORY.encode()
+# the console script's hook is installed; the line was written; the status sys.exit carries
+_memory: dict = {"hooked": False, "said": False, "exit": None, "exit_out_of_memory": None}
+
+
+def say_out_of_memory() -> None:
+    """The out-of-memory line; once per process in the console script (a MemoryError that
+    unwinds through generators can be seen twice: by the hook as each is closed, then by
+    ``_report``). Saying it needs no memory to speak of: the line is made beforehand, and goes
+    out with one os.write when stderr itself cannot allocate."""
+    if _memory["said"]:
+        return
+    _memory["said"] = _memory["hooked"]  # a host program (tests) runs commands again
+    try:
+        sys.stdout.flush()  # what was printed before it goes out first
+    except (OSError, ValueError, MemoryError):
+        pass
+    try:
+        sys.stderr.write(_OUT_OF_MEMORY)
+        sys.stderr.flush()
+    except MemoryError:
+        try:
+            os.write(2, _OUT_OF_MEMORY_BYTES)
+        except OSError:
+            pass
+    except (OSError, ValueError):
+        pass
+
+
+def install_memory_hook() -> None:
+    """The console script's ``sys.unraisablehook``: Python cannot raise a MemoryError from a
+    generator being closed, a finalizer or the interpreter's shutdown, and prints it as
+    "Exception ignored in" with a traceback; here it becomes the out-of-memory line and the
+    status gets 8 (``memory_status``; kseg.cli.exit.out_of_memory_status), or, once the status
+    is handed to the interpreter, the process exits with that. Other exceptions go to the hook there was."""
+    previous = sys.unraisablehook
+    _memory["hooked"] = True
+
+    def hook(args) -> None:
+        if not isinstance(args.exc_type, type) or not issubclass(args.exc_type, MemoryError):
+            previous(args)
+            return
+        say_out_of_memory()
+        if _memory["exit"] is not None:  # shutting down: the status is decided, OR 8 into it
+            try:
+                sys.stdout.flush()  # os._exit flushes nothing
+            except (OSError, ValueError, MemoryError):
+                pass
+            os._exit(_memory["exit_out_of_memory"])
+
+    sys.unraisablehook = hook
+
+
+def memory_status(code):
+    """The status the console script exits with: ``code``, with 8 when memory ran out where
+    nothing could catch it (the hook said so). Kept for the shutdown: a MemoryError in a
+    finalizer then still exits 8."""
+    from kseg.cli.exit import out_of_memory_status
+
+    if not isinstance(code, int) or isinstance(code, bool):
+        return code
+    if _memory["said"]:
+        code = out_of_memory_status(code)
+    _memory["exit"] = code
+    _memory["exit_out_of_memory"] = out_of_memory_status(code)  # made now: no memory later
+    return code

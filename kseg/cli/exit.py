@@ -10,6 +10,7 @@ README's conventions section show ``TABLE``.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Iterator
 from enum import IntFlag
 
@@ -59,8 +60,8 @@ def exit_status(outcome: object) -> Exit:
 
     - an ``Outcome`` (what a library run found; kseg.outcome), or a run (``VerifyRun``,
       ``DumpRun``, ...: anything with an ``outcome``): the table ``CODES``;
-    - an ``Interrupted`` (kseg.cli.signals; its ``code``: 32, OR-ed by verify with what it had
-      found);
+    - an ``Interrupted`` (kseg.cli.signals): its ``outcome``, 32 OR-ed with what verify had
+      found;
     - an error kind, or an exception carrying one of ``EXIT_FOR`` (``InputError``, ``BadOption``,
       spark's ``NoInput``): ``EXIT_FOR``;
     - a command-line mistake (click's ``UsageError``): 16;
@@ -76,10 +77,8 @@ def exit_status(outcome: object) -> Exit:
         return Exit(outcome)
     if isinstance(outcome, str):
         return exit_for(outcome)
-    if not isinstance(outcome, BaseException):
-        return code_of(outcome.outcome)  # a run
-    if hasattr(outcome, "signum"):  # kseg.cli.signals.Interrupted
-        return Exit(outcome.code)
+    if not isinstance(outcome, BaseException) or hasattr(outcome, "signum"):
+        return code_of(outcome.outcome)  # a run, or kseg.cli.signals.Interrupted
     kind = getattr(outcome, "kind", None)
     if isinstance(kind, str) and kind in EXIT_FOR:  # not a CorruptionError's kind: a bug
         return EXIT_FOR[kind]
@@ -91,6 +90,41 @@ def exit_status(outcome: object) -> Exit:
     if isinstance(outcome, (OSError, MemoryError)):
         return Exit.OPERATIONAL
     return exit_for("internal")
+
+
+def outcome_of_code(code: int) -> Outcome:
+    """The outcome an exit code stands for (``code_of`` backwards): a command that had returned
+    its status when an interrupt arrived keeps it (kseg.cli.entry)."""
+    found = Outcome.OK
+    for bit, bit_code in CODES.items():
+        if code & bit_code:
+            found |= bit
+    return found
+
+
+OUTPUT_FULL = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG))  # only a write gives them
+
+
+def output_full(exc: BaseException) -> bool:
+    """Could the output not be written (stdout's disk full)? (an OSError without a file name)"""
+    return isinstance(exc, OSError) and exc.filename is None and exc.errno in OUTPUT_FULL
+
+
+def ended_status(exc: BaseException) -> Exit:
+    """The exit status of a command that an exception ended: a closed pipe keeps what had been
+    found so far (the reader is gone: `kseg verify ... | head`), a full stdout ORs 8 with it,
+    anything else is ``exit_status``'s."""
+    if isinstance(exc, BrokenPipeError):
+        return so_far()
+    if output_full(exc):
+        return so_far() | exit_status(exc)
+    return exit_status(exc)
+
+
+def out_of_memory_status(code: int) -> int:
+    """A command's status when memory ran out where nothing could catch it (a finalizer, a
+    generator being closed; kseg.cli.entry): the status it had, OR-ed with a MemoryError's."""
+    return int(Exit(code) | exit_status(MemoryError()))
 
 
 def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:

@@ -80,7 +80,7 @@ SparkPathsArg = Annotated[
     ),
 ]
 TopicOpt = Annotated[
-    str | None, typer.Option(help="With a log.dirs root: topics matching this regex.")
+    str | None, typer.Option(help="With a log.dirs root: topics matching this regex (RE2 syntax).")
 ]
 PartitionOpt = Annotated[
     int | None, typer.Option(min=0, help="With a log.dirs root: only this partition number.")
@@ -162,7 +162,7 @@ KeyOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--key",
-        help="Only records whose key matches this Python bytes regex (re.search; repeatable: all must match).",
+        help="Only records whose key matches this regex (RE2 syntax on bytes, searched in linear time; repeatable: all must match).",
         show_default=False,
     ),
 ]
@@ -170,7 +170,7 @@ ValueOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--value",
-        help="Only records whose value matches this regex (re.search; repeatable).",
+        help="Only records whose value matches this regex (RE2 syntax; repeatable).",
         show_default=False,
     ),
 ]

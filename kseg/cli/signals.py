@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import signal
 
-from kseg.cli.exit import Exit
+from kseg.outcome import Outcome
 
 
 class Interrupted(BaseException):
-    """Raised by the signal handler. ``code`` is the exit code (32, OR-ed by verify with what it
-    had already found)."""
+    """Raised by the signal handler. ``outcome``: what the run had found before it (verify keeps
+    it: the bitmask); kseg.cli.exit.exit_status makes it an exit status (32, OR-ed with that)."""
 
-    def __init__(self, signum: int = signal.SIGINT, code: int = Exit.INTERRUPTED) -> None:
+    def __init__(self, signum: int = signal.SIGINT, outcome: Outcome = Outcome.OK) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
-        self.code = int(code) | Exit.INTERRUPTED
+        self.outcome = outcome | Outcome.INTERRUPTED
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -124,8 +124,9 @@ def block() -> None:
     _cancel_retry()
 
 
-def exit_now(code: int = Exit.INTERRUPTED) -> None:
-    """Say so (one line on stderr) and exit; a second signal meanwhile changes nothing."""
+def exit_now(code: int) -> None:
+    """Say so (one line on stderr) and exit with ``code`` (an interrupt's exit status: 32);
+    a second signal meanwhile changes nothing."""
     import os
     import sys
 
@@ -137,4 +138,4 @@ def exit_now(code: int = Exit.INTERRUPTED) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    os._exit(int(code) | Exit.INTERRUPTED)
+    os._exit(int(code))

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+from kseg.dump.header_columns import StreamedLine, joined, repeated
+from kseg.format.headers import Headers
 from kseg.outcome import BadOption
 
 OPTION = "--format-string"
@@ -97,9 +99,47 @@ def compile_format(fmt: str) -> list:
     return parts
 
 
-def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes]:
+def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes | StreamedLine]:
     """A function (record tuple, file) -> the record's bytes in the format (dump's record
-    event maker); ``tags``: the partition's (kseg.dump.plan.partition_tags)."""
+    event maker); ``tags``: the partition's (kseg.dump.plan.partition_tags). A record of many
+    headers (kseg.format.headers.Headers) with ``%h`` gives a StreamedLine: its headers are
+    written in chunks."""
+    plain = _plain_formatter(parts, tags)
+    if "h" not in parts:
+        return plain
+    # the format around each %h, for a record whose headers are written in chunks
+    around: list[list] = [[]]
+    for part in parts:
+        if part == "h":
+            around.append([])
+        else:
+            around[-1].append(part)
+    pieces = [_plain_formatter(seg, tags) for seg in around]
+
+    def streamed(rec: tuple) -> Iterator[bytes]:
+        headers = rec[3]
+        yield pieces[0](rec)
+        for make_piece in pieces[1:]:
+            yield from joined(
+                repeated(
+                    (
+                        (hk.encode("utf-8", "surrogateescape") + b"=" + (hv or b""), n)
+                        for hk, hv, n in headers.runs()
+                    ),
+                    b",",
+                )
+            )
+            yield make_piece(rec)
+
+    def make(rec: tuple, _name: str = "") -> bytes | StreamedLine:
+        if type(rec[3]) is Headers:
+            return StreamedLine(streamed(rec))
+        return plain(rec)
+
+    return make
+
+
+def _plain_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes]:
     topic = tags.get("topic")
     partition = tags.get("partition")
     t = b"" if topic is None else topic.encode("utf-8", "surrogateescape")

@@ -4,8 +4,10 @@ internal-topic decoder reads from it; a control record's event; --count's mark."
 from __future__ import annotations
 
 from kseg.dump import payload as P
+from kseg.dump.header_columns import ENCODINGS, KEYS, PAIRS, HeaderColumn, StreamedEvent
 from kseg.format.control import KRAFT_CONTROL_NAMES, parse_control
 from kseg.format.errors import CorruptionError
+from kseg.format.headers import Headers
 
 
 def counted(rec: tuple, name: str) -> bool:
@@ -59,14 +61,22 @@ def record_event_maker(
             "value_size": -1 if value is None else len(value),
             "sequence": seq,
         }
+        lazy = type(headers) is Headers  # many headers: written in chunks, never one list
         if enc is None:
-            ev["header_keys"] = [k for k, _ in headers]
+            if lazy:
+                ev["header_keys"] = HeaderColumn(headers, None, KEYS)
+            else:
+                ev["header_keys"] = [k for k, _ in headers]
         else:
             ev["key"], ev["key_encoding"] = enc(key)
             ev["value"], ev["value_encoding"] = enc(value)
-            shown = [enc(v) for _, v in headers]
-            ev["headers"] = [[k, sv[0]] for (k, _), sv in zip(headers, shown, strict=True)]
-            ev["header_encodings"] = [sv[1] for sv in shown]
+            if lazy:
+                ev["headers"] = HeaderColumn(headers, enc, PAIRS)
+                ev["header_encodings"] = HeaderColumn(headers, enc, ENCODINGS)
+            else:
+                shown = [enc(v) for _, v in headers]
+                ev["headers"] = [[k, sv[0]] for (k, _), sv in zip(headers, shown, strict=True)]
+                ev["header_encodings"] = [sv[1] for sv in shown]
         if decoder is not None:
             try:
                 ev["decoded"] = decoder(key, value)
@@ -75,7 +85,7 @@ def record_event_maker(
         if skip:  # --skip-record-metadata: the decoded payload, or the raw key and value
             keep = _SKIPPED_DECODED if "decoded" in ev else _SKIPPED_RAW
             return {**{k: ev[k] for k in keep if k in ev}, **tags}
-        return ev
+        return StreamedEvent(ev) if lazy else ev
 
     return make
 

@@ -4,9 +4,10 @@ dump skip batches no record of which can match without decoding them.
 
 Semantics (the single definition; the CLI and the Spark source use these objects):
 
-- a regex is a Python ``re`` *bytes* pattern, matched with ``search`` (anywhere in the bytes;
-  anchor with ``^...$`` or ``\\A...\\Z`` for a whole-value match), on the raw key, value or header
-  value bytes (before any --payload encoding);
+- a regex is an RE2 pattern on bytes (kseg.format.regex: one character per byte, linear time;
+  what RE2 cannot do in linear time is a usage error naming the construct), matched with
+  ``search`` (anywhere in the bytes; anchor with ``^...$`` or ``\\A...\\z`` for a whole-value
+  match), on the raw key, value or header value bytes (before any --payload encoding);
 - ``--key-eq B``: the key is exactly the bytes B; ``--value-contains B``: B occurs in the value;
   ``--header NAME``: a header named NAME exists; ``--header NAME=REGEX``: a header named NAME
   whose value matches REGEX (the first ``=`` splits);
@@ -17,19 +18,22 @@ Semantics (the single definition; the CLI and the Spark source use these objects
 
 from __future__ import annotations
 
-import re
+from re import IGNORECASE  # a flag of the parsed view (regex.parsed); nothing matches with re
 from typing import NamedTuple
 
 from kseg.format import compression as codecs
+from kseg.format import regex
 from kseg.format.batch import HEADER_SIZE, RecordBatch
 from kseg.format.errors import CorruptionError
+from kseg.format.headers import Headers
+from kseg.format.regex import Pattern, RegexError
 from kseg.outcome import BadOption
 
 
 class RecordFilter(NamedTuple):
-    keys: tuple[re.Pattern, ...] = ()
-    values: tuple[re.Pattern, ...] = ()
-    headers: tuple[tuple[str, re.Pattern | None], ...] = ()
+    keys: tuple[Pattern, ...] = ()
+    values: tuple[Pattern, ...] = ()
+    headers: tuple[tuple[str, Pattern | None], ...] = ()
     key_eq: tuple[bytes, ...] = ()
     value_contains: tuple[bytes, ...] = ()
     # what must occur in a batch's record bytes if any record in it matches (see _needles)
@@ -56,8 +60,9 @@ class RecordFilter(NamedTuple):
             for p in self.values:
                 if p.search(value) is None:
                     return False
+        lazy = type(headers) is Headers  # many headers: walked, never made a list
         for name, p in self.headers:
-            for hk, hv in headers:
+            for hk, hv in headers.distinct() if lazy else headers:
                 if hk == name and (p is None or (hv is not None and p.search(hv) is not None)):
                     break
             else:
@@ -74,7 +79,7 @@ class RecordFilter(NamedTuple):
                 if find is not None:
                     if find(n, start, end) < 0:
                         return False
-                elif re.search(re.escape(n), data[start:end]) is None:
+                elif n not in memoryview(data)[start:end].tobytes():
                     return False
             elif n.search(data, start, end) is None:
                 return False
@@ -115,18 +120,17 @@ def _needles(f: RecordFilter) -> tuple:
     return tuple(n for n in got if n)  # an empty needle is found everywhere
 
 
-def _context_free(p: re.Pattern) -> bool:
-    """A pattern without anchors, word boundaries or lookarounds: if it matches a slice of a
-    buffer it matches the buffer (searched over the slice's range) too. Anything else (or a
-    pattern the parser cannot show us) gets no pre-check."""
+def _context_free(p: Pattern) -> bool:
+    """A pattern without anchors or word boundaries (RE2 has no lookarounds): if it matches a
+    slice of a buffer it matches the buffer (searched over the slice's range) too. Anything else
+    (or a pattern kseg.format.regex.parsed cannot show us) gets no pre-check."""
+    tree = regex.parsed(p)
+    if tree is None:
+        return False
     try:
         from re import _parser as sre_parse  # CPython 3.11+
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse  # type: ignore[no-redef]
-    try:
-        tree = sre_parse.parse(p.pattern, p.flags)
-    except Exception:  # noqa: BLE001 - no pre-check is always correct
-        return False
     banned = {"AT", "ASSERT", "ASSERT_NOT", "GROUPREF_EXISTS"}
     stack: list = [tree]
     while stack:
@@ -140,22 +144,15 @@ def _context_free(p: re.Pattern) -> bool:
     return True
 
 
-def _required_literal(p: re.Pattern) -> bytes | None:
+def _required_literal(p: Pattern) -> bytes | None:
     """The longest run of literal bytes in the pattern's top-level sequence (e.g. ``key-42``
-    in ``^key-42$``): every match contains it, anchors or not. None when there is none or the
-    pattern ignores case."""
-    if p.flags & re.IGNORECASE:
-        return None
-    try:
-        from re import _parser as sre_parse  # CPython 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
-    try:
-        items = sre_parse.parse(p.pattern, p.flags).data
-    except Exception:  # noqa: BLE001 - no pre-check is always correct
+    in ``^key-42$``): every match contains it, anchors or not. None when there is none, the
+    pattern ignores case, or kseg.format.regex.parsed cannot show it."""
+    tree = regex.parsed(p)
+    if tree is None or tree.state.flags & IGNORECASE:
         return None
     best = run = b""
-    for op, av in items:
+    for op, av in tree.data:
         if str(op) == "LITERAL":
             run += bytes((av,))
             continue
@@ -167,11 +164,11 @@ def _required_literal(p: re.Pattern) -> bytes | None:
     return best or None
 
 
-def _compile(text: str, option: str) -> re.Pattern:
+def _compile(text: str, option: str) -> Pattern:
     try:
-        return re.compile(_arg_bytes(text))
-    except re.error as exc:
-        raise BadOption(f"not a regular expression: {text!r} ({exc})", option) from None
+        return regex.compile_bytes(text)
+    except RegexError as exc:
+        raise BadOption(str(exc), option) from None
 
 
 def _arg_bytes(text: str) -> bytes:

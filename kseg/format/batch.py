@@ -24,6 +24,7 @@ from kseg.format.errors import (
     CorruptionError,
     DecompressionError,
 )
+from kseg.format.headers import LAZY_HEADERS, Headers, scan_headers
 from kseg.format.record import CREATE_TIME, LOG_APPEND_TIME, Record
 from kseg.format.varint import read_varint, varint_size, write_varint
 
@@ -428,9 +429,14 @@ def iter_record_chunks(
                 pos += 1
             else:
                 hcount, pos = read_varint(data, pos)
-            if hcount:
-                if hcount < 0 or 2 * hcount > rec_end - pos:
-                    raise _bad(f"invalid header count {hcount}", batch_pos, i, rec_start)
+            if hcount and (hcount < 0 or 2 * hcount > rec_end - pos):
+                raise _bad(f"invalid header count {hcount}", batch_pos, i, rec_start)
+            if hcount > LAZY_HEADERS:
+                # checked without an object per header; decoded when iterated
+                hstart = pos
+                pos = scan_headers(data, pos, rec_end, hcount)
+                headers = Headers.of_record(data, hstart, pos, hcount)
+            elif hcount:
                 headers = []
                 for _ in range(hcount):
                     hklen, pos = read_varint(data, pos)

@@ -21,6 +21,8 @@ CODEC_MASK = 0x07
 # decompressed are not something a broker accepts, so larger means a lie in the input.
 DEFAULT_MAX_DECOMPRESSED = 256 << 20
 _GZIP_PIECE = 4 << 20
+# how zstd (through cramjam) says it could not allocate its context or window
+_OUT_OF_MEMORY = "Allocation error"
 ZSTD_LEVEL = 3  # zstd's default, and Kafka's
 
 
@@ -132,6 +134,8 @@ def _gzip_into(out: bytearray, data, limit: int) -> bytes:
             try:
                 piece = d.decompress(pending, room)
             except zlib.error as exc:
+                if "Error -4 " in str(exc):  # Z_MEM_ERROR: out of memory, not bad data
+                    raise MemoryError(f"zlib: {exc}") from None
                 raise DecompressionError(f"invalid gzip data: {exc}") from None
             out += piece
             if len(out) > limit:
@@ -166,6 +170,8 @@ def _zstd(data, limit: int) -> bytes:
         except MemoryError:
             raise
         except Exception as exc:
+            if _OUT_OF_MEMORY in str(exc):  # zstd's own context: no input fault
+                raise MemoryError(f"zstd: {exc}") from None
             if "whole buffer" not in str(exc):
                 raise DecompressionError(f"invalid zstd data: {exc}") from None
             if size >= limit:

@@ -24,7 +24,9 @@ class Record(NamedTuple):
     key: bytes | None = None
     value: bytes | None = None
     timestamp: int | None = None
-    # read back: a list; given none: (), an immutable default no two records can share changes of
+    # read back: a list, or for more than 64 headers a kseg.format.headers.Headers (a read-only
+    # sequence of the same pairs, decoded when iterated); given none: (), an immutable default
+    # no two records can share changes of
     headers: Sequence[Header] = ()
     offset: int | None = None
     sequence: int = -1

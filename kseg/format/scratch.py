@@ -8,6 +8,7 @@ the rest of the run, nor each failing batch add its own.
 
 from __future__ import annotations
 
+import mmap
 import threading
 
 KEEP_BYTES = 4 << 20  # the largest buffer kept between batches
@@ -16,11 +17,16 @@ _MIN_BYTES = 256 << 10
 _local = threading.local()
 
 
-def scratch(size: int) -> bytearray:
+def scratch(size: int) -> bytearray | mmap.mmap:
     """A buffer of at least ``size`` bytes: the per-thread reused one when ``size`` is at most
-    KEEP_BYTES, otherwise a new one the caller drops when done."""
+    KEEP_BYTES, otherwise a new anonymous map the caller drops when done (its pages take
+    memory only once written: a codec's output buffer grown 4x past what it writes costs
+    what it writes)."""
     if size > KEEP_BYTES:
-        return bytearray(size)
+        try:
+            return mmap.mmap(-1, size)
+        except OSError as exc:  # ENOMEM: out of memory, as a bytearray would say it
+            raise MemoryError(f"cannot map {size} bytes: {exc.strerror}") from None
     buf = getattr(_local, "buf", None)
     if buf is None or len(buf) < size:
         buf = bytearray(max(size, _MIN_BYTES))

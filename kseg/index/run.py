@@ -94,7 +94,7 @@ class RebuildRun:
 
     def _events(self) -> Iterator[dict]:
         from kseg.index.rebuild import UNCHANGED, rebuild_target
-        from kseg.storage.atomic import fix_hint, remove_stale_temps
+        from kseg.storage.atomic import fix_hint, remove_stale_temps, removed_message
         from kseg.storage.locking import lock_log_dirs
 
         refused: set[Path] = set()
@@ -111,8 +111,18 @@ class RebuildRun:
             if t.log_dir.resolve() in refused:
                 continue
             try:
+                linked = self._refused_file(t)
+                if linked is not None:  # said alike by --dry-run: it predicts the real run
+                    self.outcome |= Outcome.UNREADABLE
+                    yield {"type": "failure", "message": f"{linked}: not rebuilt"}
+                    continue
                 if not self.dry_run and self.locks.holds(t.log_dir):
-                    remove_stale_temps(t.partition_dir)  # of a rebuild killed before
+                    removed = remove_stale_temps(t.partition_dir)  # of a run killed before
+                    if removed:
+                        yield {
+                            "type": "notice",
+                            "message": removed_message(t.partition_dir, removed),
+                        }
                 results = rebuild_target(t, **self._rebuild)
             except OSError as exc:
                 self.outcome |= Outcome.UNREADABLE
@@ -141,6 +151,29 @@ class RebuildRun:
             "dry_run": self.dry_run,
             "outcome": self.outcome,
         }
+
+    def _refused_file(self, t: Target) -> str | None:
+        """'<file>: <why>' for the first index file the rebuild of ``t`` would change that is a
+        symlink or a special file (kseg.storage.links: never written through), so that nothing
+        of the partition is written; None when there is none. Only a partition holding such a
+        file is scanned twice (a dry run first, to learn what would change)."""
+        from kseg.index.rebuild import UNCHANGED, rebuild_target
+        from kseg.storage.links import write_refusal
+
+        suspects = {}
+        for log in t.logs:
+            for suffix in (".index", ".timeindex", ".txnindex"):
+                why = write_refusal(log.with_suffix(suffix))
+                if why is not None:
+                    suspects[log.with_suffix(suffix)] = why
+        if not suspects:
+            return None
+        dry = rebuild_target(t, **{**self._rebuild, "dry_run": True, "backup_dir": None})
+        for r in dry:
+            for f in r.files:
+                if f.action != UNCHANGED and f.file in suspects:
+                    return f"{f.file}: {suspects[f.file]}"
+        return None
 
 
 class CheckRun:

@@ -49,13 +49,12 @@ class Committed(NamedTuple):
         }
 
 
-class Group(Accumulator):
-    """A group's state as far as its records tell: an accumulator the replay changes record by
-    record (kseg.offsets.replay), so a plain class, not a value."""
+class GroupMeta(Accumulator):
+    """What a group's own records (not its offset commits) say: created with the first one, so a
+    group that only commits offsets (a "simple" group, the many) carries none of it. Containers
+    start as None and are made when a record fills them."""
 
     __slots__ = (
-        "group",
-        "group_type",
         "protocol_type",
         "protocol",
         "generation",
@@ -67,9 +66,38 @@ class Group(Accumulator):
         "regex_topics",
         "topology_topics",
         "share_topic_names",
-        "has_metadata",
+    )
+
+    def __init__(self) -> None:
+        self.protocol_type: str | None = None  # classic: None when empty (a simple group)
+        self.protocol: str | None = None
+        self.generation: int | None = None  # classic generation, or other types' group epoch
+        self.current_state_timestamp: int | None = None  # classic: when it entered its state
+        self.classic_members: list | tuple = ()  # in a summary: one None per member
+        self.members: dict[str, dict | None] | None = None  # KIP-848/932/1071 members (a
+        # summary keeps their ids only: the values are None)
+        self.member_epochs: dict[str, tuple[int, int]] | None = None  # epoch, state
+        self.assignment_epoch: int | None = None
+        self.regex_topics: dict[str, list[str]] | None = None  # regex -> resolved topics
+        self.topology_topics: set[str] | None = None
+        self.share_topic_names: dict[str, str] | None = None  # topic id -> name
+
+
+NO_META = GroupMeta()  # what a group without group records reads (never changed)
+
+
+class Group(Accumulator):
+    """A group's state as far as its records tell: an accumulator the replay changes record by
+    record (kseg.offsets.replay), so a plain class, not a value. Kept compact (a listing holds
+    one per distinct group): its group records' state in ``meta`` (None for a simple group);
+    ``offsets`` maps (topic, partition) to a Committed, or is, in a summary (kseg.offsets.replay's
+    ``summary``: a listing, which shows counts), their count."""
+
+    __slots__ = (
+        "group",
+        "group_type",
+        "meta",
         "deleted_at",
-        "last_record_timestamp",
         "last_commit_timestamp",
         "offsets",
         "coordinator",
@@ -80,23 +108,61 @@ class Group(Accumulator):
     ) -> None:
         self.group = group
         self.group_type = group_type  # "classic" also for a "simple" group (offsets only)
-        self.protocol_type: str | None = None  # classic: None when empty (a simple group)
-        self.protocol: str | None = None
-        self.generation: int | None = None  # classic generation, or other types' group epoch
-        self.current_state_timestamp: int | None = None  # classic: when it entered its state
-        self.classic_members: list = []
-        self.members: dict[str, dict] = {}  # KIP-848/932/1071 members
-        self.member_epochs: dict[str, tuple[int, int]] = {}  # epoch, state
-        self.assignment_epoch: int | None = None
-        self.regex_topics: dict[str, list[str]] = {}  # regex -> resolved topics
-        self.topology_topics: set[str] = set()
-        self.share_topic_names: dict[str, str] = {}  # topic id -> name
-        self.has_metadata = False  # a group record (not only offsets) was seen
+        self.meta: GroupMeta | None = None  # None: no group record (only offsets) was seen
         self.deleted_at: int | None = None  # the record offset of its metadata tombstone
-        self.last_record_timestamp: int | None = None
         self.last_commit_timestamp: int | None = None
-        self.offsets: dict[tuple[str, int], Committed] = {}
+        self.offsets: dict[tuple[str, int], Committed] | int = {}
         self.coordinator = coordinator  # the __consumer_offsets partition dir it was read from
+
+    @property
+    def has_metadata(self) -> bool:
+        """A group record (not only offsets) was seen."""
+        return self.meta is not None
+
+    # the group records' state, as read (None or empty for a simple group)
+    @property
+    def protocol_type(self) -> str | None:
+        return (self.meta or NO_META).protocol_type
+
+    @property
+    def protocol(self) -> str | None:
+        return (self.meta or NO_META).protocol
+
+    @property
+    def generation(self) -> int | None:
+        return (self.meta or NO_META).generation
+
+    @property
+    def current_state_timestamp(self) -> int | None:
+        return (self.meta or NO_META).current_state_timestamp
+
+    @property
+    def classic_members(self) -> list | tuple:
+        return (self.meta or NO_META).classic_members
+
+    @property
+    def members(self) -> dict:
+        return (self.meta or NO_META).members or {}
+
+    @property
+    def member_epochs(self) -> dict:
+        return (self.meta or NO_META).member_epochs or {}
+
+    @property
+    def assignment_epoch(self) -> int | None:
+        return (self.meta or NO_META).assignment_epoch
+
+    @property
+    def regex_topics(self) -> dict:
+        return (self.meta or NO_META).regex_topics or {}
+
+    @property
+    def topology_topics(self) -> set:
+        return (self.meta or NO_META).topology_topics or set()
+
+    @property
+    def share_topic_names(self) -> dict:
+        return (self.meta or NO_META).share_topic_names or {}
 
     @property
     def member_count(self) -> int:
@@ -156,7 +222,7 @@ class Group(Accumulator):
             "protocol": self.protocol,
             "generation": self.generation,
             "members": self.member_count,
-            "offsets": len(self.offsets),
+            "offsets": self.offsets if type(self.offsets) is int else len(self.offsets),
             "last_commit_timestamp": self.last_commit_timestamp,
             "deleted": self.deleted_at is not None,
             "coordinator_partition": self.coordinator,

@@ -32,18 +32,18 @@ def java_string_hash(s: str) -> int:
 
 
 def coordinator_partition(group: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode()) % groupMetadataTopicPartitionCount``;
+    """Kafka's ``Utils.abs(groupId.hashCode()) % groupMetadataTopicOffsetsTopicPartitions``;
     Utils.abs(Integer.MIN_VALUE) is 0, not Math.abs's negative number."""
     h = java_string_hash(group)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-class PartitionCount(NamedTuple):
+class OffsetsTopicPartitions(NamedTuple):
     count: int | None
     source: str  # how it was found (or why not)
 
 
-def partition_count(sel: Selection) -> PartitionCount:
+def partition_count(sel: Selection) -> OffsetsTopicPartitions:
     """The partition count of `__consumer_offsets` from KRaft metadata under the roots (the
     PartitionRecords of its topic id); unknown without it."""
     from kseg.offsets.leaders import topic_partitions
@@ -53,11 +53,11 @@ def partition_count(sel: Selection) -> PartitionCount:
         try:
             parts = topic_partitions(mdir, TOPIC)
         except (CorruptionError, OSError) as exc:
-            return PartitionCount(None, f"KRaft metadata {mdir} unreadable ({exc})")
+            return OffsetsTopicPartitions(None, f"KRaft metadata {mdir} unreadable ({exc})")
         if parts:
-            return PartitionCount(len(parts), f"KRaft metadata in {mdir}")
-        return PartitionCount(None, f"KRaft metadata in {mdir} has no {TOPIC} topic")
-    return PartitionCount(None, "no KRaft metadata (__cluster_metadata-0) under the roots")
+            return OffsetsTopicPartitions(len(parts), f"KRaft metadata in {mdir}")
+        return OffsetsTopicPartitions(None, f"KRaft metadata in {mdir} has no {TOPIC} topic")
+    return OffsetsTopicPartitions(None, "no KRaft metadata (__cluster_metadata-0) under the roots")
 
 
 def _topic_of(pdir: Path) -> str | None:

@@ -24,10 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
+from kseg.format.headroom import check
 from kseg.offsets.as_of import counts_at, record_time
-from kseg.offsets.groups import Committed, Group
+from kseg.offsets.groups import Committed, Group, GroupMeta
 
 NO_PRODUCER_ID = -1
+HEADROOM_EVERY = (1 << 13) - 1  # a mask: kseg.format.headroom is asked every 8192 records
 
 # record type -> group type (kseg.format.schemas.group)
 GROUP_TYPE = {2: "classic", **dict.fromkeys((3, 4, 5, 6, 7, 8, 16), "consumer"),
@@ -41,23 +43,46 @@ TARGET_ASSIGNMENT_METADATA = {6: "consumer", 12: "share", 20: "streams"}
 
 class Replay:
     """One `__consumer_offsets` partition replayed into groups (only ``only`` when given), as of
-    ``at``: an accumulator, changed batch by batch (replay_batch)."""
+    ``at``: an accumulator, changed batch by batch (replay_batch).
 
-    __slots__ = ("at", "only", "groups", "pending", "last_time")
+    Its state grows with the groups kept, so it is kept small: another group's records are not
+    kept when ``only`` names one; topic-partition keys and file names are shared, not one copy
+    per record; and a ``summary`` (a listing: one row per group, counts) keeps of each committed
+    offset its record offset only (what a later transaction marker compares), and of each member
+    its id only."""
 
-    def __init__(self, at: int | None, only: str | None) -> None:
+    __slots__ = (
+        "at", "only", "summary", "groups", "committed", "pending", "last_time", "seen", "_keys",
+        "_files",
+    )  # fmt: skip
+
+    def __init__(self, at: int | None, only: str | None, *, summary: bool = False) -> None:
         self.at = at
         self.only = only
+        self.summary = summary
         self.groups: dict[str, Group] = {}
-        # producer id -> {(group, topic, partition): Committed}
-        self.pending: dict[int, dict[tuple[str, str, int], Committed]] = {}
+        # a summary's committed offsets: (group, (topic, partition)) -> record offset (a
+        # group's ``offsets`` is then their count: one dict for all, not one per group)
+        self.committed: dict[tuple[str, tuple[str, int]], int] = {}
+        # producer id -> {(group, topic, partition): Committed, or (record offset, commit time)}
+        self.pending: dict[int, dict[tuple[str, str, int], Committed | tuple[int, int]]] = {}
         self.last_time = -1
+        self.seen = 0  # records read: every HEADROOM_EVERY + 1, the address space is checked
+        self._keys: dict[tuple[str, int], tuple[str, int]] = {}  # one (topic, partition) each
+        self._files: dict[str, str] = {}
 
     def group(self, gid: str, rtype: int) -> Group:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid, GROUP_TYPE.get(rtype, "classic"))
+            if self.summary:
+                g.offsets = 0
         return g
+
+    def file_name(self, log: Path) -> str:
+        """``str(log)``, one string per file (every Committed of it shares it)."""
+        name = str(log)
+        return self._files.setdefault(name, name)
 
     def end_txn(self, producer_id: int, commit: bool) -> None:
         pending = self.pending.pop(producer_id, None)
@@ -65,6 +90,15 @@ class Replay:
             return
         for (gid, topic, part), c in pending.items():
             g = self.group(gid, 1)
+            if self.summary:  # (record offset, commit timestamp)
+                record_offset, commit_ts = c
+                key = (g.group, self._keys.setdefault((topic, part), (topic, part)))
+                old = self.committed.get(key)
+                if old is None or record_offset > old:
+                    g.offsets += old is None
+                    self.committed[key] = record_offset
+                    g.last_commit_timestamp = max(g.last_commit_timestamp or -1, commit_ts)
+                continue
             old = g.offsets.get((topic, part))
             if old is None or c.record_offset > old.record_offset:
                 g.offsets[(topic, part)] = c
@@ -79,26 +113,36 @@ class Replay:
         tomb = rec.get("tombstone", False)
         if rtype in (0, 1):
             key = (rec["topic"], rec["partition"])
+            key = self._keys.setdefault(key, key)
             if tomb:
                 g = self.groups.get(gid)
-                if g is not None:
+                if g is not None and not self.summary:
                     g.offsets.pop(key, None)
-                    g.last_record_timestamp = ts
+                elif g is not None and self.committed.pop((g.group, key), None) is not None:
+                    g.offsets -= 1
                 for pend in self.pending.values():
                     pend.pop((gid, *key), None)
                 return
             g = self.group(gid, rtype)
-            g.last_record_timestamp = ts
-            expire = rec.get("expire_timestamp", -1)
-            c = Committed(
-                rec["topic"], rec["partition"], rec["offset"], rec.get("leader_epoch", -1),
-                rec.get("metadata") or "", rec["commit_timestamp"],
-                None if expire == -1 else expire, file, batch_base, offset,
-                transactional=producer_id != NO_PRODUCER_ID,
-            )  # fmt: skip
+            commit_ts = rec["commit_timestamp"]
+            if self.summary:
+                c = offset if producer_id == NO_PRODUCER_ID else (offset, commit_ts)
+            else:
+                expire = rec.get("expire_timestamp", -1)
+                c = Committed(
+                    key[0], key[1], rec["offset"], rec.get("leader_epoch", -1),
+                    rec.get("metadata") or "", commit_ts,
+                    None if expire == -1 else expire, file, batch_base, offset,
+                    transactional=producer_id != NO_PRODUCER_ID,
+                )  # fmt: skip
             if producer_id == NO_PRODUCER_ID:
-                g.offsets[key] = c
-                g.last_commit_timestamp = max(g.last_commit_timestamp or -1, c.commit_timestamp)
+                if self.summary:
+                    n = len(self.committed)
+                    self.committed[(g.group, key)] = c
+                    g.offsets += len(self.committed) - n  # 1: a partition it had not committed
+                else:
+                    g.offsets[key] = c
+                g.last_commit_timestamp = max(g.last_commit_timestamp or -1, commit_ts)
             else:
                 self.pending.setdefault(producer_id, {})[(gid, *key)] = c
             return
@@ -110,56 +154,65 @@ class Replay:
             if g is not None:
                 # removeGroup: the group goes; offsets left (if any) load as a simple group
                 offsets, last = g.offsets, g.last_commit_timestamp
-                g = self.groups[gid] = Group(gid, "classic", coordinator=g.coordinator)
+                g = self.groups[gid] = Group(g.group, "classic", coordinator=g.coordinator)
                 g.offsets, g.last_commit_timestamp = offsets, last
-                g.deleted_at, g.last_record_timestamp = offset, ts
+                g.deleted_at = offset
             return
         g = self.group(gid, rtype)
-        if not g.has_metadata:  # a simple (offsets-only) or deleted group becomes a typed one
+        if g.meta is None:  # a simple (offsets-only) or deleted group becomes a typed one
             g.group_type = kind
-        g.has_metadata = True
+            g.meta = GroupMeta()
         g.deleted_at = None
-        g.last_record_timestamp = ts
-        self._group_record(g, rtype, rec, tomb)
+        self._group_record(g.meta, g.group_type, rtype, rec, tomb)
 
-    def _group_record(self, g: Group, rtype: int, rec: dict, tomb: bool) -> None:
+    def _group_record(self, m: GroupMeta, kind: str, rtype: int, rec: dict, tomb: bool) -> None:
         if rtype == 2:
             pt = rec.get("protocol_type") or None
-            g.protocol_type, g.protocol = pt, rec.get("protocol")
-            g.generation = rec.get("generation")
+            m.protocol_type, m.protocol = pt, rec.get("protocol")
+            m.generation = rec.get("generation")
             cst = rec.get("current_state_timestamp", -1)
-            g.current_state_timestamp = None if cst == -1 else cst
-            g.classic_members = list(rec.get("members") or [])
+            m.current_state_timestamp = None if cst == -1 else cst
+            members = rec.get("members") or ()
+            m.classic_members = (None,) * len(members) if self.summary else list(members)
         elif rtype in METADATA_RECORD:
-            g.generation = rec.get("epoch")
-            g.protocol_type = g.group_type
+            m.generation = rec.get("epoch")
+            m.protocol_type = kind
         elif rtype in MEMBER_RECORD:
             if tomb:
-                g.members.pop(rec["member_id"], None)
+                if m.members:
+                    m.members.pop(rec["member_id"], None)
             else:
-                g.members[rec["member_id"]] = rec
+                m.members = m.members or {}
+                m.members[rec["member_id"]] = None if self.summary else rec
         elif rtype in MEMBER_ASSIGNMENT:
             if tomb:
-                g.member_epochs.pop(rec["member_id"], None)
+                if m.member_epochs:
+                    m.member_epochs.pop(rec["member_id"], None)
             else:
-                g.member_epochs[rec["member_id"]] = (rec["member_epoch"], rec["state"])
+                m.member_epochs = m.member_epochs or {}
+                m.member_epochs[rec["member_id"]] = (rec["member_epoch"], rec["state"])
         elif rtype in TARGET_ASSIGNMENT_METADATA:
-            g.assignment_epoch = None if tomb else rec["assignment_epoch"]
+            m.assignment_epoch = None if tomb else rec["assignment_epoch"]
+        elif self.summary:
+            return  # below: what only expiry and share offsets read (a listing shows neither)
         elif rtype == 16:  # ConsumerGroupRegularExpression: a regex and the topics it resolved
             if tomb:
-                g.regex_topics.pop(rec["regular_expression"], None)
+                if m.regex_topics:
+                    m.regex_topics.pop(rec["regular_expression"], None)
             else:
-                g.regex_topics[rec["regular_expression"]] = list(rec.get("topics") or [])
+                m.regex_topics = m.regex_topics or {}
+                m.regex_topics[rec["regular_expression"]] = list(rec.get("topics") or [])
         elif rtype == 15 and not tomb:  # ShareGroupStatePartitionMetadata: topic names
             for key in ("initializing_topics", "initialized_topics", "deleting_topics"):
                 for t in rec.get(key) or []:
-                    g.share_topic_names[t["topic_id"]] = t["topic_name"]
+                    m.share_topic_names = m.share_topic_names or {}
+                    m.share_topic_names[t["topic_id"]] = t["topic_name"]
         elif rtype == 23 and not tomb:
             topics: set[str] = set()
             for sub in rec.get("subtopologies") or []:
                 topics.update(sub.get("source_topics") or [])
                 topics.update(t["name"] for t in sub.get("repartition_source_topics") or [])
-            g.topology_topics = topics
+            m.topology_topics = topics
 
 
 def replay_batch(
@@ -188,7 +241,11 @@ def replay_batch(
         return
     base = batch.base_offset
     only = replay.only
+    file = replay.file_name(log)
     for rec in batch.records():
+        replay.seen += 1
+        if not replay.seen & HEADROOM_EVERY:
+            check("the replay of __consumer_offsets")
         if only is not None:
             gid = group_of(rec.key)
             if gid is not None and gid != only:
@@ -202,4 +259,4 @@ def replay_batch(
         replay.last_time = max(replay.last_time, ts)
         if not counts_at(ts, at):
             continue
-        replay.apply(d, pid, (str(log), base, rec.offset), ts)
+        replay.apply(d, pid, (file, base, rec.offset), ts)

@@ -118,7 +118,8 @@ class OffsetsRun:
             yield {"type": "notice", "message": n}
         pending_parts: dict[str, set[tuple[str, int]]] = {}
         for pdir in dirs:
-            replay = Replay(self.at, self.group_id)
+            # a listing shows one row per group: each group's summary is all it keeps
+            replay = Replay(self.at, self.group_id, summary=self.group_id is None)
             yield from self._replay(pdir, replay)
             for gid, g in replay.groups.items():
                 g.coordinator = pdir.name
@@ -131,15 +132,14 @@ class OffsetsRun:
                         f"showing {pdir.name}'s",
                     }
                 self.groups[gid] = g
-            for pend in replay.pending.values():
+            for pend in replay.pending.values() if self.group_id is not None else ():
                 for gid, topic, part in pend:
                     pending_parts.setdefault(gid, set()).add((topic, part))
             self.data_end = max(self.data_end, replay.last_time)
+            del replay  # its groups are in self.groups; the rest (pending commits) goes
         at, self.expiry_basis = self.expiry_time()
         self.expiry_at = at
-        for gid, g in self.groups.items():
-            mark_expired(g, at, self.retention_ms, pending_parts.get(gid, set()))
-        if self.group_id is None:
+        if self.group_id is None:  # a listing shows no offset: none is judged
             if not self.groups:
                 read = ", ".join(d.name for d in dirs)
                 yield {"type": "notice", "message": f"no group has a record in {read}"}
@@ -147,6 +147,8 @@ class OffsetsRun:
                 yield g.event()
             return
         g = self.groups.get(self.group_id)
+        if g is not None:
+            mark_expired(g, at, self.retention_ms, pending_parts.get(self.group_id, set()))
         if g is None:
             from kseg.storage.tree import NO_MATCH, InputError
 
@@ -251,10 +253,11 @@ class OffsetsRun:
             lambda batch, log: replay_batch(replay, batch, log, consumer_offsets, self._decoded),
         )
 
-    def _records(self, pdir: Path, decode) -> Iterator[dict]:
-        """Every decoded record of ``pdir`` at or before ``at``, as (record, producer id,
-        (file, batch base offset, offset), timestamp); problems are yielded as failures and
-        the list is the generator's return value."""
+    def _records(self, pdir: Path, decode, group: str | None = None) -> Iterator[dict]:
+        """Every decoded record of ``pdir`` at or before ``at`` (only ``group``'s, by its
+        ``group_id``, when given), as (record, producer id, (file, batch base offset, offset),
+        timestamp); problems are yielded as failures and the list is the generator's return
+        value."""
         got: list[tuple] = []
 
         def each(batch, log: Path) -> Iterator[dict]:
@@ -264,7 +267,7 @@ class OffsetsRun:
                 if not counts_at(rec.timestamp, self.at):
                     continue
                 d = yield from self._decoded(decode, rec, batch, log)
-                if d is not None:
+                if d is not None and (group is None or d.get("group_id") == group):
                     where = (str(log), batch.base_offset, rec.offset)
                     got.append((d, batch.producer_id, where, rec.timestamp))
 

@@ -17,13 +17,13 @@ SHARE_STATE_TOPIC = "__share_group_state"
 def share_offsets(
     g: Group,
     sel: Selection,
-    records: Callable[[Path, Callable], Generator[dict, None, list[tuple]]],
+    records: Callable[[Path, Callable, str], Generator[dict, None, list[tuple]]],
 ) -> Generator[dict, None, list[dict]]:
     """A share group's share-partition state from `__share_group_state` (every partition of
-    it under ``sel``'s roots, its records as ``records(pdir, decode)`` gives them: (record,
-    producer id, where, timestamp); only this group's records are kept): ShareSnapshot replaces a
-    share-partition's state, ShareUpdate changes its start offset and leader epoch when it
-    carries one (-1: unchanged) and adds state batches, a tombstone deletes it. Returns
+    it under ``sel``'s roots, its records as ``records(pdir, decode, group)`` gives them:
+    (record, producer id, where, timestamp); only this group's records are kept): ShareSnapshot
+    replaces a share-partition's state, ShareUpdate changes its start offset and leader epoch
+    when it carries one (-1: unchanged) and adds state batches, a tombstone deletes it. Returns
     ``share_offset`` events: the share-partition start offset (SPSO), not a committed offset
     (share groups commit none); the in-flight state batches are not merged or shown."""
     from kseg.format.coordinator import share_group_state
@@ -46,7 +46,7 @@ def share_offsets(
         pdir, note = best_replica(replicas[p])
         if note:
             yield {"type": "notice", "message": note}
-        for rec, _pid, where, ts in (yield from records(pdir, share_group_state)):
+        for rec, _pid, where, ts in (yield from records(pdir, share_group_state, g.group)):
             if rec.get("group_id") != g.group:
                 continue
             key = (rec["topic_id"], rec["partition"])

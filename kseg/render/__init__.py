@@ -104,12 +104,17 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
 def finish_format_string(run) -> Outcome:
     """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
     as one line each on stderr. Returns what the run found."""
+    from kseg.dump.header_columns import StreamedLine
+
     out = stdout()
     write = out.write
     for chunk in run.chunks():
         for ev in chunk:
             if type(ev) is bytes:
                 write(ev)
+            elif type(ev) is StreamedLine:  # a record of many headers, in pieces
+                for piece in ev:
+                    write(piece)
             elif ev["type"] == "error":
                 where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
                 say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")

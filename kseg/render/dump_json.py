@@ -7,17 +7,22 @@ orjson.dumps of the event dicts gives (tests hold them equal)."""
 from __future__ import annotations
 
 from binascii import b2a_base64
+from collections.abc import Iterator
 
 import orjson
 
 from kseg.dump import kernel_json
 from kseg.dump import payload as P
+from kseg.dump.header_columns import StreamedLine, joined, repeated
+from kseg.format.headers import Headers
 
 _RECORD_LINE = (
     b'{"type":"record","file":%s,"offset":%d,"timestamp":%d,"timestamp_type":"%s","key_size":%d,'
     b'"value_size":%d,"sequence":%d,"key":%s,"key_encoding":%s,"value":%s,"value_encoding":%s,'
     b'"headers":%s,"header_encodings":%s}\n'
 )
+
+_NO_HEADERS = b'"headers":[],"header_encodings":[]}\n'
 
 
 def file_json(name: str, tags: dict | None) -> bytes:
@@ -54,6 +59,27 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
         hs = b"[" + b",".join(b"[" + dumps(hk) + b"," + f[0] + b"]" for hk, f in parts) + b"]"
         return hs, b"[" + b",".join(f[1] for _, f in parts) + b"]"
 
+    def streamed_headers(start: bytes, headers) -> Iterator[bytes]:
+        # a record of many headers: its line up to them, then the headers in pieces, a run of
+        # equal ones rendered once
+        yield start + b'"headers":['
+        yield from joined(
+            repeated(
+                (
+                    (b"[" + dumps(hk) + b"," + field(hv)[0] + b"]", n)
+                    for hk, hv, n in headers.runs()
+                ),
+                b",",
+            )
+        )
+        yield b'],"header_encodings":['
+        yield from joined(repeated(((field(hv)[1], n) for _, hv, n in headers.runs()), b","))
+        yield b"]}\n"
+
+    def streamed(line: bytes, headers) -> StreamedLine:
+        # ``line``: the record's line made with empty headers
+        return StreamedLine(streamed_headers(line[: -len(_NO_HEADERS)], headers))
+
     if mode == "base64":  # the common scripting mode, inlined: it runs once per record
         # one template per null/non-null key and value, quotes included: no concatenations
         def variant(key_null: bool, value_null: bool) -> bytes:
@@ -75,8 +101,10 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
             variant(True, True),
         )
 
-        def make(rec: tuple, _name: str = name) -> bytes:
+        def make(rec: tuple, _name: str = name) -> bytes | StreamedLine:
             key, value, ts, headers, offset, seq, ts_type = rec
+            if type(headers) is Headers:
+                return streamed(make(rec[:3] + ((),) + rec[4:]), headers)
             hs, he = headers_json(headers) if headers else (b"[]", b"[]")
             t = ts_types[ts_type]
             if key is not None and value is not None:
@@ -123,8 +151,10 @@ def record_json_maker(name: str, mode: str, tags: dict | None = None):
 
         return make
 
-    def make(rec: tuple, _name: str = name) -> bytes:
+    def make(rec: tuple, _name: str = name) -> bytes | StreamedLine:
         key, value, ts, headers, offset, seq, ts_type = rec
+        if type(headers) is Headers:
+            return streamed(make(rec[:3] + ((),) + rec[4:]), headers)
         k, ke = field(key)
         v, ve = field(value)
         hs, he = headers_json(headers) if headers else (b"[]", b"[]")

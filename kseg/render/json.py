@@ -7,6 +7,7 @@ from typing import BinaryIO
 
 import orjson
 
+from kseg.dump.header_columns import HeaderColumn, StreamedEvent, StreamedLine, joined
 from kseg.kernel import lines_type
 from kseg.render.streams import lines_writer
 
@@ -37,8 +38,31 @@ def write_json_chunks(chunks: Iterable[list], out: BinaryIO) -> Iterator[list]:
                 write(ev)
             elif t is dict:
                 write(dumps(ev, option=_OPTS))
+            elif t is StreamedLine:  # a record of many headers, in pieces
+                for piece in ev:
+                    write(piece)
+            elif t is StreamedEvent:
+                write_streamed_event(ev, write)
             elif t is lines_type():  # (asked only here: the kernel loads while chunks are made)
                 put_lines(ev)
             else:
                 write(dumps(ev, option=_OPTS))
         yield chunk
+
+
+def write_streamed_event(ev: dict, write) -> None:
+    """The JSON line of an event holding HeaderColumns, written piece by piece: byte for byte
+    orjson.dumps of the event with each column a list (compact JSON: ``{"k":v,...}``)."""
+    dumps = orjson.dumps
+    sep = b"{"
+    for k, v in ev.items():
+        write(sep + dumps(k) + b":")
+        sep = b","
+        if type(v) is HeaderColumn:
+            write(b"[")
+            for piece in joined(dumps(part)[1:-1] for part in v.chunks()):
+                write(piece)
+            write(b"]")
+        else:
+            write(dumps(v))
+    write(b"}\n")

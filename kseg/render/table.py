@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 import orjson
 
+from kseg.dump.header_columns import HeaderColumn
 from kseg.format.timestamps import iso_ms
 from kseg.render.fields import TIME_FIELDS, bool_text, safe_path
 
@@ -88,15 +89,36 @@ def _short(value: object, encoding: str | None) -> str:
 DUMP_HEAD = ("kind", "offset", "position", "timestamp", "time (UTC)", "size", "detail")
 
 
-def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
-    """(kind, offset, position, timestamp ms, size, detail) of one dump event."""
+def _upto(runs: Iterator[tuple[str, int]], most: int) -> str:
+    """``",".join`` of the pieces (each ``n`` times in a row), stopped once longer than ``most``
+    characters (a row's detail is cut to the table's width: what lies beyond never shows)."""
+    out: list[str] = []
+    total = 0
+    for p, n in runs:
+        k = min(n, most // (len(p) + 1) + 1)
+        out += [p] * k
+        total += k * (len(p) + 1)
+        if total > most:
+            break
+    return ",".join(out)
+
+
+def _dump_row(ev: dict, most: int = 1 << 62) -> tuple[str, str, str, int | None, str, str]:
+    """(kind, offset, position, timestamp ms, size, detail) of one dump event; a record's
+    header list stops past ``most`` characters (the detail is cut to fewer)."""
     t = ev["type"]
     if t == "record":
         detail = []
         if "key" in ev:
             detail.append("key=" + _short(ev["key"], ev["key_encoding"]))
             detail.append("value=" + _short(ev["value"], ev["value_encoding"]))
-            if ev["headers"]:
+            headers = ev["headers"]
+            if type(headers) is HeaderColumn:  # many headers: never all of them in one string
+                detail.append(
+                    "headers="
+                    + _upto(((f"{k}:{_short(v, e)}", n) for k, v, e, n in headers.triples()), most)
+                )
+            elif headers:
                 detail.append(
                     "headers="
                     + ",".join(
@@ -104,6 +126,8 @@ def _dump_row(ev: dict) -> tuple[str, str, str, int | None, str, str]:
                         for (k, v), e in zip(ev["headers"], ev["header_encodings"], strict=True)
                     )
                 )
+        elif type(ev.get("header_keys")) is HeaderColumn:
+            detail.append("header_keys=" + _upto(ev["header_keys"].runs(), most))
         elif ev.get("header_keys"):
             detail.append("header_keys=" + ",".join(ev["header_keys"]))
         if "decoded" in ev:
@@ -263,7 +287,7 @@ class _DumpTable:
             if self.pending >= CHUNK:
                 self.flush()
             return
-        kind, offset, position, ts, size, detail = _dump_row(ev)
+        kind, offset, position, ts, size, detail = _dump_row(ev, self.width + 1)
         if ts is None:
             ms = iso = ""
         else:

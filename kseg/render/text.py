@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from kseg.dump.header_columns import KEYS, HeaderColumn, StreamedEvent, joined, repeated
 from kseg.format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
 from kseg.format.timestamps import with_iso
 from kseg.render.fields import PATH_FIELDS, field_text, one_line, safe_path
@@ -142,12 +143,47 @@ def text_line(ev: dict) -> str:
     return f"{t} {rest}"
 
 
+def streamed_text(ev: dict) -> Iterator[str]:
+    """text_line of a record event holding HeaderColumns (kseg.dump.header_columns), in pieces:
+    the same text, its headers written a chunk at a time."""
+    if "decoded" in ev or "timestamp" not in ev:
+        special = _record_special(ev)
+        if special is not None:
+            yield special
+            return
+    yield (
+        f"| offset: {ev['offset']} {ev['timestamp_type']}: {with_iso(ev['timestamp'])} keySize: {ev['key_size']}"
+        f" valueSize: {ev['value_size']} sequence: {ev['sequence']}"
+    )
+    column = ev["headers"] if "headers" in ev else ev["header_keys"]
+    yield " headerKeys: ["
+    keys = HeaderColumn(column.headers, None, KEYS)
+    yield from joined((_q(part)[1:-1] for part in keys.chunks()), ",")
+    yield "]"
+    if "headers" in ev:
+        yield " key: " + _payload(ev["key"], ev["key_encoding"])
+        yield " payload: " + _payload(ev["value"], ev["value_encoding"])
+        yield " headers: {"
+        yield from joined(
+            repeated(((f"{_q(k)}: {_payload(v, e)}", n) for k, v, e, n in column.triples()), ", "),
+            ", ",
+        )
+        yield "}"
+    if "decoded" in ev:
+        yield " decoded: " + _q(ev["decoded"])
+
+
 def write_text_chunks(
     chunks: Iterable[list[dict]], out: BinaryIO, line=text_line
 ) -> Iterator[list[dict]]:
     write = out.write
     for chunk in chunks:
         for ev in chunk:
+            if type(ev) is StreamedEvent:  # a record of many headers, in pieces
+                for piece in streamed_text(ev):
+                    write(piece.encode("utf-8", "replace"))
+                write(b"\n")
+                continue
             text = line(ev)
             if text is not None:
                 write(text.encode("utf-8", "replace") + b"\n")

@@ -17,6 +17,7 @@ from kseg.storage.atomic import (
     sha256_file,
     sha256_range,
 )
+from kseg.storage.links import open_rw
 
 TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 
@@ -117,7 +118,7 @@ class Patch(ActionKind):
         return self._now(a) == bytes.fromhex(a.old_hex)
 
     def _write(self, a: Action, data: bytes) -> None:
-        with open(a.file, "r+b") as f:
+        with os.fdopen(open_rw(a.file), "r+b") as f:  # never through a symlink
             f.seek(a.position)
             f.write(data)
             f.flush()
@@ -179,7 +180,7 @@ class Truncate(ActionKind):
             raise RepairError(
                 f"{path}: changed since the repair was planned (size {size}); not truncating"
             )
-        with open(path, "r+b") as f:
+        with os.fdopen(open_rw(path), "r+b") as f:  # never through a symlink
             f.truncate(a.position)
             f.flush()
             os.fsync(f.fileno())
@@ -209,7 +210,7 @@ class Truncate(ActionKind):
 
     def undo(self, a, q):
         path = Path(a.file)
-        with open(path, "r+b") as f, open(q, "rb") as src:
+        with os.fdopen(open_rw(path), "r+b") as f, open(q, "rb") as src:
             f.truncate(a.position)  # drops only a cut-short append of our own (checked)
             f.seek(a.position)
             while chunk := src.read(1 << 20):

@@ -38,7 +38,7 @@ from kseg.repair.manifest import (
     peek_status,
     save,
 )
-from kseg.storage.atomic import remove_stale_temps
+from kseg.storage.atomic import remove_stale_temps, removed_message
 from kseg.storage.lock import LogDirLocks, held_message
 from kseg.storage.space import check_space, device
 from kseg.storage.tree import partition_logs
@@ -179,7 +179,6 @@ def apply_restore(pr: PartitionRestore) -> Iterator[Action]:
     """Undo the pending actions of one checked partition; yields each as it is done."""
     m = pr.manifest
     if pr.pending:
-        remove_stale_temps(m.partition_dir)  # of a restore killed before (we hold the lock)
         m.status = RESTORING
         save(pr.qdir, m)
         for a in pr.pending:
@@ -227,6 +226,11 @@ class RestoreRun:
                 )
                 return
             total = 0
+            for pr in plans:  # what a run killed before left (we hold the lock)
+                for place, only_dead in ((pr.manifest.partition_dir, False), (pr.qdir, True)):
+                    removed = remove_stale_temps(place, only_dead_writers=only_dead)
+                    if removed:
+                        yield {"type": "notice", "message": removed_message(place, removed)}
             try:
                 for pr in plans:
                     if pr.note:

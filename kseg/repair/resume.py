@@ -72,13 +72,6 @@ def unfinished_work(
     return out
 
 
-def incomplete_repairs(quarantine_roots: list[Path], partition_dir: Path) -> list[Path]:
-    """Quarantine dirs of the unfinished repairs of ``partition_dir`` (see unfinished_work)."""
-    return [
-        q for q, status in unfinished_work(quarantine_roots, partition_dir) if status in INCOMPLETE
-    ]
-
-
 def resume(qdir: Path) -> Manifest | None:
     """Finish an interrupted repair. None if it had not begun changing the partition and the
     partition changed since it was planned: its quarantine is dropped and the caller plans anew.

@@ -10,7 +10,7 @@ found``, nothing reset). A log.dirs root holds internal topics beside the users'
   (``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``) and the other
   topics Kafka keeps for itself (``__remote_log_metadata``, ...);
 - it gets rows only when selected explicitly: ``--topic`` is given and matches its name from
-  the first character (``re.match``: the regex accounts for the leading ``__``, e.g.
+  the first character (an anchored match: the regex accounts for the leading ``__``, e.g.
   ``^__consumer_offsets$``, ``__transaction``, ``.*``; ``offsets`` alone finds
   ``__consumer_offsets`` but does not select it for the file);
 - ``__cluster_metadata`` never gets a row: KRaft's log is served to no consumer, no group has a
@@ -20,8 +20,9 @@ found``, nothing reset). A log.dirs root holds internal topics beside the users'
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
+
+from kseg.format.regex import compile_text
 
 INTERNAL_PREFIX = "__"
 CLUSTER_METADATA = "__cluster_metadata"
@@ -35,7 +36,7 @@ def explicitly_selected(topic: str, topic_regex: str | None) -> bool:
     """Does ``--topic`` select this (internal) topic on purpose (see the module docstring)?"""
     if topic == CLUSTER_METADATA or not topic_regex:
         return False
-    return re.match(topic_regex, topic) is not None
+    return compile_text(topic_regex).match_str(topic)
 
 
 def for_reset_file(

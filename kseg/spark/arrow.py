@@ -82,6 +82,11 @@ def records_schema(include_headers: bool, segment_columns: bool) -> pa.Schema:
 
 
 BATCHES_SCHEMA = pa.schema(BATCH_FIELDS)
+# batches mode with problems=true (`kseg spark stats`): two more columns, null on every batch
+# row; a row holding only them (and topic, partition, file, log_dir) for each problem met
+BATCHES_PROBLEMS_SCHEMA = pa.schema(
+    BATCH_FIELDS + [("problem_kind", pa.string()), ("problem", pa.string())]
+)
 _LONGS = ("base_offset", "last_offset")
 
 
@@ -101,7 +106,7 @@ def _warn(message: str) -> None:
 UNREADABLE: list[str] = []
 
 
-def unreadable(task: Task, exc: OSError) -> None:
+def unreadable(task: Task, exc: OSError, *, warn: bool = True) -> str:
     """A segment that cannot be opened or read (gone since planning, not a regular file, an
     I/O or object-store error that outlived pyarrow's own retries): a warning naming it, and the
     job goes on without its rows (rows before the failure stay)."""
@@ -113,12 +118,15 @@ def unreadable(task: Task, exc: OSError) -> None:
         "not in the result; `kseg spark verify` reports it)"
     )
     UNREADABLE.append(message)
-    _warn(message)
+    if warn:
+        _warn(message)
+    return message
 
 
-def _entries(task: Task, decode=None) -> Iterator:
+def _entries(task: Task, decode=None, problems: list | None = None) -> Iterator:
     """The top-level entries that START inside the task's byte range, in order. ``decode``
-    (kernel_arrow.spark_records) also yields the rows of the batches it decoded, with shift None."""
+    (kernel_arrow.spark_records) also yields the rows of the batches it decoded, with shift None.
+    ``problems`` gets (kind, message) for what ends the walk: invalid data, or ``unreadable``."""
     try:
         with fs.open_range(task.path, task.start, task.end) as (buf, shift):
             try:
@@ -130,9 +138,14 @@ def _entries(task: Task, decode=None) -> Iterator:
                 ):
                     yield entry, shift
             except CorruptionError as exc:
-                _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+                if problems is None:
+                    _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+                else:  # the caller reports it (on the driver): not twice
+                    problems.append((exc.kind, f"{exc} (counting of this segment stops here)"))
     except OSError as exc:
-        unreadable(task, exc)
+        message = unreadable(task, exc, warn=problems is None)
+        if problems is not None:
+            problems.append(("unreadable", message))
 
 
 def _tuples(entry, problems: list) -> Iterator[tuple]:
@@ -334,12 +347,18 @@ def kafka07_record_batches(
         yield _to_batch(cols, schema)
 
 
-def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa.RecordBatch]:
+def batch_rows(
+    task: Task, *, compute_uncompressed: bool = False, problems: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """The batches view of the task's range. ``problems``: also a row per problem met (what
+    ends the walk, a batch whose records do not decompress), as `kseg stats` reports them."""
     from kseg.dump.batch_events import batch_event
 
-    cols: dict[str, list] = {name: [] for name in BATCHES_SCHEMA.names}
+    schema = BATCHES_PROBLEMS_SCHEMA if problems else BATCHES_SCHEMA
+    cols: dict[str, list] = {name: [] for name in schema.names}
+    met: list[tuple[str, str]] = []
     n = 0
-    for entry, shift in _entries(task):
+    for entry, shift in _entries(task, problems=met if problems else None):
         ev = batch_event(entry, task.path)
         ev["position"] += shift
         if not isinstance(entry, RecordBatch) and (compute_uncompressed or not entry.is_compressed):
@@ -350,31 +369,44 @@ def batch_rows(task: Task, *, compute_uncompressed: bool = False) -> Iterator[pa
                 pass
         size_out = None
         if compute_uncompressed:
-            size_out = ev["size"] if ev["compression"] == "none" else _uncompressed(entry)
+            size_out = (
+                ev["size"]
+                if ev["compression"] == "none"
+                else _uncompressed(entry, met if problems else None, task.path)
+            )
         row = {
             **ev,
             "topic": task.topic,
             "partition": task.partition,
             "uncompressed_size": size_out,
             "log_dir": task.log_dir,
+            "problem_kind": None,
+            "problem": None,
         }
         for name in _LONGS:  # last_offset = base + delta can pass 2^63-1
             v = row[name]
             if v is not None and not I64_MIN <= v <= I64_MAX:
                 _warn(f"{task.path}: batch at byte {row['position']}: {name} {v} past 2^63-1: null")
                 row[name] = None
-        for name in BATCHES_SCHEMA.names:
+        for name in schema.names:
             cols[name].append(row[name])
         n += 1
         if n >= ROWS_PER_BATCH:
-            yield _to_batch(cols, BATCHES_SCHEMA)
-            cols = {name: [] for name in BATCHES_SCHEMA.names}
+            yield _to_batch(cols, schema)
+            cols = {name: [] for name in schema.names}
             n = 0
+    if problems:
+        for kind, message in met:
+            fixed = {"topic": task.topic, "partition": task.partition, "file": task.path}
+            fixed |= {"log_dir": task.log_dir, "problem_kind": kind, "problem": message}
+            for name in schema.names:
+                cols[name].append(fixed.get(name))
+            n += 1
     if n:
-        yield _to_batch(cols, BATCHES_SCHEMA)
+        yield _to_batch(cols, schema)
 
 
-def _uncompressed(entry) -> int | None:
+def _uncompressed(entry, problems: list | None = None, path: str = "") -> int | None:
     from kseg.format import compression
 
     try:
@@ -388,7 +420,11 @@ def _uncompressed(entry) -> int | None:
         if value is None:
             return None  # a wrapper without a value (inner_summary reports it)
         return entry.size - len(value) + entry.decompressed_size()
-    except CorruptionError:
+    except CorruptionError as exc:
+        if problems is not None:  # as `kseg stats`: invalid content, counting goes on
+            if exc.position is None:
+                exc.position = entry.position
+            problems.append((exc.kind, str(exc.in_file(path))))
         return None
 
 

@@ -340,6 +340,12 @@ def export(
     only: Spark's keeps them in the executors' logs) gets a message for each segment that could
     not be read; the export holds everything else."""
     require_input(paths, options.get("topic"), kafka07=True)
+    if unreadable is not None:  # left out by the plan (kseg.spark.planning), said here
+        from kseg.spark.planning import Prune, unreadable_segments
+
+        unreadable.extend(
+            unreadable_segments(paths, Prune(topic=options.get("topic")), kafka07=True)
+        )
     codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
     if choose_writer(writer, fmt, partition_by or (), out, codec) == "arrow":
         from kseg.spark import parquet_out
@@ -431,19 +437,23 @@ class _End:
         self.below_log_start = below_log_start
 
 
-def stats(spark, paths: list[str], per_hour: bool = False, **options):
+def stats(spark, paths: list[str], per_hour: bool = False, *, problems: bool = False, **options):
     """Per topic-partition (and hour): records, bytes, codecs and ratio, offset and timestamp
     ranges, producers, transactional share. Header-level work plus one decompression a batch.
 
     What each column means is defined once, in kseg.stats.stats (the local `kseg stats`): the
     aggregations below compute exactly those numbers from the batches view, and
-    tests/spark/test_stats_local.py holds the two implementations together."""
+    tests/spark/test_stats_local.py holds the two implementations together.
+
+    ``problems``: one more column, ``problems``, the list of "<kind>\t<message>" of what the
+    row's segments held that `kseg stats` reports (stats_run says them); a row counts only
+    batches (``batches`` 0: problems alone)."""
     from pyspark.sql import functions as F
 
     from kseg.format.timestamps import MAX_MS
 
     require_input(paths, options.get("topic"))
-    df = read(spark, paths, mode="batches", computeUncompressed=True, **options)
+    df = read(spark, paths, mode="batches", computeUncompressed=True, problems=problems, **options)
     keys = ["topic", "partition", "log_dir"]  # one row per replica: they may differ
     if per_hour:
         df = df.withColumn(
@@ -459,9 +469,13 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
             ),
         )
         keys.append("hour")
+    more = []
+    if problems:  # a problem row has no hour: its own group (batches 0), in the same pass
+        problem = F.when(F.col("problem").isNotNull(), F.concat_ws("\t", "problem_kind", "problem"))
+        more.append(F.collect_list(problem).alias("problems"))
     agg = df.groupBy(*keys).agg(
         F.sum(F.when(~F.col("is_control"), F.col("count")).otherwise(0)).alias("records"),
-        F.count("*").alias("batches"),
+        F.count("size").alias("batches"),  # not a problem row (problems=True): size is null
         F.sum("size").alias("bytes"),
         F.sum("uncompressed_size").alias("uncompressed_bytes"),
         F.array_sort(F.collect_set("compression")).alias("codecs"),
@@ -475,6 +489,7 @@ def stats(spark, paths: list[str], per_hour: bool = False, **options):
         (
             F.sum(F.when(F.col("is_transactional"), F.col("size")).otherwise(0)) / F.sum("size")
         ).alias("transactional_share"),
+        *more,
     )
     agg = agg.withColumn("compression_ratio", F.col("uncompressed_bytes") / F.col("bytes"))
     return agg.orderBy(*keys)
@@ -488,14 +503,36 @@ def verify_events(spark, paths: list[str], out: str | None = None, **options) ->
 
 def stats_events(spark, paths: list[str], per_hour: bool = False, **options) -> list[dict]:
     """``stats`` rows as events (the hour as text); no batch at all is said, as a notice."""
-    rows = [r.asDict() for r in stats(spark, paths, per_hour=per_hour, **options).collect()]
-    events = [
-        {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in r.items()}} for r in rows
-    ]
-    if not events:  # segments exist but hold no batch (e.g. empty active segments)
+    return stats_run(spark, paths, per_hour, **options)[0]
+
+
+def stats_run(spark, paths: list[str], per_hour: bool = False, **options):
+    """(events, outcome) of ``stats``, as `kseg stats` reports them: a failure (one line) for
+    each segment left out because it is no regular file (exit 8, the rest counted) and for each
+    problem met (invalid data: exit 4; unreadable: 8), then the rows."""
+    from kseg.outcome import Outcome, outcome_of_kind
+    from kseg.spark.planning import Prune, unreadable_segments
+
+    found = Outcome.OK
+    events: list[dict] = []
+    for message in unreadable_segments(paths, Prune(topic=options.get("topic"))):
+        found |= Outcome.UNREADABLE
+        events.append({"type": "failure", "message": message})
+    rows = []
+    for r in stats(spark, paths, per_hour=per_hour, problems=True, **options).collect():
+        row = r.asDict()
+        for problem in row.pop("problems", None) or []:
+            kind, _, message = problem.partition("\t")
+            found |= outcome_of_kind(kind)
+            events.append({"type": "failure", "message": message})
+        if row["batches"]:
+            rows.append(
+                {"type": "stats", **{k: (str(v) if k == "hour" else v) for k, v in row.items()}}
+            )
+    if not rows:  # segments exist but hold no batch (e.g. empty active segments)
         message = f"{', '.join(paths)}: the segments hold no batch: nothing to count"
-        return [{"type": "notice", "message": message}]
-    return events
+        rows = [{"type": "notice", "message": message}]
+    return events + rows, found
 
 
 def stop_gateway() -> None:

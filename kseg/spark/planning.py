@@ -18,7 +18,7 @@ from kseg.format.log import check_entry_header
 from kseg.storage import files, tree
 from kseg.storage.partition import Partition
 from kseg.storage.segment import Segment
-from kseg.storage.uri import as_path
+from kseg.storage.uri import UriPath, as_path
 
 DEFAULT_MAX_BYTES = 128 << 20
 
@@ -99,6 +99,8 @@ def plan(
             tasks += _kafka07_tasks(pdir, topic, part, log_dir, prune)
             continue
         for i, seg in enumerate(segments):
+            if _unreadable(seg.log) is not None:  # said by unreadable_segments, on the driver
+                continue
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if prune.to_offset is not None and seg.base_offset > prune.to_offset:
                 continue
@@ -126,13 +128,42 @@ def _kafka07_list(pdir) -> list:
 
 def has_kafka07_segment(pdir: str) -> bool:
     """Does the dir hold a non-empty Kafka 0.7 `.kafka` segment (what records mode reads)?"""
-    return any(p.stat().st_size for p in _kafka07_list(pdir))
+    return any(_unreadable(p) is None and p.stat().st_size for p in _kafka07_list(pdir))
+
+
+def _unreadable(path) -> str | None:
+    """Why a listed segment is no regular file to read (kseg.storage.links: a dangling or
+    looping symlink, a FIFO, socket, device or directory named like a segment), else None. A
+    URI names an object: None (its reader says what fails)."""
+    if isinstance(path, UriPath) or "://" in str(path):
+        return None
+    from kseg.storage.links import unreadable_reason
+
+    return unreadable_reason(path)
+
+
+def unreadable_segments(paths: list[str], prune: Prune, *, kafka07: bool = False) -> list[str]:
+    """One message per segment the plan leaves out because it is no regular file (see
+    ``_unreadable``), on the driver, before Spark starts: a listing and a stat per segment. The
+    jobs say each (a warning naming it) and exit 8, as the local commands do; the rest is read."""
+    out = []
+    for pdir, *_ in find_partitions(paths, prune):
+        logs = [s.log for s in Partition(pdir).segments]
+        if kafka07 and not logs:
+            logs = _kafka07_list(pdir)
+        for log in logs:
+            why = _unreadable(log)
+            if why is not None:
+                out.append(f"{log}: unreadable: {why} (skipped: its records are not in the result)")
+    return out
 
 
 def _kafka07_tasks(pdir, topic: str, part: int, log_dir: str, prune: Prune) -> list[Task]:
     segs = _kafka07_list(pdir)
     out = []
     for i, p in enumerate(segs):
+        if _unreadable(p) is not None:  # said by unreadable_segments, on the driver
+            continue
         base = files.file_kind(p).base_offset
         nxt = files.file_kind(segs[i + 1]).base_offset if i + 1 < len(segs) else None
         if prune.to_offset is not None and base > prune.to_offset:

@@ -7,12 +7,14 @@ Options: mode=records|batches|segments|findings; includeHeaders; segmentColumns 
 position, magic, compression, leader_epoch, producer_id, is_transactional, is_control);
 includeControl (control batches are skipped by default, as consumers skip them); topic (regex);
 partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8601);
-maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode);
+maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode); problems
+(batches mode: columns problem_kind and problem, null on batch rows, and a row per problem met:
+what ends a segment's walk, a batch that does not decompress, an unreadable segment);
 indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
 Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
-(Python bytes regexes, re.search), header (NAME or NAME=REGEX), keyEq (exact key), valueContains;
-all given must hold. A filter `col("key") == b"..."` is pushed down as keyEq (with
-filterPushdown).
+(RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
+NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
+`col("key") == b"..."` is pushed down as keyEq (with filterPushdown).
 
 The reader object is pickled to executors: it holds plain data only.
 """
@@ -20,12 +22,12 @@ The reader object is pickled to executors: it holds plain data only.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from datetime import datetime
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kseg.format.regex import escape
 from kseg.spark import planning
 from kseg.spark.planning import Prune, Task
 
@@ -70,7 +72,7 @@ def spark_schema(options):
 
     options = _opts(options)
 
-    from kseg.spark.arrow import BATCHES_SCHEMA, records_schema
+    from kseg.spark.arrow import BATCHES_PROBLEMS_SCHEMA, BATCHES_SCHEMA, records_schema
     from kseg.spark.checks import FINDINGS_SCHEMA, SEGMENTS_SCHEMA
 
     mode = (options.get("mode") or "records").lower()
@@ -80,7 +82,9 @@ def spark_schema(options):
         "records": lambda: records_schema(
             _bool(options, "includeHeaders"), _bool(options, "segmentColumns")
         ),
-        "batches": lambda: BATCHES_SCHEMA,
+        "batches": lambda: (
+            BATCHES_PROBLEMS_SCHEMA if _bool(options, "problems") else BATCHES_SCHEMA
+        ),
         "segments": lambda: SEGMENTS_SCHEMA,
         "findings": lambda: FINDINGS_SCHEMA,
     }[mode]()
@@ -127,6 +131,7 @@ class KsegReader(DataSourceReader):
         self.segment_columns = _bool(options, "segmentColumns")
         self.include_control = _bool(options, "includeControl")
         self.compute_uncompressed = _bool(options, "computeUncompressed")
+        self.problems = _bool(options, "problems")  # batches: a row per problem met
         self.max_bytes = _int(options, "maxPartitionBytes") or planning.DEFAULT_MAX_BYTES
         self.index_interval_bytes = _int(options, "indexIntervalBytes") or 4096
         self.deep = _bool(options, "deep")
@@ -210,7 +215,9 @@ class KsegReader(DataSourceReader):
         elif self.mode == "batches":
             from kseg.spark.arrow import batch_rows
 
-            yield from batch_rows(task, compute_uncompressed=self.compute_uncompressed)
+            yield from batch_rows(
+                task, compute_uncompressed=self.compute_uncompressed, problems=self.problems
+            )
         elif self.mode == "segments":
             from kseg.spark.checks import segment_rows
 
@@ -243,7 +250,7 @@ class KsegPushdownReader(KsegReader):
             if col == "key" and isinstance(f, EqualTo) and isinstance(value, (bytes, bytearray)):
                 p["key_eq"] = bytes(value)  # a record search: only batches holding it decode
             elif col == "topic" and isinstance(f, EqualTo):
-                p["topic"] = "^" + re.escape(value) + "$"
+                p["topic"] = "^" + escape(value) + "$"
             elif col == "partition" and isinstance(f, (EqualTo, In)):
                 p["partitions"] = frozenset([value] if isinstance(f, EqualTo) else value)
             elif col in ("offset", "timestamp") and isinstance(

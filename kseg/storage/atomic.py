@@ -33,15 +33,52 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARK in name
 
 
-def remove_stale_temps(directory: str | Path) -> None:
-    """Remove the temp files a killed kseg left in ``directory`` (its own names only). Call it
-    only while holding the log dir's lock: then no other kseg is writing there."""
+def _writer_running(name: str) -> bool:
+    """Is the process that named this temp file (``...kseg-tmp-<pid>-<random>``) still running
+    (another than this one)?"""
+    pid = name.rsplit(TEMP_MARK, 1)[-1].split("-", 1)[0]
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return False
     try:
-        names = [p for p in Path(directory).iterdir() if is_temp_name(p.name)]
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as someone else
+        return True
+    return True
+
+
+def remove_stale_temps(directory: str | Path, *, only_dead_writers: bool = False) -> list[str]:
+    """Remove the temp files a killed kseg left in ``directory`` (its own names only, regular
+    files or links, never followed); returns their names. Call it holding the log dir's lock:
+    then no other kseg is writing there. ``only_dead_writers``: a place no lock covers (a
+    quarantine another run may share): leave the temp files of a kseg still running."""
+    try:
+        with os.scandir(directory) as it:
+            names = [
+                e.name for e in it if is_temp_name(e.name) and not e.is_dir(follow_symlinks=False)
+            ]
     except OSError:
-        return
-    for p in names:
-        p.unlink(missing_ok=True)
+        return []
+    removed = []
+    for name in sorted(names):
+        if only_dead_writers and _writer_running(name):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            continue  # an unwritable directory: the write that needs it says so
+        removed.append(name)
+    return removed
+
+
+def removed_message(directory: str | Path, removed: list[str]) -> str:
+    """The one line saying which temp files a killed kseg had left were removed."""
+    shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
+    files = "temp file" if len(removed) == 1 else "temp files"
+    return f"{directory}: removed {len(removed)} {files} a killed kseg run had left ({shown})"
 
 
 def _write_replace(path: Path, fill: Callable[[object], None]) -> None:
@@ -104,8 +141,10 @@ def atomic_copy(
 
     h = hashlib.sha256()
 
+    from kseg.storage.mapped import open_regular  # a FIFO or device is never opened
+
     def fill(fo) -> None:
-        with open(src, "rb") as fi:
+        with os.fdopen(open_regular(src), "rb") as fi:
             fi.seek(start)
             left = length
             while left > 0:
@@ -124,8 +163,10 @@ def atomic_copy(
 def sha256_range(path: str | Path, start: int, end: int) -> str:
     import hashlib  # only a repair or restore hashes (start-up: a plain verify does not)
 
+    from kseg.storage.mapped import open_regular  # a FIFO or device is never opened
+
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         f.seek(start)
         left = end - start
         while left > 0:

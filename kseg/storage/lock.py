@@ -86,9 +86,6 @@ def lock_held(log_dir: str | Path) -> bool:
     return False
 
 
-broker_lock_held = lock_held  # the name earlier versions exported
-
-
 class LogDirLocks:
     """The `.lock` of every log dir a writing command touches, each taken once and held to the end.
 
@@ -112,7 +109,9 @@ class LogDirLocks:
         if key in self._refused:
             return False
         try:
-            fd = os.open(key / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # never through a symlink (kseg.storage.links): a dangling one would create its target
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+            fd = os.open(key / LOCK_NAME, flags, 0o644)
         except OSError as exc:
             raise OSError(
                 exc.errno, f"cannot open the lock file: {exc.strerror}", str(key / LOCK_NAME)

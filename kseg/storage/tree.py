@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from kseg.format.regex import Pattern, RegexError, compile_text
 from kseg.storage import files as F
 from kseg.storage.uri import UriPath
 
@@ -258,14 +259,15 @@ def _parent(path: str) -> str:
     return head[0] if len(head) == 2 and head[0] else "."
 
 
-def topic_filter(topic: str | None) -> re.Pattern | None:
-    """The compiled --topic regex; a bad one is an InputError (usage)."""
+def topic_filter(topic: str | None) -> Pattern | None:
+    """The compiled --topic regex (kseg.format.regex: RE2 syntax on the topic name, linear
+    time); a bad one, or one RE2 cannot match in linear time, is an InputError (usage)."""
     if not topic:
         return None
     try:
-        return re.compile(topic)
-    except re.error as exc:
-        raise InputError(BAD_REGEX, "--topic", f"not a valid regular expression: {exc}") from None
+        return compile_text(topic)
+    except RegexError as exc:
+        raise InputError(BAD_REGEX, "--topic", str(exc)) from None
 
 
 def select(
@@ -279,7 +281,7 @@ def select(
     out = [
         t
         for t in found
-        if (rx is None or rx.search(t[2].topic))
+        if (rx is None or rx.search_str(t[2].topic))
         and (partition is None or t[2].partition == partition)
     ]
     return sorted(out, key=lambda t: (t[2].topic, t[2].partition, t[2].state or "", t[0]))

@@ -221,7 +221,9 @@ def test_a_signal_during_an_import_waits_for_the_import(tmp_path):
         "    while time.monotonic() < deadline: sum(range(1000))\n"
         "    print('never interrupted')\n"
         "except signals.Interrupted as exc:\n"
-        "    print('interrupted after the import', 'slow_module' in sys.modules, exc.code)\n"
+        "    from kseg.cli.exit import exit_status\n"
+        "    print('interrupted after the import', 'slow_module' in sys.modules,"
+        " int(exit_status(exc)))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, timeout=60

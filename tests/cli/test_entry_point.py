@@ -48,8 +48,8 @@ MISTAKES = {
     " (see 'kseg seek --help')",
     ("seek", "--offset", "0", "-f", "reset-csv", "t-0"): "Invalid value for --format:"
     " reset-csv goes with --time (see 'kseg seek --help')",
-    ("dump", "--key", "(", "t-0"): "Invalid value for --key: not a regular expression: '('"
-    " (missing ), unterminated subpattern at position 0) (see 'kseg dump --help')",
+    ("dump", "--key", "(", "t-0"): "Invalid value for --key: not a valid regular expression:"
+    " '(' (RE2 syntax: missing ): () (see 'kseg dump --help')",
 }
 
 

@@ -675,7 +675,8 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     temp file that goes away, the manifest says `failed`, and a re-run after space is freed
     finishes the repair."""
     from kseg.repair import apply
-    from kseg.verify.run import VerifyOptions, VerifyRun
+    from kseg.repair.run import RepairRun
+    from kseg.verify.run import VerifyOptions
 
     ref = _big_partition(tmp_path / "reference" / "logs")
     assert _repair(ref).returncode == 1
@@ -685,7 +686,7 @@ def test_disk_full_mid_repair_never_blocks_a_rerun(tmp_path, small_tmpfs, monkey
     original = snapshot_tree(pdir)
     q = small_tmpfs / "q"
     monkeypatch.setattr(apply, "check_space", lambda needs: None)  # as if space vanished later
-    run = VerifyRun(VerifyOptions(repair=True, quarantine=q))
+    run = RepairRun(VerifyOptions(repair=True, quarantine=q))
     evs = list(run.events([pdir]))
     assert exit_status(run.outcome) & 8
     (failure,) = [e for e in evs if e["type"] == "failure"]
@@ -708,7 +709,8 @@ def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monk
     """(I) A copy that fails before the first change: the partition is untouched and the
     quarantine dir, which holds nothing needed, is removed."""
     from kseg.repair import actions
-    from kseg.verify.run import VerifyOptions, VerifyRun
+    from kseg.repair.run import RepairRun
+    from kseg.verify.run import VerifyOptions
 
     pdir, _, _ = _corrupt_middle_segment(tree, tmp_path)
     before = snapshot_tree(pdir)
@@ -717,7 +719,7 @@ def test_failure_before_any_change_leaves_no_quarantine_dir(tree, tmp_path, monk
         raise OSError(28, "No space left on device", str(args[1]))
 
     monkeypatch.setattr(actions, "atomic_copy", no_space)
-    run = VerifyRun(VerifyOptions(repair=True))
+    run = RepairRun(VerifyOptions(repair=True))
     evs = list(run.events([pdir]))
     (failure,) = [e for e in evs if e["type"] == "failure"]
     assert "before changing anything" in failure["message"]

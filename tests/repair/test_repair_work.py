@@ -13,9 +13,10 @@ import pytest
 from kseg.format.batch import HEADER_SIZE
 from kseg.format.log import walk_headers
 from kseg.index import rebuild
+from kseg.repair.run import RepairRun
 from kseg.storage.tree import segment_logs
 from kseg.verify import partition
-from kseg.verify.run import VerifyOptions, VerifyRun
+from kseg.verify.run import VerifyOptions
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -47,8 +48,8 @@ def _damaged_txn_partition(tree: Path, dest: Path) -> Path:
     return pdir
 
 
-def _repair(pdir: Path, **kw) -> VerifyRun:
-    run = VerifyRun(VerifyOptions(repair=True, quarantine=pdir.parent.parent / "q", **kw))
+def _repair(pdir: Path, **kw) -> RepairRun:
+    run = RepairRun(VerifyOptions(repair=True, quarantine=pdir.parent.parent / "q", **kw))
     evs = list(run.events([pdir]))
     assert [e for e in evs if e["type"] == "repair_done"], evs
     return run

@@ -51,6 +51,14 @@ def test_a_bad_regex_fails_on_the_driver(spark, tree):
         kseg.spark.read(spark, [str(tree)], key="(").count()
 
 
+@pytest.mark.parametrize("option", ["key", "value", "header", "topic"])
+def test_a_regex_re2_cannot_match_in_linear_time_fails_on_the_driver(spark, tree, option):
+    """The source compiles its patterns as `kseg dump` does (RE2, kseg.format.regex)."""
+    pattern = "h=(a)\\1" if option == "header" else "(a)\\1"
+    with pytest.raises(Exception, match=r"backreference \\1 is not supported"):
+        kseg.spark.read(spark, [str(tree)], **{option: pattern}).count()
+
+
 def test_key_equality_is_pushed_down(spark, tree):
     from pyspark.sql.datasource import EqualTo
 

@@ -1,7 +1,8 @@
 """A segment that cannot be read fails no job: the records of everything else, a warning naming
-it (and, from the Arrow writer's export, a line per segment and exit 8), and a finding from
-verify. Made deterministic with a directory named like a segment (listed, planned, not a regular
-file: NotRegularFileError when a task opens it) and an S3 object deleted after planning."""
+it (and, from the export, a line per segment and exit 8), and a finding from verify. Made
+deterministic with a directory named like a segment (listed, left out of the plan on the driver:
+no regular file, kseg.spark.planning.unreadable_segments) and an S3 object deleted after planning
+(a task's read fails on the executor)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def with_hole(tree, tmp_path_factory):
 
 
 def test_records_skip_an_unreadable_segment_and_keep_the_rest(spark, tree, with_hole):
-    assert any(t.path.endswith(HOLE) for t in planning.plan([str(with_hole)], planning.Prune()))
+    assert not any(t.path.endswith(HOLE) for t in planning.plan([str(with_hole)], planning.Prune()))
+    (said,) = planning.unreadable_segments([str(with_hole)], planning.Prune())
+    assert said.startswith(f"{with_hole / 'orders-0' / HOLE}: unreadable: a directory")
     assert spark_records(spark, with_hole) == expected_records(tree)
 
 

@@ -224,11 +224,11 @@ def spark_stats(
     \b
       kseg spark stats /data/brokers --per-hour -f json
     """
-    from kseg.spark.jobs import stats_events
+    from kseg.spark.jobs import stats_run
 
     _checked(inputs, topic)
     with _spark_errors():
         spark = _session(master, conf, quiet)
         with _bar(spark, quiet, "spark stats"):
-            events = stats_events(spark, inputs, per_hour=per_hour, topic=topic)
-    return _finish("spark stats", Outcome.OK, events, fmt.value)
+            events, found = stats_run(spark, inputs, per_hour=per_hour, topic=topic)
+    return _finish("spark stats", found, events, fmt.value)

@@ -1,4 +1,4 @@
-"""`kseg verify` (kseg.verify.run: checks, and with --repair the repair) and `kseg restore`, which
+"""`kseg verify` (kseg.verify.run: checks; with --repair kseg.repair.run: the repair too) and `kseg restore`, which
 undoes a repair (kseg.repair.restore)."""
 
 from kseg.cli import options as o
@@ -60,7 +60,12 @@ def verify(
         partition=partition,
     )
     sel = selection(paths, topic, partition)  # a wrong path fails up front
-    run = VerifyRun(opts)
+    if repair:
+        from kseg.repair.run import RepairRun
+
+        run = RepairRun(opts)
+    else:
+        run = VerifyRun(opts)
     track(run)
     events = without_ok(run.events(sel)) if problems_only else run.events(sel)
     try:
@@ -75,7 +80,7 @@ def verify(
             )
         )
     except Interrupted as exc:
-        exc.code |= exit_status(run)  # an interrupt keeps what was found (the bitmask)
+        exc.outcome |= run.outcome  # an interrupt keeps what was found (the bitmask)
         raise
 
 
