@@ -7,12 +7,15 @@
 //! torn, a lie in its records, a record timestamp or offset the Python decoder turns into a
 //! null with a warning, anything) is undone and left to the Python decoder. Every rule and
 //! message stays there. Output grows with the records actually decoded (never with a count
-//! read from disk), and every record is at least 7 bytes of input.
+//! read from disk), and every record is at least 7 bytes of input, every header 2. Every growth
+//! is fallible (`put`, try_reserve): a column that cannot grow leaves the batch to the Python
+//! decoder (which then decodes it or runs out of memory as it would without the kernel), never
+//! the abort of a failed infallible growth.
 
 use crate::layout::{
     Header, ATTR_COMPRESSION, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, HEADER_SIZE, MAGIC,
 };
-use crate::records::{parse_records, Headers, Rec};
+use crate::records::{parse_records, Headers, Rec, REPLACEMENT};
 use crate::walk::{crc_ok, v2_batch};
 
 /// Why `Columns::walk` returned.
@@ -41,6 +44,16 @@ pub struct Options {
     pub codec_names: Vec<Vec<u8>>,
 }
 
+/// `v.push(x)`, or None when `v` cannot grow.
+#[inline(always)]
+fn put<T>(v: &mut Vec<T>, x: T) -> Option<()> {
+    if v.len() == v.capacity() {
+        v.try_reserve(1).ok()?;
+    }
+    v.push(x);
+    Some(())
+}
+
 /// A validity bitmap (or a boolean column), least significant bit first.
 #[derive(Default, Debug)]
 pub struct Bits {
@@ -49,15 +62,17 @@ pub struct Bits {
 }
 
 impl Bits {
+    /// None when the bitmap cannot grow.
     #[inline]
-    pub fn push(&mut self, v: bool) {
+    pub fn push(&mut self, v: bool) -> Option<()> {
         if self.len % 8 == 0 {
-            self.bytes.push(0);
+            put(&mut self.bytes, 0)?;
         }
         if v {
             self.bytes[self.len / 8] |= 1 << (self.len % 8);
         }
         self.len += 1;
+        Some(())
     }
 
     fn truncate(&mut self, n: usize) {
@@ -103,22 +118,49 @@ impl Default for Binary {
 }
 
 impl Binary {
-    /// None when the data would pass what i32 offsets can address.
+    /// None when the data would pass what i32 offsets can address, or a buffer cannot grow.
     #[inline]
     fn push(&mut self, v: Option<&[u8]>) -> Option<()> {
         match v {
             Some(b) => {
                 let end = i32::try_from(self.data.len() + b.len()).ok()?;
+                self.data.try_reserve(b.len()).ok()?;
                 self.data.extend_from_slice(b);
-                self.offsets.push(end);
-                self.valid.push(true);
+                self.end(end, true)
             }
-            None => {
-                self.offsets.push(*self.offsets.last().unwrap_or(&0));
-                self.valid.push(false);
+            None => self.end(*self.offsets.last().unwrap_or(&0), false),
+        }
+    }
+
+    /// A header key as Python's bytes.decode("utf-8", "replace") gives it (each maximal invalid
+    /// subpart one U+FFFD, as String::from_utf8_lossy), written in place: no copy of the text.
+    fn push_lossy(&mut self, b: &[u8]) -> Option<()> {
+        if std::str::from_utf8(b).is_ok() {
+            return self.push(Some(b)); // the common case
+        }
+        let mut size = 0usize;
+        for chunk in b.utf8_chunks() {
+            size += chunk.valid().len();
+            if !chunk.invalid().is_empty() {
+                size += REPLACEMENT.len();
             }
         }
-        Some(())
+        let end = i32::try_from(self.data.len() + size).ok()?;
+        self.data.try_reserve(size).ok()?;
+        for chunk in b.utf8_chunks() {
+            self.data.extend_from_slice(chunk.valid().as_bytes());
+            if !chunk.invalid().is_empty() {
+                self.data.extend_from_slice(REPLACEMENT);
+            }
+        }
+        self.end(end, true)
+    }
+
+    /// The offset and validity of a value just written.
+    #[inline]
+    fn end(&mut self, end: i32, valid: bool) -> Option<()> {
+        put(&mut self.offsets, end)?;
+        self.valid.push(valid)
     }
 
     fn len(&self) -> usize {
@@ -132,14 +174,6 @@ impl Binary {
         self.offsets.truncate(n + 1);
         self.data.truncate(self.offsets[n] as usize);
         self.valid.truncate(n);
-    }
-}
-
-/// A header key as Python's bytes.decode("utf-8", "replace") gives it.
-fn lossy(b: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    match std::str::from_utf8(b) {
-        Ok(_) => std::borrow::Cow::Borrowed(b),
-        Err(_) => std::borrow::Cow::Owned(String::from_utf8_lossy(b).into_owned().into_bytes()),
     }
 }
 
@@ -186,16 +220,17 @@ impl Columns {
 
     /// Room for a chunk from `bytes` of input, so the columns do not grow by copying: sized
     /// from the bytes present (a record takes at least 7) and the caller's row limit, never
-    /// from a count on disk; at most a few MiB.
+    /// from a count on disk; at most a few MiB. A hint: when it cannot be had, the columns
+    /// grow as they go (each growth fallible).
     fn reserve(&mut self, bytes: usize, max_rows: usize) {
         let rows = (bytes / 7).min(max_rows.saturating_add(1)).min(1 << 16);
         let data = bytes.min(8 << 20);
-        self.value.data.reserve(data);
-        self.value.offsets.reserve(rows);
-        self.key.offsets.reserve(rows);
-        self.offset.reserve(rows);
-        self.timestamp.reserve(rows);
-        self.timestamp_type.reserve(rows);
+        let _ = self.value.data.try_reserve(data);
+        let _ = self.value.offsets.try_reserve(rows);
+        let _ = self.key.offsets.try_reserve(rows);
+        let _ = self.offset.try_reserve(rows);
+        let _ = self.timestamp.try_reserve(rows);
+        let _ = self.timestamp_type.try_reserve(rows);
     }
 
     /// Drop every row from `n` on (the rows of a batch that is left to the Python decoder).
@@ -254,32 +289,31 @@ impl Columns {
         let ts = ts as i64 * 1000; // |ts| <= 2.6e14: no overflow
         self.key.push(rec.key)?;
         self.value.push(rec.value)?;
-        self.offset.push(offset);
-        self.timestamp.push(ts);
-        self.timestamp_type
-            .push(if log_append_time { 1 } else { 0 });
+        put(&mut self.offset, offset)?;
+        put(&mut self.timestamp, ts)?;
+        put(&mut self.timestamp_type, i32::from(log_append_time))?;
         if self.opts.include_headers {
             if headers.is_empty() {
-                self.header_valid.push(false);
+                self.header_valid.push(false)?;
             } else {
-                for (hk, hv) in headers {
-                    self.header_key.push(Some(lossy(hk).as_ref()))?;
-                    self.header_value.push(*hv)?;
+                for (hk, hv) in headers.iter() {
+                    self.header_key.push_lossy(hk)?;
+                    self.header_value.push(hv)?;
                 }
-                self.header_valid.push(true);
+                self.header_valid.push(true)?;
             }
             let m = i32::try_from(self.header_key.len()).ok()?;
-            self.header_offsets.push(m);
+            put(&mut self.header_offsets, m)?;
         }
         if self.opts.segment_columns {
             let name = self.opts.codec_names.get(h.compression_id())?;
             self.compression.push(Some(name))?;
-            self.position.push(position);
-            self.magic.push(MAGIC as i32); // v2_batch let only MAGIC through
-            self.leader_epoch.push(h.partition_leader_epoch);
-            self.producer_id.push(h.producer_id);
-            self.is_transactional.push(h.has(ATTR_TRANSACTIONAL));
-            self.is_control.push(h.is_control());
+            put(&mut self.position, position)?;
+            put(&mut self.magic, MAGIC as i32)?; // v2_batch let only MAGIC through
+            put(&mut self.leader_epoch, h.partition_leader_epoch)?;
+            put(&mut self.producer_id, h.producer_id)?;
+            self.is_transactional.push(h.has(ATTR_TRANSACTIONAL))?;
+            self.is_control.push(h.is_control())?;
         }
         self.rows += 1;
         Some(())

@@ -11,7 +11,7 @@ use crate::layout::{
     Header, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL, CODEC_NAMES, HEADER_SIZE, MAGIC, NO_SEQUENCE,
 };
-use crate::records::{self, BatchInfo, Mode, Selection};
+use crate::records::{self, room, BatchInfo, Mode, NoMemory, Selection};
 use crate::walk;
 
 /// Why a run returned.
@@ -38,8 +38,16 @@ pub struct Run {
 }
 
 /// The batch line of kseg.dump.batch_events.batch_event for a valid v2 batch (`crc_valid` true, a
-/// known codec), then the partition tags, as orjson writes it.
-fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &BatchText<'_>) {
+/// known codec), then the partition tags, as orjson writes it. Reserves its room first (at
+/// most 1 KiB besides the file name and the tags: names, 15 integers, a codec name).
+fn batch_line(
+    out: &mut Vec<u8>,
+    h: &Header,
+    pos: usize,
+    size: usize,
+    text: &BatchText<'_>,
+) -> Result<(), NoMemory> {
+    room(out, 1024 + text.head.len() + text.tail.len())?;
     let flag = |out: &mut Vec<u8>, bit: i16| {
         out.extend_from_slice(if h.has(bit) { b"true" } else { b"false" })
     };
@@ -98,6 +106,7 @@ fn batch_line(out: &mut Vec<u8>, h: &Header, pos: usize, size: usize, text: &Bat
     }
     out.extend_from_slice(text.tail);
     out.extend_from_slice(b"}\n");
+    Ok(())
 }
 
 /// The lines of the batches of `d[start..end]` as kseg.dump.log_events.dump_log shows them with
@@ -124,7 +133,7 @@ pub fn run(
     max_out: usize,
     batches_only: bool,
     out: &mut Vec<u8>,
-) -> Run {
+) -> Result<Run, NoMemory> {
     let end = end.min(d.len());
     let filtered = sel.from_offset.is_some()
         || sel.to_offset.is_some()
@@ -146,13 +155,13 @@ pub fn run(
     while pos < end {
         if out.len() - origin >= max_out {
             stop(&mut r, pos, RUN_FULL);
-            return r;
+            return Ok(r);
         }
         let (h, size) = match walk::v2_batch(d, pos, end) {
             Some(b) => b,
             None => {
                 stop(&mut r, pos, RUN_OTHER);
-                return r;
+                return Ok(r);
             }
         };
         let taken = if batches_only {
@@ -162,12 +171,12 @@ pub fn run(
         };
         if !taken || !walk::crc_ok(d, pos, size, &h) {
             stop(&mut r, pos, RUN_OTHER);
-            return r;
+            return Ok(r);
         }
         let (base, last) = (h.base_offset, h.last_offset());
         if sel.to_offset.is_some_and(|t| base > t) {
             stop(&mut r, pos, RUN_OTHER);
-            return r;
+            return Ok(r);
         }
         if sel.from_offset.is_some_and(|f| last < f as i128)
             || sel.from_time.is_some_and(|f| h.max_timestamp < f)
@@ -178,22 +187,22 @@ pub fn run(
         if batches_only {
             if max_records.is_some_and(|m| r.emitted >= m) {
                 stop(&mut r, pos, RUN_LIMIT); // --limit 0: not even one batch
-                return r;
+                return Ok(r);
             }
-            batch_line(out, &h, pos, size, text);
+            batch_line(out, &h, pos, size, text)?;
             r.emitted += 1;
             r.lo = Some(r.lo.map_or(base as i128, |v| v.min(base as i128)));
             r.hi = Some(r.hi.map_or(last, |v| v.max(last)));
             pos += size;
             if max_records.is_some_and(|m| r.emitted >= m) {
                 stop(&mut r, pos, RUN_LIMIT);
-                return r;
+                return Ok(r);
             }
             continue;
         }
         let info = BatchInfo::of(&h);
         let mark = out.len();
-        batch_line(out, &h, pos, size, text);
+        batch_line(out, &h, pos, size, text)?;
         let left = max_records.map(|m| m - r.emitted);
         let part = records::render_part(
             d,
@@ -201,6 +210,7 @@ pub fn run(
             pos + size,
             &info,
             0,
+            records::Within::default(),
             false,
             file_json,
             mode,
@@ -208,7 +218,7 @@ pub fn run(
             left,
             max_out,
             out,
-        );
+        )?;
         let part = match part {
             Some(p) if p.resume.is_none() => p,
             _ => {
@@ -216,7 +226,7 @@ pub fn run(
                 // path (which shows a large batch in parts)
                 out.truncate(mark);
                 stop(&mut r, pos, RUN_OTHER);
-                return r;
+                return Ok(r);
             }
         };
         if filtered && part.emitted == 0 {
@@ -232,9 +242,9 @@ pub fn run(
         pos += size;
         if max_records.is_some_and(|m| r.emitted >= m) {
             stop(&mut r, pos, RUN_LIMIT);
-            return r;
+            return Ok(r);
         }
     }
     stop(&mut r, pos, RUN_END);
-    r
+    Ok(r)
 }

@@ -2,6 +2,11 @@
 //! without copies. Every rule and every error message stays in the Python core (kseg.format);
 //! these functions either do the common case exactly as the core does, or say where they
 //! stopped. Imported only through kseg/kernel.py.
+//!
+//! The kernel never aborts the process: no buffer's size comes from a count read from disk,
+//! and every allocation whose size comes from the input is fallible (try_reserve; Python's
+//! bytes through `py_bytes`). One that fails is Python's MemoryError (`no_memory`), which the
+//! glue turns into the core's path or kseg's out-of-memory line, as the core would.
 
 pub mod arrow;
 pub mod json_run;
@@ -10,11 +15,11 @@ pub mod records;
 pub mod walk;
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use records::{BatchInfo, Mode, Selection};
+use records::{BatchInfo, Mode, NoMemory, Selection};
 use walk::IndexState;
 
 /// A C-contiguous byte buffer held for the duration of a call.
@@ -48,6 +53,32 @@ impl Bytes {
     /// Safe to read with the GIL released: nobody can write through a read-only export.
     fn read_only(&self) -> bool {
         self.buf.readonly()
+    }
+}
+
+/// Python's MemoryError for an allocation the kernel could not make.
+fn no_memory(_: NoMemory) -> PyErr {
+    PyMemoryError::new_err("kernel: out of memory")
+}
+
+/// `Vec::with_capacity(n)`, or MemoryError.
+fn vec_with<T>(n: usize) -> Result<Vec<T>, NoMemory> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| NoMemory)?;
+    Ok(v)
+}
+
+/// A Python bytes of `data`: PyBytes::new panics when Python cannot allocate (a PanicException,
+/// an "internal error"); this raises Python's MemoryError.
+fn py_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: PyBytes_FromStringAndSize copies `data.len()` bytes from a valid slice and
+    // returns a new reference or NULL with an exception set; the result is a bytes object.
+    unsafe {
+        let p = pyo3::ffi::PyBytes_FromStringAndSize(
+            data.as_ptr() as *const std::ffi::c_char,
+            data.len() as pyo3::ffi::Py_ssize_t,
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, p)?.downcast_into_unchecked())
     }
 }
 
@@ -87,15 +118,17 @@ fn py_walk<'py>(
     // rows are bounded by the bytes present: a batch is at least 61 bytes
     let cap = ((end.saturating_sub(start)) / layout::HEADER_SIZE + 1).min(max_batches) * walk::ROW;
     let (rows, stop, reason) = maybe_detach(py, b.read_only(), || {
-        let mut rows: Vec<i64> = Vec::with_capacity(cap);
+        // the walk appends at most `cap` values: none of its appends reallocates
+        let mut rows: Vec<i64> = vec_with(cap)?;
         let (stop, reason) = walk::walk(data, start, end, max_batches, &mut rows);
-        (rows, stop, reason)
-    });
-    let mut raw = Vec::with_capacity(rows.len() * 8);
+        Ok((rows, stop, reason))
+    })
+    .map_err(no_memory)?;
+    let mut raw = vec_with(rows.len() * 8).map_err(no_memory)?;
     for v in rows {
         raw.extend_from_slice(&v.to_ne_bytes());
     }
-    Ok((PyBytes::new(py, &raw), stop, reason))
+    Ok((py_bytes(py, &raw)?, stop, reason))
 }
 
 /// plain_run(rows, base_offset, prev_last, want_epoch or None, epoch_next, stop_at_producer)
@@ -154,9 +187,14 @@ fn py_index_add<'py>(
         max_timestamp: state.6,
         max_timestamp_offset: state.7,
     };
-    let (mut off, mut time) = (Vec::new(), Vec::new());
-    let mut consumed = 0;
+    // room for an entry of each index per row: none of the appends reallocates
     let row_bytes = walk::ROW * 8;
+    let n = raw.len() / row_bytes;
+    let (mut off, mut time) = (
+        vec_with(n * 8).map_err(no_memory)?,
+        vec_with(n * 12).map_err(no_memory)?,
+    );
+    let mut consumed = 0;
     for row in raw.chunks_exact(row_bytes) {
         let v = |i: usize| {
             let mut a = [0u8; 8];
@@ -178,12 +216,7 @@ fn py_index_add<'py>(
         st.max_timestamp,
         st.max_timestamp_offset,
     );
-    Ok((
-        consumed,
-        out,
-        PyBytes::new(py, &off),
-        PyBytes::new(py, &time),
-    ))
+    Ok((consumed, out, py_bytes(py, &off)?, py_bytes(py, &time)?))
 }
 
 fn mode_of(mode: &str) -> PyResult<Mode> {
@@ -218,19 +251,26 @@ fn py_batch_json<'py>(
             return None;
         }
         let info = BatchInfo::of(&h);
-        let mut out = Vec::with_capacity(size * 2);
-        records::records_json(
-            data,
-            pos + layout::HEADER_SIZE,
-            pos + size,
-            &info,
-            file_json,
-            mode,
-            &mut out,
-        )?;
-        Some(out)
+        let mut out = Vec::new();
+        let _ = out.try_reserve(size.saturating_mul(2)); // a hint: each line reserves its room
+        Some(
+            records::records_json(
+                data,
+                pos + layout::HEADER_SIZE,
+                pos + size,
+                &info,
+                file_json,
+                mode,
+                &mut out,
+            )
+            .map(|r| r.map(|_| out)),
+        )
     });
-    Ok(out.map(|o| PyBytes::new(py, &o)))
+    match out {
+        None | Some(Ok(None)) => Ok(None),
+        Some(Ok(Some(o))) => Ok(Some(py_bytes(py, &o)?)),
+        Some(Err(e)) => Err(no_memory(e)),
+    }
 }
 
 /// records_json(data, count, base_offset, base_timestamp, log_append_time, base_sequence,
@@ -262,11 +302,13 @@ fn py_records_json<'py>(
         base_sequence,
     };
     let out = maybe_detach(py, b.read_only(), || {
-        let mut out = Vec::with_capacity(d.len() * 2);
-        records::records_json(d, 0, d.len(), &info, file_json, mode, &mut out)?;
-        Some(out)
-    });
-    Ok(out.map(|o| PyBytes::new(py, &o)))
+        let mut out = Vec::new();
+        let _ = out.try_reserve(d.len().saturating_mul(2)); // a hint: each line reserves its room
+        records::records_json(d, 0, d.len(), &info, file_json, mode, &mut out)
+            .map(|r| r.map(|_| out))
+    })
+    .map_err(no_memory)?;
+    out.map(|o| py_bytes(py, &o)).transpose()
 }
 
 /// `kseg dump -f json`'s record lines for one file: its name (as JSON), payload mode and
@@ -307,17 +349,24 @@ impl JsonRecords {
     }
 
     /// render(data, start, end, count, base_offset, base_timestamp, log_append_time,
-    /// base_sequence, done, validated, max_records, max_out)
-    /// -> None | (lines, next_start, next_done, emitted, lo, hi)
+    /// base_sequence, done, validated, max_records, max_out, step=0, hpos=0)
+    /// -> None | (lines, next_start, next_done, emitted, lo, hi, next_step, next_hpos)
     ///
     /// The lines of the selected records in `data[start:end]` (an uncompressed batch's records
     /// in the segment, or a compressed one's decompressed by the core), `done` of the batch's
     /// `count` records being behind `start`. Stops once the lines reach `max_out` bytes:
-    /// next_start >= 0 then says where to call again (with next_done, validated=True); -1: the
-    /// batch is finished (its end, a record past to_offset, or max_records shown). lo, hi: the
-    /// smallest and largest offset shown, or None. None: the records are not all valid (checked
-    /// to the end of the batch unless `validated`): the core takes the whole batch.
-    #[allow(clippy::too_many_arguments)]
+    /// next_start >= 0 then says where to call again (with next_done, next_step, next_hpos,
+    /// validated=True); -1: the batch is finished (its end, a record past to_offset, or
+    /// max_records shown). A line longer than a part may stop part-way (the part
+    /// then does not end with a newline): next_step > 0 says where in the line of the record
+    /// at next_start the next call goes on. lo, hi: the smallest and largest offset shown, or
+    /// None. None: the records are not all valid (checked to the end of the batch unless
+    /// `validated`): the core takes the whole batch. MemoryError: no room for the lines.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    #[pyo3(signature = (
+        data, start, end, count, base_offset, base_timestamp, log_append_time, base_sequence,
+        done, validated, max_records, max_out, step=0, hpos=0
+    ))]
     fn render<'py>(
         &self,
         py: Python<'py>,
@@ -333,6 +382,8 @@ impl JsonRecords {
         validated: bool,
         max_records: Option<u64>,
         max_out: usize,
+        step: usize,
+        hpos: usize,
     ) -> PyResult<
         Option<(
             Bound<'py, PyBytes>,
@@ -341,6 +392,8 @@ impl JsonRecords {
             u64,
             Option<i128>,
             Option<i128>,
+            usize,
+            usize,
         )>,
     > {
         let b = Bytes::get(data)?;
@@ -360,13 +413,14 @@ impl JsonRecords {
         let got = maybe_detach(py, b.read_only(), || {
             // sized from the bytes present, and never much beyond max_out
             let cap = ((end - start).saturating_mul(2) + 256).min(max_out.saturating_add(1 << 16));
-            let mut out = Vec::with_capacity(cap);
+            let mut out = vec_with(cap)?;
             let part = records::render_part(
                 d,
                 start,
                 end,
                 &info,
                 done,
+                records::Within { step, hpos },
                 validated,
                 file_json,
                 mode,
@@ -375,22 +429,26 @@ impl JsonRecords {
                 max_out,
                 &mut out,
             )?;
-            Some((out, part))
-        });
-        Ok(got.map(|(out, part)| {
-            let (next, next_done) = match part.resume {
-                Some((p, n)) => (p as i64, n),
-                None => (-1, count),
-            };
-            (
-                PyBytes::new(py, &out),
-                next,
-                next_done,
-                part.emitted,
-                part.lo,
-                part.hi,
-            )
-        }))
+            Ok(part.map(|p| (out, p)))
+        })
+        .map_err(no_memory)?;
+        let Some((out, part)) = got else {
+            return Ok(None);
+        };
+        let (next, next_done, within) = match part.resume {
+            Some((p, n, w)) => (p as i64, n, w),
+            None => (-1, count, records::Within::default()),
+        };
+        Ok(Some((
+            py_bytes(py, &out)?,
+            next,
+            next_done,
+            part.emitted,
+            part.lo,
+            part.hi,
+            within.step,
+            within.hpos,
+        )))
     }
 
     /// run(buf, start, end, batch_file, batch_tail, max_records, max_out, batches_only)
@@ -437,7 +495,7 @@ impl JsonRecords {
             if out.capacity() > cap.max(1 << 16) * 2 {
                 out = Vec::new(); // a smaller run after a larger one: do not hold the larger room
             }
-            out.reserve(cap);
+            records::room(&mut out, cap)?;
             let r = json_run::run(
                 d,
                 start,
@@ -450,9 +508,10 @@ impl JsonRecords {
                 max_out,
                 batches_only,
                 &mut out,
-            );
-            (out, r)
-        });
+            )?;
+            Ok((out, r))
+        })
+        .map_err(no_memory)?;
         let lines = Lines {
             data: std::sync::Mutex::new(out),
             owner: Some(slf.clone().unbind()),
@@ -478,10 +537,10 @@ impl Lines {
         self.data.lock().map(|d| d.len()).unwrap_or(0)
     }
 
-    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    fn __bytes__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         match self.data.lock() {
-            Ok(d) => PyBytes::new(py, &d),
-            Err(_) => PyBytes::new(py, b""),
+            Ok(d) => py_bytes(py, &d),
+            Err(_) => py_bytes(py, b""),
         }
     }
 

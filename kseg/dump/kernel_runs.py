@@ -68,7 +68,8 @@ def kernel_runs(
     the file per call, in parts of at most about kernel_json.JSON_PART bytes (a run's part stops
     after half of it; a batch with more than half of it in record lines: the core's path).
     Every entry the kernel leaves (legacy, control, compressed, a bad CRC, any problem, a torn
-    or zero-filled tail, past --max-bytes or --to-offset) goes through the core's loop body,
+    or zero-filled tail, past --max-bytes or --to-offset, a record line longer than the kernel
+    renders, a run it had no memory for) goes through the core's loop body,
     one entry, and the kernel carries on after it. A CorruptionError propagates as from
     iter_entries. ``runs``: the JsonRecords whose ``run`` takes the runs (``lines`` itself, or
     with --batches-only one for the batch lines alone, ``lines`` None); both come from
@@ -81,13 +82,19 @@ def kernel_runs(
     pos = start
     while pos < end:
         window = windows.end_from(pos)
+        got = None
         if window > pos:
             left = budget.left
-            text, stop, reason, emitted, lo, hi = run(
-                buf, pos, window, batch_file, batch_tail,
-                None if left is None else min(left, MAX_LEFT), max(1, kernel_json.JSON_PART // 2),
-                batches_only,
-            )  # fmt: skip
+            try:
+                got = run(
+                    buf, pos, window, batch_file, batch_tail,
+                    None if left is None else min(left, MAX_LEFT),
+                    max(1, kernel_json.JSON_PART // 2), batches_only,
+                )  # fmt: skip
+            except MemoryError:
+                pass  # the kernel found no room for its part: the core takes the entry here
+        if got is not None:
+            text, stop, reason, emitted, lo, hi = got
             if left is not None:
                 budget.left = left - emitted
             if emitted and filtered:
@@ -102,7 +109,7 @@ def kernel_runs(
             if reason != kernel_json.RUN_OTHER:
                 continue  # the part is full, or the window done: on from where it stopped
         # the core's loop body for the one entry here (an empty window: one past --max-bytes,
-        # or a file that shrank while read)
+        # or a file that shrank while read; or the kernel out of memory)
         entry = next(iter_entries(buf, pos, end, source=name), None)
         if entry is None:
             return

@@ -74,7 +74,9 @@ def core_json(buf, pos: int, name: str, mode: str) -> bytes | None:
     """The core's JSON lines of the v2 batch at ``pos``, or None where it raises."""
     make = record_json_maker(name, mode)
     try:
-        return b"".join(make(t) for t in RecordBatch(buf, pos).record_tuples())
+        # a line of many headers comes as a StreamedLine (its pieces): joined here
+        lines = (make(t) for t in RecordBatch(buf, pos).record_tuples())
+        return b"".join(x if isinstance(x, bytes) else b"".join(x) for x in lines)
     except CorruptionError:
         return None
 

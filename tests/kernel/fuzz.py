@@ -9,11 +9,17 @@ output for the selection bits 6-7 choose; and, with pyarrow installed, the Spark
 table and warnings for the option set bits 4-5 choose); a difference or a crash is a finding.
 Runs for a bounded time; new inputs go to a temporary directory, the committed corpus
 (tests/kernel/corpus/, written by --seed-corpus from kseg's own writer) stays as it is.
+
+A custom mutator makes about a third of the inputs structure-aware (tests/kernel/mutants.py): a
+batch's record count, or a record's length, header count or header key/value length, rewritten
+to a huge, negative or off-by-one value, CRCs recomputed, so the lie reaches the record decoders
+(issue 35); the rest are libFuzzer's byte mutations.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -39,6 +45,21 @@ def one_input(data: bytes) -> None:
     check_json(buf, "fuzz.log", k, modes=(mode,))
     check_arrow_input(buf, flags)
     check_dump_input(buf, flags, mode)
+
+
+def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
+    """A structure-aware mutant of the segment (the flags byte kept) about a third of the time,
+    else libFuzzer's own mutation."""
+    import atheris
+
+    rng = random.Random(seed)
+    if len(data) > 1 and rng.random() < 0.35:
+        from .mutants import mutate
+
+        out = data[:1] + mutate(data[1:], rng)
+        if len(out) <= max_size and out != data:
+            return out
+    return atheris.Mutate(data, max_size)
 
 
 def check_dump_input(buf: bytes, flags: int, mode: str) -> None:
@@ -127,7 +148,7 @@ def main() -> None:
         import kseg.storage.kernel_walk  # noqa: F401
     with tempfile.TemporaryDirectory() as new:
         argv = [sys.argv[0], f"-max_total_time={args.seconds}", "-max_len=8192", *rest]
-        atheris.Setup([*argv, new, str(CORPUS)], one_input)
+        atheris.Setup([*argv, new, str(CORPUS)], one_input, custom_mutator=custom_mutator)
         atheris.Fuzz()
 
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import resource
 import subprocess
 
 import pytest
 
 from kseg.fixtures.bombs import bomb_batch, header_bomb_batch, record_bomb
-from tests.helpers import kseg_command
 
-from .limits import assert_clean_failure_modes
+from .limits import assert_clean_failure_modes, run_with_rss
 
 LIMIT = 2_000_000_000  # the issue's prlimit --as
 MIB = 1 << 20
@@ -45,12 +43,6 @@ COMMANDS = {
     "verify-deep": ["verify", "--deep"],
 }
 
-KERNEL_JSON = pytest.mark.xfail(
-    strict=False,
-    reason="the Rust kernel renders -f json itself: its allocations bounded and fallible is "
-    "the sibling work (worktree kernel-alloc)",
-)
-
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
@@ -67,27 +59,10 @@ def logs(tmp_path_factory):
 
 def run_measured(args, kernel: str, limit: int = LIMIT) -> tuple[subprocess.CompletedProcess, int]:
     """kseg under RLIMIT_AS ``limit``: (the finished process, its peak RSS in bytes from
-    wait4). Stdout is discarded (it is read by the kernel as fast as it comes)."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
+    wait4, forked from a fresh interpreter: limits.run_with_rss). Stdout is discarded."""
     env = {**os.environ, "KSEG_KERNEL": kernel}
-    proc = subprocess.Popen(
-        [*kseg_command(), *map(str, args)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=cap,
-        env=env,
-    )
-    try:
-        err = proc.stderr.read()  # small: one line at most
-        _pid, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, b"", err)
-    return done, usage.ru_maxrss * 1024
+    code, _, err, rss = run_with_rss(*args, env=env, limit=limit, keep_stdout=False, timeout=300)
+    return subprocess.CompletedProcess(list(args), code, b"", err), rss
 
 
 _BASELINE: dict = {}
@@ -106,10 +81,7 @@ def _params():
     for kernel in ("python", "rust"):
         for command in COMMANDS:
             for bomb in BOMBS:
-                marks = [KERNEL_JSON] if kernel == "rust" and command == "json" else []
-                yield pytest.param(
-                    kernel, command, bomb, marks=marks, id=f"{kernel}-{command}-{bomb}"
-                )
+                yield pytest.param(kernel, command, bomb, id=f"{kernel}-{command}-{bomb}")
 
 
 @pytest.mark.parametrize(("kernel", "command", "bomb"), list(_params()))

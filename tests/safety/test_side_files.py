@@ -16,7 +16,7 @@ from kseg.fixtures.tree import build_tree
 from kseg.storage.side_files import BOUNDS
 from tests.helpers import events
 
-from .limits import run_measured
+from .limits import run_with_rss
 
 MIB, GIB = 1 << 20, 1 << 30
 KERNELS = ("rust", "python")
@@ -103,7 +103,7 @@ def _tree_with(clean_tree, tmp_path, *names):
 
 
 def _run(*args, kernel: str):
-    rc, out, err, rss = run_measured(*args, timeout=60, env=dict(os.environ, KSEG_KERNEL=kernel))
+    rc, out, err, rss = run_with_rss(*args, timeout=60, env=dict(os.environ, KSEG_KERNEL=kernel))
     text = err.decode(errors="replace")
     assert rc >= 0, f"killed by signal {-rc}"
     assert "Traceback" not in text and "internal error" not in text, text[-2000:]

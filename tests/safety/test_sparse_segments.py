@@ -12,7 +12,7 @@ from kseg.fixtures.offsets import write_offsets_partition
 from kseg.fixtures.tree import build_orders
 from tests.helpers import events
 
-from .limits import run_measured
+from .limits import run_with_rss
 
 MIB = 1 << 20
 MAX_SEGMENT = (1 << 31) - 1
@@ -78,7 +78,7 @@ def test_a_sparse_100g_tail_stops_at_the_zeros(sparse, command, kernel):
     name = "__consumer_offsets-0" if command == "offsets" else "orders-1"
     p = sparse["tail"] / name
     args = [a.format(p=p) for a in TAIL_COMMANDS[command]]
-    rc, out, err = _check(run_measured(*args, timeout=60, env=_env(kernel)))
+    rc, out, err = _check(run_with_rss(*args, timeout=60, env=_env(kernel)))
     assert rc == 4, (rc, out[-500:], err[-500:])
     assert ZERO_TAIL in out + err
     at = sparse["valid"][name]
@@ -91,7 +91,7 @@ def test_a_segment_over_2_gib_is_a_finding_at_the_int32_limit(sparse, kernel):
     address is read (its zero tail found); memory stays small."""
     pdir = sparse["big"] / "orders-2"
     log = _last_log(pdir)
-    rc, out, err = _check(run_measured("verify", pdir, "-f", "json", env=_env(kernel)))
+    rc, out, err = _check(run_with_rss("verify", pdir, "-f", "json", env=_env(kernel)))
     assert rc == 4
     found = [e for e in events(out) if e["type"] == "finding" and e["severity"] == "error"]
     big = [f for f in found if f["kind"] == "invalid_size"]
@@ -104,13 +104,13 @@ def test_a_segment_over_2_gib_is_a_finding_at_the_int32_limit(sparse, kernel):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_dump_of_a_segment_over_2_gib_says_so_in_one_error(sparse, kernel):
     log = _last_log(sparse["big"] / "orders-2")
-    rc, out, err = _check(run_measured("dump", log, "-f", "json", env=_env(kernel)))
+    rc, out, err = _check(run_with_rss("dump", log, "-f", "json", env=_env(kernel)))
     assert rc == 4
     errors = [e for e in events(out) if e["type"] == "error"]
     assert [e["kind"] for e in errors] == ["zero_filled_tail", "invalid_size"]
     assert errors[1]["position"] == MAX_SEGMENT and errors[1]["file"] == str(log)
     assert sum(e["type"] == "record" for e in events(out)) > 0  # the valid part is dumped
-    rc, out, err = _check(run_measured("dump", log, env=_env(kernel)))
+    rc, out, err = _check(run_with_rss("dump", log, env=_env(kernel)))
     assert rc == 4
     assert err.count(f"{log} at byte {MAX_SEGMENT}") == 1, err
 
@@ -130,7 +130,7 @@ def test_dump_of_a_segment_over_2_gib_says_so_in_one_error(sparse, kernel):
 def test_every_command_reads_the_addressable_part_of_a_segment_over_2_gib(sparse, args, kernel):
     pdir = sparse["big"] / "orders-2"
     cmd = [*args[:2], pdir, *args[2:]] if args[0] == "index" else [args[0], pdir, *args[1:]]
-    rc, out, err = _check(run_measured(*cmd, timeout=60, env=_env(kernel)))
+    rc, out, err = _check(run_with_rss(*cmd, timeout=60, env=_env(kernel)))
     assert rc == 4, (rc, out[-500:], err[-500:])
     assert ZERO_TAIL in out + err
 
@@ -180,10 +180,10 @@ def _batches_past_2_gib(pdir):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_batches_past_2_gib_are_not_read_and_no_internal_error(tmp_path, kernel):
     log, at = _batches_past_2_gib(tmp_path / "orders-3")
-    rc, out, err = _check(run_measured("verify", log.parent, "-f", "json", env=_env(kernel)))
+    rc, out, err = _check(run_with_rss("verify", log.parent, "-f", "json", env=_env(kernel)))
     assert rc == 4
     found = [(e["kind"], e["position"]) for e in events(out) if e["type"] == "finding"]
     # the batch that runs past the addressable part is cut there, as a torn tail
     assert ("torn_tail", at) in found and ("invalid_size", MAX_SEGMENT) in found, found
-    rc, out, err = _check(run_measured("index", "rebuild", "--dry-run", log, env=_env(kernel)))
+    rc, out, err = _check(run_with_rss("index", "rebuild", "--dry-run", log, env=_env(kernel)))
     assert rc == 4 and "torn_tail" in out + err
