@@ -9,8 +9,6 @@ groups here, with the bound per group (README, "Consumer-group offsets")."""
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 from kseg.format.coordinator import offset_commit_key, offset_commit_value
 from kseg.format.record import Record
 from kseg.storage.writer import LogWriter
-from tests.helpers import events, kseg_command
+from tests.helpers import events
 
 GROUPS = 10_000
 T0 = 1_700_000_000_000
@@ -56,33 +54,16 @@ def few(tmp_path_factory) -> Path:
 
 def _run(*args, limit: int, kernel: str, env: dict | None = None, argv=None):
     """kseg under an address-space limit: (exit code, stderr lines, stdout, peak RSS in bytes,
-    from wait4)."""
+    from wait4 in a fresh interpreter: tests.safety.limits.run_with_rss)."""
+    from tests.safety.limits import run_with_rss
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    with open(os.devnull, "rb") as stdin, _tempfile() as out:
-        proc = subprocess.Popen(
-            argv or [*kseg_command(), *map(str, args)],
-            stdin=stdin,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            preexec_fn=cap,
-            env={**os.environ, "KSEG_KERNEL": kernel, **(env or {})},
-        )
-        err = proc.stderr.read()
-        proc.stderr.close()
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode()
-    return proc.returncode, err.decode(errors="replace").splitlines(), text, usage.ru_maxrss * 1024
-
-
-def _tempfile():
-    import tempfile
-
-    return tempfile.TemporaryFile()
+    code, out, err, rss = run_with_rss(
+        *args,
+        env={**os.environ, "KSEG_KERNEL": kernel, **(env or {})},
+        limit=limit,
+        argv=argv,
+    )
+    return code, err.decode(errors="replace").splitlines(), out.decode(), rss
 
 
 def _clean(lines: list[str]) -> None:

@@ -130,24 +130,27 @@ def run_with_rss(
     env=None,
     limit: int = resource.RLIM_INFINITY,
     keep_stdout: bool = True,
+    argv: list | None = None,
 ):
     """kseg as a subprocess under RLIMIT_AS ``limit``: (exit code, stdout (b"" unless
     ``keep_stdout``), stderr, peak RSS in bytes), measured as run_measured does (forked from a
     fresh interpreter, see _MEASURE). Killed, and the test failed by TimeoutExpired, past
-    ``timeout`` seconds."""
+    ``timeout`` seconds. ``argv``: another command line than kseg's with ``args``."""
     import os
     import signal
     import sys
     import tempfile
 
+    command = argv or [*kseg_command(), *args]
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         tempfile.NamedTemporaryFile("r") as result,
     ):
         proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _MEASURE, result.name, str(limit), *kseg_command()]
-            + [str(a) for a in args],
+            [sys.executable, "-S", "-c", _MEASURE, result.name, str(limit)]
+            + [str(a) for a in command],
+            stdin=subprocess.DEVNULL,
             stdout=out if keep_stdout else subprocess.DEVNULL,
             stderr=err,
             env=env,
