@@ -201,11 +201,17 @@ def install_memory_hook() -> None:
     generator being closed, a finalizer or the interpreter's shutdown, and prints it as
     "Exception ignored in" with a traceback; here it becomes the out-of-memory line and the
     status gets 8 (``memory_status``; kseg.cli.exit.out_of_memory_status), or, once the status
-    is handed to the interpreter, the process exits with that. Other exceptions go to the hook there was."""
+    is handed to the interpreter, the process exits with that. An ``Interrupted`` that the
+    signal handler raised inside such a place is raised again shortly, in ordinary code
+    (signals.redeliver): the interrupt is not lost and prints no traceback. Other exceptions go
+    to the hook there was."""
     previous = sys.unraisablehook
     _memory["hooked"] = True
 
     def hook(args) -> None:
+        if isinstance(args.exc_value, Interrupted):
+            signals.redeliver(args.exc_value.signum)
+            return
         if not isinstance(args.exc_type, type) or not issubclass(args.exc_type, MemoryError):
             previous(args)
             return

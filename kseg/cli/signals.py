@@ -74,6 +74,18 @@ def _retry(signum, frame) -> None:
     raise Interrupted(held)
 
 
+def redeliver(signum: int) -> None:
+    """An Interrupted that Python could not raise (the signal arrived in a finalizer or a
+    generator being closed, which print "Exception ignored in" and go on): raise it again
+    shortly, where it can be (kseg.cli.entry's unraisable hook calls this)."""
+    if signal.getsignal(signal.SIGINT) is not _raise:  # finishing already: only remember it
+        _late.append(signum)
+        return
+    _held.append(signum)
+    signal.signal(signal.SIGALRM, _retry)
+    signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+
+
 def received() -> bool:
     """Did a signal arrive? (cleanup code may have replaced the Interrupted by its own error)"""
     return bool(_received) or bool(_late)

@@ -25,7 +25,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 
-from kseg.dump.header_columns import StreamedLine, joined, repeated
+from kseg.format.header_columns import StreamedLine, joined, repeated
 from kseg.format.headers import Headers
 from kseg.outcome import BadOption
 

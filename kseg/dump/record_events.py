@@ -4,9 +4,9 @@ internal-topic decoder reads from it; a control record's event; --count's mark."
 from __future__ import annotations
 
 from kseg.dump import payload as P
-from kseg.dump.header_columns import ENCODINGS, KEYS, PAIRS, HeaderColumn, StreamedEvent
 from kseg.format.control import KRAFT_CONTROL_NAMES, parse_control
 from kseg.format.errors import CorruptionError
+from kseg.format.header_columns import ENCODINGS, KEYS, PAIRS, HeaderColumn, StreamedEvent
 from kseg.format.headers import Headers
 
 

@@ -104,7 +104,7 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
 def finish_format_string(run) -> Outcome:
     """dump --format-string: the records' bytes as formatted, nothing else on stdout; problems
     as one line each on stderr. Returns what the run found."""
-    from kseg.dump.header_columns import StreamedLine
+    from kseg.format.header_columns import StreamedLine
 
     out = stdout()
     write = out.write

@@ -13,7 +13,7 @@ import orjson
 
 from kseg.dump import kernel_json
 from kseg.dump import payload as P
-from kseg.dump.header_columns import StreamedLine, joined, repeated
+from kseg.format.header_columns import StreamedLine, joined, repeated
 from kseg.format.headers import Headers
 
 _RECORD_LINE = (

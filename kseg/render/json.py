@@ -7,7 +7,7 @@ from typing import BinaryIO
 
 import orjson
 
-from kseg.dump.header_columns import HeaderColumn, StreamedEvent, StreamedLine, joined
+from kseg.format.header_columns import HeaderColumn, StreamedEvent, StreamedLine, joined
 from kseg.kernel import lines_type
 from kseg.render.streams import lines_writer
 

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 import orjson
 
-from kseg.dump.header_columns import HeaderColumn
+from kseg.format.header_columns import HeaderColumn
 from kseg.format.timestamps import iso_ms
 from kseg.render.fields import TIME_FIELDS, bool_text, safe_path
 

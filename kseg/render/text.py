@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from kseg.dump.header_columns import KEYS, HeaderColumn, StreamedEvent, joined, repeated
 from kseg.format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
+from kseg.format.header_columns import KEYS, HeaderColumn, StreamedEvent, joined, repeated
 from kseg.format.timestamps import with_iso
 from kseg.render.fields import PATH_FIELDS, field_text, one_line, safe_path
 from kseg.render.fields import bool_text as _bool
@@ -144,7 +144,7 @@ def text_line(ev: dict) -> str:
 
 
 def streamed_text(ev: dict) -> Iterator[str]:
-    """text_line of a record event holding HeaderColumns (kseg.dump.header_columns), in pieces:
+    """text_line of a record event holding HeaderColumns (kseg.format.header_columns), in pieces:
     the same text, its headers written a chunk at a time."""
     if "decoded" in ev or "timestamp" not in ev:
         special = _record_special(ev)

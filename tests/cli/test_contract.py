@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -230,6 +231,31 @@ def test_a_signal_during_an_import_waits_for_the_import(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"interrupted after the import True 32\n", proc.stdout
+
+
+def test_an_interrupt_inside_a_finalizer_is_raised_again_in_ordinary_code():
+    """A signal whose Interrupted lands in a finalizer (a map's ``__del__``, a generator being
+    closed) cannot be raised there: Python would print "Exception ignored in" and a traceback and
+    go on. The console script's unraisable hook raises it again shortly, in ordinary code."""
+    code = (
+        "import os, signal, sys, time\n"
+        "from kseg.cli import entry, signals\n"
+        "signals.install(); entry.install_memory_hook()\n"
+        "class Held:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(0.05)\n"
+        "try:\n"
+        "    Held()\n"
+        "    deadline = time.monotonic() + 10\n"
+        "    while time.monotonic() < deadline: sum(range(1000))\n"
+        "    print('never interrupted')\n"
+        "except signals.Interrupted as exc:\n"
+        "    print('interrupted again', exc.signum == signal.SIGTERM)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (proc.stdout, proc.stderr) == (b"interrupted again True\n", b"")
 
 
 def test_demo_into_the_current_or_an_unwritable_directory(tmp_path):
