@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kseg.storage.file_errors import FileShrankError, NotRegularFileError
+from kseg.storage.links import mode_kind
 from kseg.storage.uri import UriPath
 
 _PAGE = mmap.PAGESIZE
@@ -32,32 +33,20 @@ KEEP_BEHIND = 16 << 20  # release what the walk has passed beyond this much
 _MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0  # not in mmap before 3.13
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
-
-
 def open_regular(path: str | Path) -> int:
     """Open ``path`` read-only, only if it is a regular file: checked with stat before the open
     (a FIFO's open blocks), opened non-blocking and checked again (it may have been swapped)."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFileError(
-            errno.EINVAL, f"{_kind(mode)}, not a regular file: not read", str(path)
+            errno.EINVAL, f"{mode_kind(mode)}, not a regular file: not read", str(path)
         )
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(
-                errno.EINVAL, f"{_kind(mode)}, not a regular file: not read", str(path)
+                errno.EINVAL, f"{mode_kind(mode)}, not a regular file: not read", str(path)
             )
     except BaseException:
         os.close(fd)
