@@ -60,6 +60,10 @@ KNOWN = {
     # garbage) so no extent is known, or it points past the resume (property 2; and the
     # intact entries and offsets those batches then hide, properties 3 and 4)
     "invented-unflagged",
+    # walk_resync raises instead of yielding: the entry it resumed at is a magic 1 wrapper whose
+    # offset field (outside the CRC) is below its last inner offset, and first_offset() (its
+    # base_offset: decompresses, checks) raises CorruptionError out of the walk
+    "wrapper-offset-raises",
     # zeros that replaced entries up to the end: the ZERO_FILLED_TAIL Skipped says it held no
     # offsets (first_offset None) though the zeros hide entries (property 4)
     "zero-tail-hides-entries",
@@ -130,10 +134,17 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
     truth = segment_truth(data, damage, entries)
     buf = truth.damaged
     n = len(buf)
-    events = list(walk_resync(buf, after_offset=after_offset))
     problems: list[str] = []
     known: set[str] = set()
     excused: set[str] = set()
+    try:
+        events = list(walk_resync(buf, after_offset=after_offset))
+    except CorruptionError as exc:
+        if "wrapper offset" in exc.message:
+            known.add("wrapper-offset-raises")
+        else:
+            problems.append(f"walk_resync raised {exc}")
+        return Verdict(problems, known, excused, [])
 
     # 1. entries + Skipped tile [0, n) in order
     pos = 0

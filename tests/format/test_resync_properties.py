@@ -204,3 +204,21 @@ def test_zeros_over_the_last_entries_report_offsets_lost(damage_segments):
     tail = events[-1]
     assert isinstance(tail, Skipped) and tail.start == entries[k].position
     assert tail.first_offset == entries[k - 1].last_offset + 1, tail
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="wrapper-offset-raises: the resync resumes at a magic 1 wrapper whose offset field"
+    " (outside the CRC) lies below its last inner offset; walk_resync's first_offset() calls"
+    " its base_offset, which raises CorruptionError out of the walk instead of a Skipped",
+)
+def test_a_resumed_wrapper_with_a_lying_offset_does_not_raise(damage_segments):
+    _, data, entries, after = damage_segments["legacy-v1"]
+    first, wrapper = entries[0], entries[1]  # a plain message, then a wrapper of 3 messages
+    assert after == -1 and wrapper.last_offset - wrapper.first_offset == 2
+    damage = D.Two(
+        D.BitFlips(((first.end - 3) * 8,)),  # the first message's CRC fails
+        D.LyingBaseOffset(wrapper.position, 1),  # above -1, below its last inner offset 2
+    )
+    events = list(walk_resync(damage.apply(data), after_offset=after))
+    assert isinstance(events[0], Skipped) and events[1].position == wrapper.position
