@@ -1,6 +1,6 @@
 """Property tests of the resync walk (kseg.format.resync.walk_resync) on damaged segments
 written by kseg's writer, against ground truth (tests/format/resync_truth.py states the
-properties and the rules that excuse a break): a seeded run of 18,000 damages, hypothesis on
+properties and the rules that excuse a break): a seeded run of 20,000 damages, hypothesis on
 top, bounded time on megabytes of garbage and zeros, and one xfail(strict) test for each
 weakness of the rules the properties found (resync_truth.KNOWN)."""
 
@@ -20,7 +20,7 @@ from kseg.format.resync import Skipped, walk_resync
 from tests.format.damage_strategies import damages
 from tests.format.resync_truth import KNOWN, check
 
-SEEDED = 2000  # damages per fixture segment in the seeded run (x 9 segments = 18,000)
+SEEDED = 2000  # damages per fixture segment in the seeded run (x 10 segments = 20,000)
 BIG = 4 << 20
 
 
@@ -47,10 +47,11 @@ def test_an_undamaged_segment_walks_whole(damage_segments):
         "compacted",
         "hostile-zero",
         "hostile-in-range",
+        "hostile-legacy",
     ],
 )
 def test_seeded_damages_keep_the_properties(name, damage_segments):
-    """2,000 damages of every kind in turn (x 9 segments: 18,000), deterministic."""
+    """2,000 damages of every kind in turn (x 10 segments: 20,000), deterministic."""
     _, data, entries, after = damage_segments[name]
     seen, excused, known = Counter(), Counter(), Counter()
     for damage in D.damage_stream(20261128, data, SEEDED):
