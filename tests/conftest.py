@@ -69,3 +69,18 @@ def real_root() -> Path:
     if not REAL.is_dir():
         pytest.skip("shared/real (real broker data) is not beside the project")
     return REAL
+
+
+@pytest.fixture(scope="session")
+def damage_segments(tmp_path_factory) -> dict:
+    """The small one-segment partitions to damage (kseg.fixtures.segments), written once:
+    {name: (partition dir, segment bytes, original entries, after_offset)}. Read-only."""
+    from kseg.fixtures.segments import build_segments
+    from kseg.fixtures.truth import original_entries
+
+    out = {}
+    for name, pdir in build_segments(tmp_path_factory.mktemp("damage")).items():
+        log = next(pdir.glob("*.log"))
+        data = log.read_bytes()
+        out[name] = (pdir, data, original_entries(data), int(log.stem) - 1)
+    return out
