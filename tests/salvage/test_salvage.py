@@ -15,6 +15,11 @@ import pytest
 from tests.helpers import events, run_kseg
 from tests.salvage.cases import DAMAGES, damaged, hashes, write_partition
 
+SALVAGE_KEYS = {
+    "type", "partition_dir", "topic", "partition", "status", "kafka_keeps", "salvage_keeps",
+    "lost", "below_log_start_bytes", "skipped", "edits", "ambiguous", "quarantine", "to",
+}  # fmt: skip
+
 
 def records(pdir: Path) -> list[tuple]:
     proc = run_kseg("dump", pdir, "-f", "json", "--payload", "base64")
@@ -53,6 +58,9 @@ def test_salvage_keeps_exactly_the_intact_records_and_restore_undoes_it(tmp_path
     else:
         assert lost == {"records_at_most": 0, "bytes": 0, "offsets": [], "to_log_end": False}
         assert ev["edits"]
+    # a lying length: the batches after it are found inside the extent it claims: said
+    assert ev["ambiguous"] == (damage == "lying_length")
+    assert (b"ambiguous resync" in proc.stderr) == (damage == "lying_length")
     proc = run_kseg("restore", ev["quarantine"])
     assert proc.returncode == 0, proc.stderr
     assert hashes(case.log_dir) == before
@@ -69,6 +77,17 @@ def test_a_flipped_byte_costs_one_batch_where_kafka_loses_the_rest(tmp_path):
     (skip,) = ev["skipped"]
     assert (skip["first_offset"], skip["last_offset"]) == (min(case.lost), max(case.lost))
     assert not ev["ambiguous"] and not skip["ambiguous"]
+    assert set(ev) == SALVAGE_KEYS
+    assert set(skip) == {"file", "start", "end", "first_offset", "last_offset", "kind", "reason",
+                         "ambiguous"}  # fmt: skip
+    assert the(evs, "summary") == {
+        "type": "summary",
+        "partitions": 1,
+        "salvaged": 0,
+        "lost_records_at_most": 3,
+        "lost_bytes": skip["end"] - skip["start"],
+        "exit_code": 4,
+    }
 
 
 def test_dry_run_writes_nothing(tmp_path):
