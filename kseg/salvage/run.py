@@ -123,8 +123,9 @@ class SalvageRun(RepairRun):
             return
         self._count(ev)
         if not self.writing:
-            for a in plan.actions:
-                yield a.to_event(True)
+            if self.to is None:  # --to --dry-run: a new tree, not these in-place actions
+                for a in plan.actions:
+                    yield a.to_event(True)
             self.outcome |= Outcome.INVALID_DATA
             yield {**ev, "status": DAMAGED}
             return

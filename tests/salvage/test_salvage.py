@@ -168,3 +168,18 @@ def test_a_killed_salvage_resumes(tmp_path, point):
     for m in reversed(done):
         assert run_kseg("restore", m.parent).returncode == 0
     assert hashes(case.log_dir) == before
+
+
+def test_a_selection_salvages_only_what_it_selects(tmp_path):
+    case = damaged(tmp_path, "flip")
+    write_partition(case.log_dir / "other-0")
+    before = hashes(tmp_path)
+    code, evs, _ = salvage(case.log_dir, "--topic", "oth.*")
+    assert code == 0 and [e["topic"] for e in evs if e["type"] == "salvage"] == ["other"]
+    assert hashes(tmp_path) == before
+    code, evs, _ = salvage(case.log_dir, "--dry-run")
+    statuses = {e["topic"]: e["status"] for e in evs if e["type"] == "salvage"}
+    assert code == 4 and statuses == {"other": "clean", "salvage": "damaged"}
+    code, evs, _ = salvage(case.log_dir, "--dry-run", "--to", tmp_path / "spare")
+    assert code == 4 and not [e for e in evs if e["type"] == "repair_action"]
+    assert not (tmp_path / "spare").exists() and hashes(tmp_path) == before
