@@ -43,9 +43,8 @@ class SalvageRun(RepairRun):
         if self.to is not None and not self.opts.dry_run:
             yield from self._check_to(tlist)
         yield from self._prepare(tlist)
-        skip = self._refused | self._locked_out
         for t in tlist:
-            if t.log_dir.resolve() in skip:
+            if t.log_dir.resolve() in self._refused:
                 continue
             name = t.name
             tags = {
@@ -54,7 +53,8 @@ class SalvageRun(RepairRun):
             }
             if several:
                 tags["log_dir"] = str(t.log_dir)
-            yield from _tagged(self._salvage(t), tags)
+            read_only = t.log_dir.resolve() in self._locked_out  # as --dry-run
+            yield from _tagged(self._salvage(t, read_only), tags)
         yield {
             "type": "summary",
             "partitions": self.partitions,
@@ -78,9 +78,12 @@ class SalvageRun(RepairRun):
                     "Not salvaging anything there",
                 }
 
-    def _salvage(self, t: Target):
+    def _salvage(self, t: Target, read_only: bool = False):
+        """Salvage one partition; ``read_only``: a broker holds its log dir's lock (said
+        once, 8): its cost and plan are reported as with --dry-run."""
         self.partitions += 1
         opts = self.opts
+        writing = self.writing and not read_only
         if t.kafka07:
             yield {
                 "type": "notice",
@@ -88,7 +91,7 @@ class SalvageRun(RepairRun):
                 "(`kseg verify --repair` repairs it)",
             }
             return
-        if self.writing:
+        if writing:
             t = yield from self._resume(t)
             if t is None:
                 return
@@ -122,7 +125,7 @@ class SalvageRun(RepairRun):
             yield ev
             return
         self._count(ev)
-        if not self.writing:
+        if not writing:
             if self.to is None:  # --to --dry-run: a new tree, not these in-place actions
                 for a in plan.actions:
                     yield a.to_event(True)

@@ -183,3 +183,19 @@ def test_a_selection_salvages_only_what_it_selects(tmp_path):
     code, evs, _ = salvage(case.log_dir, "--dry-run", "--to", tmp_path / "spare")
     assert code == 4 and not [e for e in evs if e["type"] == "repair_action"]
     assert not (tmp_path / "spare").exists() and hashes(tmp_path) == before
+
+
+def test_a_held_lock_refuses_the_salvage_and_reports_its_cost(tmp_path):
+    """A broker holds the log dir's lock: nothing changes, one line says so (8), and the
+    partition's cost is reported as with --dry-run (4)."""
+    from tests.repair.test_repair_safety import _Holder
+
+    case = damaged(tmp_path, "flip")
+    (case.log_dir / ".lock").write_bytes(b"")
+    before = hashes(tmp_path)
+    with _Holder(case.log_dir / ".lock", "fcntl"):
+        code, evs, proc = salvage(case.pdir)
+    assert code == 8 | 4, proc.stderr
+    assert f"{case.log_dir / '.lock'} is held" in proc.stderr.decode()
+    assert the(evs)["status"] == "damaged" and the(evs)["lost"]["records_at_most"] == 3
+    assert hashes(tmp_path) == before
