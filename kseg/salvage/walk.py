@@ -6,8 +6,9 @@ previous segment's last good offset (or the segment's base offset - 1). On top o
 partition's offsets must rise: an entry whose offsets go back is blamed as verify blames it
 (kseg.verify.liar: baseOffset lies outside the CRC, so the batch that does not fit between two
 neighbours that agree is the liar) and, when those neighbours leave exactly its offset count
-between them, its baseOffset is edited back in place (v2 only); otherwise it is dropped and
-counted as lost. Entries below the log start offset found after damage stay out.
+between them, its offset field is edited back in place (a v2 batch's baseOffset, or an
+uncompressed legacy message's offset: a compressed wrapper's inner offsets would disagree);
+otherwise it is dropped and counted as lost. Entries below the log start offset found after damage stay out.
 
 The input is a list of segment sources (a live segment today; a quarantined or a `.deleted`
 one later): anything that names a file, the name it goes back under, and its base offset.
@@ -97,7 +98,7 @@ class _Entry(NamedTuple):
     first: int
     last: int
     records: int
-    v2: bool
+    fixable: bool  # its offsets are its offset field's alone (v2, or a plain legacy message)
     buf: object
 
 
@@ -106,7 +107,8 @@ def _entry(seg: int, e, buf) -> _Entry:
         return _Entry(seg, e.position, e.size, e.base_offset, e.last_offset, e.records_count,
                       True, buf)  # fmt: skip
     first = e.base_offset
-    return _Entry(seg, e.position, e.size, first, e.last_offset, e.last_offset - first + 1, False,
+    plain = e.compression_id == 0 and first == e.last_offset
+    return _Entry(seg, e.position, e.size, first, e.last_offset, e.last_offset - first + 1, plain,
                   buf)  # fmt: skip
 
 
@@ -185,9 +187,9 @@ def salvage_walk(
         if suspect is not None:  # e is the entry after the suspect: it decides
             s, suspect = suspect, None
             gap = e.first - pending.last - 1
-            if s.v2 and e.first > pending.last and gap == s.last - s.first + 1:
+            if s.fixable and e.first > pending.last and gap == s.last - s.first + 1:
                 why = (
-                    f"base_offset {s.first} (outside the CRC) is wrong: offsets {pending.last} "
+                    f"offset {s.first} (outside the CRC) is wrong: offsets {pending.last} "
                     f"and {e.first} around it leave exactly its {gap} offsets"
                 )
                 commit(pending)
@@ -207,9 +209,9 @@ def salvage_walk(
         a = pending
         if e.first > before:  # e follows a's predecessor: a's baseOffset was raised
             gap = e.first - before - 1
-            if a.v2 and gap == a.last - a.first + 1:
+            if a.fixable and gap == a.last - a.first + 1:
                 why = (
-                    f"base_offset {a.first} (outside the CRC) is wrong: offsets {before} and "
+                    f"offset {a.first} (outside the CRC) is wrong: offsets {before} and "
                     f"{e.first} around it leave exactly its {gap} offsets"
                 )
                 a = fix(a, before + 1, why)

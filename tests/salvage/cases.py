@@ -28,8 +28,12 @@ class Case(NamedTuple):
     lost: frozenset[int]  # offsets of the batches the damage touched
 
 
-def write_partition(pdir: Path) -> None:
-    with LogWriter(pdir, segment_bytes=SEGMENT_BYTES, clock=lambda: 1_700_000_000_000) as w:
+def write_partition(pdir: Path, magic: int = 2, compression: str = "none") -> None:
+    size = SEGMENT_BYTES if compression == "none" else SEGMENT_BYTES // 4
+    with LogWriter(
+        pdir, magic=magic, compression=compression, segment_bytes=size,
+        clock=lambda: 1_700_000_000_000,
+    ) as w:  # fmt: skip
         for i in range(BATCHES):
             w.append([Record(key=b"k%d-%d" % (i, j), value=(b"v%d." % i) * 30) for j in range(3)])
 
@@ -54,7 +58,12 @@ def _edit(log: Path, pos: int, new: bytes) -> None:
     log.write_bytes(bytes(b))
 
 
-DAMAGES = ("flip", "zero_page", "lying_length", "middle_segment", "magic", "lying_base_offset")
+DAMAGES = (
+    "flip", "zero_page", "lying_length", "middle_segment", "magic", "lying_base_offset",
+    "legacy_gzip_flip",  # a magic 1 gzip wrapper: its CRC-32
+    "legacy_offset",  # a magic 0 message's offset (outside its CRC-32) raised: repaired in place
+)  # fmt: skip
+LEGACY = {"legacy_gzip_flip": (1, "gzip"), "legacy_offset": (0, "none")}
 
 
 def damaged(root: Path, damage: str) -> Case:
@@ -62,7 +71,7 @@ def damaged(root: Path, damage: str) -> Case:
     under ``root/original``."""
     log_dir = root / "logs"
     pdir = log_dir / f"{TOPIC}-0"
-    write_partition(pdir)
+    write_partition(pdir, *LEGACY.get(damage, (2, "none")))
     for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
         entry = cp.TopicPartitionOffset(TOPIC, 0, 0)
         (log_dir / name).write_bytes(cp.encode_offset_checkpoint([entry]))
@@ -74,7 +83,7 @@ def damaged(root: Path, damage: str) -> Case:
     bs = batches(seg)
     mid = bs[len(bs) // 2]
     lost: frozenset[int] = frozenset()
-    if damage in ("flip", "middle_segment"):
+    if damage in ("flip", "middle_segment", "legacy_gzip_flip"):
         at = mid[0] + mid[1] // 2
         _edit(seg, at, bytes([seg.read_bytes()[at] ^ 0xFF]))
         lost = _touched(original / seg.name, at, at + 1)
@@ -87,7 +96,10 @@ def damaged(root: Path, damage: str) -> Case:
         lost = _touched(original / seg.name, mid[0], mid[0] + 1)
     elif damage == "magic":  # outside the CRC: repaired in place
         _edit(seg, mid[0] + MAGIC_POS, bytes([1]))
-    elif damage == "lying_base_offset":  # raised by 1000: its neighbours prove the right one
+    elif damage in (
+        "lying_base_offset",
+        "legacy_offset",
+    ):  # raised by 1000: its neighbours prove the right one
         _edit(seg, mid[0], (mid[2] + 1000).to_bytes(8, "big"))
     return Case(log_dir, pdir, original, lost)
 
