@@ -21,7 +21,9 @@ LAYERS = {
     "version": 1,  # names the kernel that decodes
     "kernel": 1,  # the compiled kernel's splice: beside storage, over format
     "storage": 1,
-    **dict.fromkeys(("dump", "seek", "offsets", "stats", "verify", "repair", "index"), 2),
+    **dict.fromkeys(
+        ("dump", "seek", "offsets", "stats", "verify", "repair", "index", "salvage"), 2
+    ),
     "fixtures": 2,  # writes example trees (and corrupt copies) with storage's writer
     "render": 3,
     "spark": 3,

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from kseg.cli.command import Command
-from kseg.cli.commands import demo, dump, index, offsets, seek, stats, verify
+from kseg.cli.commands import demo, dump, index, offsets, salvage, seek, stats, verify
 from kseg.cli.exit import help_text
 
 HELP = (
@@ -84,6 +84,7 @@ def _root(
 app.command("dump", cls=Command)(dump.dump)
 app.command("verify", cls=Command, help=verify.VERIFY_HELP)(verify.verify)
 app.command("restore", cls=Command)(verify.restore)
+app.command("salvage", cls=Command, help=salvage.SALVAGE_HELP)(salvage.salvage)
 app.command("seek", cls=Command)(seek.seek)
 app.command("demo", cls=Command)(demo.demo)
 app.command("offsets", cls=Command)(offsets.offsets)

@@ -255,6 +255,49 @@ def verify_line(ev: dict) -> str | None:
     return None
 
 
+def _offsets(first, last) -> str:
+    return f"{first}.." if last is None else f"{first}-{last}"
+
+
+def salvage_line(ev: dict) -> str | None:
+    """A partition's salvage: what Kafka keeps, what salvage keeps, what is lost for good, then
+    one indented line per range left out and per edit (the plan's actions as verify's)."""
+    if ev["type"] == "summary":
+        return (
+            f"{ev['partitions']} partitions: {ev['salvaged']} salvaged; lost at most "
+            f"{ev['lost_records_at_most']} records ({ev['lost_bytes']} bytes); exit {ev['exit_code']}"
+        )
+    if ev["type"] != "salvage":
+        return verify_line(ev)
+    k, s, lost = ev["kafka_keeps"], ev["salvage_keeps"], ev["lost"]
+    where = ev["to"] or ev["partition_dir"]
+    kafka = (
+        f"Kafka keeps {k['records']} records ({k['bytes']} bytes)"
+        if k["starts"]
+        else "Kafka would not start on it"
+    )
+    ranges = ", ".join(_offsets(a, b) for a, b in lost["offsets"])
+    line = (
+        f"{ev['status']} {where}: {kafka}; salvage keeps {s['records']} records "
+        f"({s['bytes']} bytes); lost at most {lost['records_at_most']} records"
+        f"{' and more to the log end' if lost['to_log_end'] else ''} ({lost['bytes']} bytes)"
+        + (f" at offsets {ranges}" if ranges else "")
+    )
+    for x in ev["skipped"]:
+        off = (
+            ""
+            if x["first_offset"] is None
+            else f" offsets {_offsets(x['first_offset'], x['last_offset'])}"
+        )
+        amb = " AMBIGUOUS" if x["ambiguous"] else ""
+        line += f"\n  skipped {x['file']} bytes {x['start']}-{x['end']}{off}: {x['kind']}: {x['reason']}{amb}"
+    for e in ev["edits"]:
+        line += f"\n  edited {e['file']} byte {e['position']}: {e['old_hex']} -> {e['new_hex']} ({e['reason']})"
+    if ev["quarantine"]:
+        line += f"\n  removed bytes and manifest in {ev['quarantine']} (kseg restore undoes it)"
+    return line
+
+
 def spark_verify_line(ev: dict) -> str | None:
     """Spark's summary counts partitions and findings (segments are counted on the executors)."""
     if ev["type"] == "summary":
@@ -465,6 +508,7 @@ def count_line(ev: dict) -> str:
 # the text line of each command's events (dump streams chunks: see write_text_chunks)
 LINES: dict[str, Callable[[dict], str | None]] = {
     "verify": verify_line,
+    "salvage": salvage_line,
     "index rebuild": index_rebuild_line,
     "index check": index_check_line,
     "restore": restore_line,

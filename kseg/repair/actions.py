@@ -23,6 +23,7 @@ TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 
 
 PATCH = "patch"
+REWRITE = "rewrite"
 
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
@@ -149,6 +150,68 @@ class Patch(ActionKind):
 
     def undo(self, a, q):
         self._write(a, bytes.fromhex(a.old_hex))
+
+
+def _edits(a: Action) -> list[tuple[int, bytes]]:
+    return [(pos, bytes.fromhex(new)) for pos, _, new in a.edits or []]
+
+
+class Rewrite(ActionKind):
+    """A `.log` rewritten without its unreadable byte ranges (kseg salvage): the whole original
+    is quarantined first, the new file is spliced from that copy (``keep`` ranges, ``edits``
+    inside them) to a temp file and renamed over the original; its size and sha256 are planned
+    (after_length, after_sha256) and checked before the rename. Restore copies the original back."""
+
+    name = REWRITE
+    required = ("length", "sha256", "quarantine_file", "keep", "after_length", "after_sha256")
+    crash_point = "rewritten"
+
+    def quarantine_bytes(self, a):
+        return a.length
+
+    def partition_bytes(self, a):
+        return a.after_length or 0
+
+    def planned(self, a):
+        return _matches(Path(a.file), a.length, a.sha256)
+
+    def secure(self, a, q):
+        _secure_copy(a, q, 0, source_ok=self.planned(a))
+
+    def apply(self, a, q):
+        from kseg.storage.splice import SpliceMismatch, write_splice
+
+        if _matches(Path(a.file), a.after_length, a.after_sha256):
+            return  # done before a crash
+        if not self.planned(a):
+            raise RepairError(f"{a.file}: changed since the salvage was planned; not rewriting it")
+        if not _matches(q, a.length, a.sha256):
+            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
+        keep = [(s, e) for s, e in a.keep]
+        try:
+            write_splice(q, a.file, keep, _edits(a), (a.after_length, a.after_sha256))
+        except SpliceMismatch as exc:
+            raise RepairError(str(exc)) from None
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        now = sha256_file(path) if path.exists() else None
+        if now == (a.length, a.sha256):
+            return False
+        if not _matches(q, a.length, a.sha256):
+            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
+        if now is None or now == (a.after_length, a.after_sha256):
+            return True
+        raise MovedOn(
+            f"{path}: differs from what the salvage wrote: the partition changed since the "
+            "salvage (did a broker run?)"
+        )
+
+    def restore_bytes(self, a, q, cross_device):
+        return a.length
+
+    def undo(self, a, q):
+        atomic_copy(q, a.file, 0, a.length, a.sha256)
 
 
 class Truncate(ActionKind):
@@ -367,7 +430,7 @@ class Create(ActionKind):
 
 # applied in this order (truncations before moves, as Kafka's recovery); undone in reverse
 ACTIONS: dict[str, ActionKind] = {
-    k.name: k for k in (Patch(), Truncate(), Move(), Replace(), Create())
+    k.name: k for k in (Patch(), Rewrite(), Truncate(), Move(), Replace(), Create())
 }
 
 
@@ -392,7 +455,7 @@ def check_plan_covers_writes(m: Manifest, where: Path) -> None:
     leader-epoch checkpoint) is an action too, so its old bytes are quarantined first. A
     manifest kseg wrote always satisfies this; a hand-written one must, to be resumed."""
     named = {a.file for a in m.actions if a.action in (REPLACE, CREATE)}
-    truncated = {a.file for a in m.actions if a.action == TRUNCATE}
+    truncated = {a.file for a in m.actions if a.action in (TRUNCATE, REWRITE)}
     for log in m.rebuild_logs:  # the rebuild writes only named files; a cut log needs both
         if log not in truncated:
             continue

@@ -59,6 +59,7 @@ class Action(Accumulator):
 
     __slots__ = ("action", "file", "reason", "position", "length", "sha256", "quarantine_file")
     __slots__ += ("after_length", "after_sha256", "old_hex", "new_hex", "restored")
+    __slots__ += ("keep", "edits")
 
     def __init__(
         self,
@@ -74,6 +75,8 @@ class Action(Accumulator):
         old_hex: str | None = None,
         new_hex: str | None = None,
         restored: bool = False,
+        keep: list[list[int]] | None = None,
+        edits: list[list] | None = None,
     ) -> None:
         self.action = action  # truncate | move | replace | create (see repair.ACTIONS)
         self.file = file  # absolute path inside the partition dir
@@ -87,10 +90,19 @@ class Action(Accumulator):
         self.old_hex = old_hex  # patch: the bytes found at position (restore writes them back)
         self.new_hex = new_hex  # patch: the bytes written there
         self.restored = restored  # progress of a restore (information: restore checks the files)
+        # rewrite (kseg salvage): the [start, end) byte ranges of the original kept, in order,
+        # and [position, old_hex, new_hex] edits inside them (bytes outside the CRC)
+        self.keep = keep
+        self.edits = edits
 
     def as_dict(self) -> dict:
-        """Every field by name, in order: the manifest's JSON object for this action."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """Every field by name, in order: the manifest's JSON object for this action (a
+        rewrite's ``keep`` and ``edits`` only where they are given)."""
+        d = {name: getattr(self, name) for name in self.__slots__}
+        for name in ("keep", "edits"):
+            if d[name] is None:
+                del d[name]
+        return d
 
     def to_event(self, dry_run: bool) -> dict:
         d = self.as_dict()
@@ -288,8 +300,12 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
             old, new = bytes.fromhex(a.old_hex), bytes.fromhex(a.new_hex)
         except (TypeError, ValueError):
             raise ManifestError(f"{where}: {a.file}: old_hex/new_hex are not hex") from None
-        if not 0 < len(old) == len(new) <= 4 or F.file_kind(a.file).kind != F.LOG:
-            raise ManifestError(f"{where}: {a.file}: a patch is 1 to 4 bytes of a .log")
+        # (8: a lying baseOffset kseg salvage proves from the batches around it)
+        if not 0 < len(old) == len(new) <= 8 or F.file_kind(a.file).kind != F.LOG:
+            raise ManifestError(f"{where}: {a.file}: a patch is 1 to 8 bytes of a .log")
+    for a in actions:
+        if a.keep is not None or a.edits is not None:
+            _check_splice(a, where)
     for a in actions:
         if not all(isinstance(v, str | None) for v in (a.sha256, a.after_sha256, a.reason)):
             raise ManifestError(f"{where}: {a.file}: sha256 and reason must be strings")
@@ -313,6 +329,33 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
         after_logs=after_logs,
         version=int(doc.get("version", 1)),
     )
+
+
+def _check_splice(a: Action, where: Path) -> None:
+    """A rewrite's ranges are rising byte ranges of its .log, its edits 1 to 8 hex bytes each
+    inside them (a hand-written manifest may say anything)."""
+    if F.file_kind(a.file).kind != F.LOG or not isinstance(a.keep, list):
+        raise ManifestError(f"{where}: {a.file}: a rewrite keeps byte ranges of a .log")
+    at = 0
+    for r in a.keep:
+        if not (
+            isinstance(r, list)
+            and len(r) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+            and at <= r[0] < r[1]
+            and (a.length is None or r[1] <= a.length)
+        ):
+            raise ManifestError(f"{where}: {a.file}: keep {r!r} is not a rising byte range")
+        at = r[1]
+    for e in a.edits or []:
+        try:
+            pos, old, new = e
+            ok = isinstance(pos, int) and pos >= 0 and 0 < len(bytes.fromhex(old)) <= 8
+            ok = ok and len(bytes.fromhex(old)) == len(bytes.fromhex(new))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ManifestError(f"{where}: {a.file}: edit {e!r} is not 1 to 8 hex bytes")
 
 
 def partition_file(pdir: Path, file: str, where: Path | str) -> Path:

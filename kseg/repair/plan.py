@@ -82,25 +82,8 @@ def plan_repair(
         elif index_problem(scan):
             rebuild.append(log)
     end = report.log_end_offset
-    if first is not None and end is not None:
-        if not keep_later_segments:
-            for p in sorted(pdir.iterdir()):
-                k = F.file_kind(p)
-                if k.kind == F.SNAPSHOT and not k.temp_suffix and k.base_offset > end:
-                    why = f"producer snapshot past the new log end {end}"
-                    plan.actions.append(whole_file(MOVE, p, why))
-        epochs = pdir / "leader-epoch-checkpoint"
-        if epochs.exists() and not keep_later_segments:
-            try:
-                entries = cp.read_leader_epoch_checkpoint(
-                    read_side_file(epochs, F.LEADER_EPOCH_CHECKPOINT)
-                )
-            except (OSError, CorruptionError):  # an unreadable checkpoint is left for Kafka
-                entries = []
-            if any(e.start_offset >= end for e in entries):
-                plan.epoch_truncate_to = end
-                why = f"leader epochs starting at or past the new log end {end}"
-                plan.actions.append(whole_file(REPLACE, epochs, why))
+    if first is not None and end is not None and not keep_later_segments:
+        plan_new_log_end(plan, end)
     plan.rebuild_logs = [str(p) for p in rebuild]
     by_log = {pdir / s.log.name: s for s in report.scans}
     if report.txns_replayed:  # the scans hold what a rebuild would write: carry it
@@ -112,6 +95,30 @@ def plan_repair(
             else:
                 plan.actions.append(Action(CREATE, str(p), "index rebuilt from the log"))
     return plan
+
+
+def plan_new_log_end(plan: Plan, end: int) -> None:
+    """What a log cut to end at ``end`` needs beside it, as Kafka does after a truncation: the
+    producer snapshots past the new end moved away, the leader epochs starting at or past it
+    dropped from leader-epoch-checkpoint (kseg salvage uses it too)."""
+    pdir = plan.partition_dir
+    for p in sorted(pdir.iterdir()):
+        k = F.file_kind(p)
+        if k.kind == F.SNAPSHOT and not k.temp_suffix and k.base_offset > end:
+            why = f"producer snapshot past the new log end {end}"
+            plan.actions.append(whole_file(MOVE, p, why))
+    epochs = pdir / "leader-epoch-checkpoint"
+    if epochs.exists():
+        try:
+            entries = cp.read_leader_epoch_checkpoint(
+                read_side_file(epochs, F.LEADER_EPOCH_CHECKPOINT)
+            )
+        except (OSError, CorruptionError):  # an unreadable checkpoint is left for Kafka
+            entries = []
+        if any(e.start_offset >= end for e in entries):
+            plan.epoch_truncate_to = end
+            why = f"leader epochs starting at or past the new log end {end}"
+            plan.actions.append(whole_file(REPLACE, epochs, why))
 
 
 def _later_segment_reason(report: PartitionReport) -> dict[int | None, str]:

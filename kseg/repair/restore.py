@@ -24,7 +24,7 @@ from typing import NamedTuple
 from kseg.events import Event
 from kseg.format.errors import KsegError
 from kseg.outcome import BadOption, Outcome
-from kseg.repair.actions import MOVE, TRUNCATE, check_actions, kind_of, qfile
+from kseg.repair.actions import MOVE, REWRITE, TRUNCATE, check_actions, kind_of, qfile
 from kseg.repair.errors import MovedOn
 from kseg.repair.faults import fault_point
 from kseg.repair.manifest import (
@@ -129,7 +129,7 @@ def check(qdir: Path, m: Manifest) -> PartitionRestore:
 
 def _check_segments(m: Manifest) -> None:
     """No segment appeared, vanished or changed size since the repair completed."""
-    ours = {Path(a.file).name for a in m.actions if a.action in (TRUNCATE, MOVE)}
+    ours = {Path(a.file).name for a in m.actions if a.action in (TRUNCATE, MOVE, REWRITE)}
     logs = partition_logs(m.partition_dir)
     gone = sorted(set(m.after_logs) - ours - {p.name for p in logs})
     if gone:

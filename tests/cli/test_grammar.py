@@ -23,7 +23,7 @@ def test_version_is_the_roots_eager_option():
 def test_every_command_is_on_the_app():
     root = click_root()
     names = root.list_commands(None)
-    assert names == ["dump", "verify", "restore", "seek", "demo", "offsets", "stats"] + [
+    assert names == ["dump", "verify", "restore", "salvage", "seek", "demo", "offsets", "stats"] + [
         "index",
         "spark",
     ]
@@ -53,6 +53,9 @@ SERVED = [
     ("stats", "P", "--by", "hour", "-f", "csv"),
     ("offsets", "P", "-g", "billing", "--at", "-2h", "--lag"),
     ("restore", "/nonexistent/q", "--force"),
+    ("salvage", "P", "--dry-run", "-f", "json", "--topic", "t"),
+    ("salvage", "P", "Q", "--to", "/tmp/spare", "--kafka-version", "3.9"),
+    ("salvage", "P", "--quarantine", "/tmp/q", "--force", "-q"),
     ("demo",),
 ]
 
@@ -81,6 +84,9 @@ REJECTED = {
     ("dump", "P", "-30m"): 16,
     ("dump", "--from-time"): 16,
     ("restore", "A", "B"): 16,
+    ("salvage",): 16,
+    ("salvage", "P", "--to"): 16,
+    ("salvage", "P", "--repair"): 16,
     ("index", "P"): 16,
     ("index", "--help"): 0,
     ("--help",): 0,

@@ -530,7 +530,7 @@ def test_clean_log_ending_below_its_start_is_reset_on_every_start(tmp_path):
 @pytest.mark.parametrize(
     "edit",
     [
-        {"old_hex": "0707070707", "new_hex": "0202020202"},  # more than 4 bytes
+        {"old_hex": "07" * 9, "new_hex": "02" * 9},  # more than 8 bytes
         {"old_hex": "zz"},  # not hex
         {"file_suffix": ".index"},  # not a .log
     ],
@@ -550,6 +550,6 @@ def test_hostile_patch_in_a_manifest_is_refused(tmp_path, edit):
     before = snapshot(case.root)
     r = run_kseg("restore", qdir)
     assert r.returncode == 8 and (
-        b"a patch is 1 to 4 bytes" in r.stderr or b"not hex" in r.stderr
+        b"a patch is 1 to 8 bytes" in r.stderr or b"not hex" in r.stderr
     ), r.stderr
     assert snapshot(case.root) == before

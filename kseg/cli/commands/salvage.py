@@ -1,0 +1,91 @@
+"""`kseg salvage` (kseg.salvage.run): every intact record Kafka's recovery throws away, given back."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kseg.cli import options as o
+from kseg.cli.exit import exit_status, track, with_exit_codes
+from kseg.cli.inputs import parsed_kafka_version, selection
+
+SALVAGE_HELP = """Keep every intact record of a damaged partition: what Kafka's recovery would keep,
+plus every intact batch after each damage, written back so that Kafka loads it as it is
+(lost offsets become a gap, as compaction makes). Every removed byte is quarantined first;
+`kseg restore` undoes it. Says per partition what Kafka would keep, what salvage keeps and
+what is lost for good.
+
+Exit codes: 0 nothing to salvage; 1 salvaged; 4 damage left (--dry-run found damage, or
+verify still finds errors after the salvage); 8 operational error (unreadable file, a broker
+holds the lock, salvage failed); 16 usage error; 32 interrupted.
+
+Example:
+
+\b
+  kseg salvage /var/lib/kafka/data/orders-3 --dry-run
+  kseg salvage /var/lib/kafka/data/orders-3
+  kseg salvage /var/lib/kafka/data --to /mnt/spare/data
+"""
+
+ToOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--to",
+        help="Write the salvaged partitions as new partition dirs under this log.dirs root; "
+        "the input is left untouched.",
+    ),
+]
+SalvageDryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the plan and the cost, change nothing.")
+]
+SalvageForceOpt = Annotated[
+    bool, typer.Option(help="Salvage even though a broker holds <log.dir>/.lock.")
+]
+
+
+def salvage(
+    paths: o.SegmentPathsArg,
+    dry_run: SalvageDryRunOpt = False,
+    to: ToOpt = None,
+    quarantine: o.QuarantineOpt = None,
+    force: SalvageForceOpt = False,
+    index_interval_bytes: o.IntervalOpt = 4096,
+    kafka_version: o.KafkaVersionOpt = None,
+    topic: o.TopicOpt = None,
+    partition: o.PartitionOpt = None,
+    fmt: o.FormatOpt = o.OutputFormat.text,
+    quiet: o.QuietOpt = False,
+) -> int:
+    from kseg.cli.signals import Interrupted
+    from kseg.render import finish
+    from kseg.salvage.run import SalvageRun
+    from kseg.storage.tree import log_bytes
+    from kseg.verify.run import VerifyOptions
+
+    opts = VerifyOptions(
+        repair=True,
+        dry_run=dry_run,
+        quarantine=quarantine,
+        force=force,
+        index_interval_bytes=index_interval_bytes,
+        kafka_version=parsed_kafka_version(kafka_version),
+        topic=topic,
+        partition=partition,
+    )
+    sel = selection(paths, topic, partition)  # a wrong path fails up front
+    run = SalvageRun(opts, to=to)
+    track(run)
+    try:
+        return exit_status(
+            finish(
+                "salvage",
+                run,
+                with_exit_codes(run.events(sel)),
+                fmt.value,
+                bar_total=lambda: log_bytes(run.targets(sel)),
+                quiet=quiet,
+            )
+        )
+    except Interrupted as exc:
+        exc.outcome |= run.outcome
+        raise

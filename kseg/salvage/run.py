@@ -1,0 +1,197 @@
+"""``kseg salvage`` as a library call: per partition, verify's scan (what Kafka's recovery would
+do), the salvage walk (kseg.salvage.walk), its cost (kseg.salvage.cost), and unless --dry-run
+the result written: in place as a repair manifest kseg.repair applies (lock, quarantine, fsync,
+atomic steps, resumable, undone by `kseg restore`), or with --to as a new tree (input
+untouched). The partition is verified again after writing.
+
+The run reuses verify --repair's (kseg.repair.run.RepairRun): its locks, quarantine checks,
+leftover cleaning and the resume of an interrupted repair or salvage of the same partition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from kseg.outcome import Outcome
+from kseg.repair.run import RepairRun, _refused_file, _unreadable_file
+from kseg.salvage.cost import cost_event, log_end
+from kseg.salvage.kafka import kafka_limits
+from kseg.salvage.plan import plan_salvage
+from kseg.salvage.walk import SegmentSource, salvage_walk
+from kseg.storage.tree import Selection, Target, partition_logs
+from kseg.verify.partition import PartitionReport, verify_target
+from kseg.verify.run import VerifyOptions, _tagged, outcome_of
+
+# statuses of a salvage event
+CLEAN, DAMAGED, SALVAGED, WRITTEN, FAILED = "clean", "damaged", "salvaged", "written", "failed"
+
+
+class SalvageRun(RepairRun):
+    """kseg salvage (``opts.dry_run``: the plan and the cost only; ``to``: a new tree)."""
+
+    def __init__(self, opts: VerifyOptions, to: Path | None = None) -> None:
+        super().__init__(opts._replace(repair=True))
+        self.to = None if to is None else to.absolute()
+        self.writing = not opts.dry_run and to is None  # in place: locks, quarantine
+        self.salvaged = 0
+        self.lost_records = 0
+        self.lost_bytes = 0
+
+    def _events(self, sel: Selection) -> Iterator[dict]:
+        several = sel.several_log_dirs
+        tlist = self.targets(sel)
+        if self.to is not None and not self.opts.dry_run:
+            yield from self._check_to(tlist)
+        yield from self._prepare(tlist)
+        for t in tlist:
+            if t.log_dir.resolve() in self._refused:
+                continue
+            name = t.name
+            tags = {
+                "topic": name.topic if name else None,
+                "partition": name.partition if name else None,
+            }
+            if several:
+                tags["log_dir"] = str(t.log_dir)
+            read_only = t.log_dir.resolve() in self._locked_out  # as --dry-run
+            yield from _tagged(self._salvage(t, read_only), tags)
+        yield {
+            "type": "summary",
+            "partitions": self.partitions,
+            "salvaged": self.salvaged,
+            "lost_records_at_most": self.lost_records,
+            "lost_bytes": self.lost_bytes,
+            "outcome": self.outcome,
+        }
+
+    def _check_to(self, tlist: list[Target]) -> Iterator[dict]:
+        """--to inside an input log dir is refused (16): Kafka would find a stray dir there."""
+        from kseg.storage.locking import inside_message, is_inside
+
+        for log_dir in dict.fromkeys(t.log_dir.resolve() for t in tlist):
+            if is_inside(self.to, log_dir) or self.to.resolve() == log_dir:
+                self._refused.add(log_dir)
+                self.outcome |= Outcome.USAGE
+                yield {
+                    "type": "failure",
+                    "message": f"{inside_message('--to', self.to, log_dir)}. "
+                    "Not salvaging anything there",
+                }
+
+    def _salvage(self, t: Target, read_only: bool = False):
+        """Salvage one partition; ``read_only``: a broker holds its log dir's lock (said
+        once, 8): its cost and plan are reported as with --dry-run."""
+        self.partitions += 1
+        opts = self.opts
+        writing = self.writing and not read_only
+        if t.kafka07:
+            yield {
+                "type": "notice",
+                "message": f"{t.partition_dir}: a Kafka 0.7 partition: not salvaged "
+                "(`kseg verify --repair` repairs it)",
+            }
+            return
+        if writing:
+            t = yield from self._resume(t)
+            if t is None:
+                return
+        report = verify_target(t, index_interval_bytes=opts.index_interval_bytes)
+        unread = _unreadable_file(report)
+        if unread is not None:
+            yield self._failure(f"{t.partition_dir}: not salvaged: {unread} could not be read")
+            return
+        limits, starts = kafka_limits(report)
+        sources = [SegmentSource(s.log, s.log.name, s.base_offset, tuple(s.patches))
+                   for s in report.scans]  # fmt: skip
+        segs = salvage_walk(sources, log_start_offset=report.log_start_offset, kafka_limits=limits)
+        ev = cost_event(report, segs, limits, starts)
+        plan = plan_salvage(
+            report, segs, index_interval_bytes=opts.index_interval_bytes,
+            kafka_version=opts.kafka_version,
+        )  # fmt: skip
+        for x in ev["skipped"]:
+            if x["ambiguous"]:
+                yield {
+                    "type": "notice",
+                    "message": f"{x['file']}: ambiguous resync at byte {x['end']}: the entries "
+                    f"kept from there lie inside the extent the damaged entry at byte "
+                    f"{x['start']} claims (they may be its payload); check them with kseg dump",
+                }
+        if self.to is not None and not opts.dry_run:
+            yield from self._write_to(t, report, segs, plan, ev)
+            return
+        if plan.empty:
+            self.outcome |= outcome_of(report.all_findings)
+            yield ev
+            return
+        self._count(ev)
+        if not writing:
+            if self.to is None:  # --to --dry-run: a new tree, not these in-place actions
+                for a in plan.actions:
+                    yield a.to_event(True)
+            self.outcome |= Outcome.INVALID_DATA
+            yield {**ev, "status": DAMAGED}
+            return
+        refused = _refused_file(plan)
+        if refused is not None:
+            yield self._failure(f"{refused}: not salvaging {t.partition_dir}")
+            yield {**ev, "status": FAILED}
+            return
+        for a in plan.actions:
+            yield a.to_event(False)
+        qdir, after = None, report
+        applying = self._apply(t, plan, report)
+        while True:
+            try:
+                done = next(applying)
+            except StopIteration as stop:
+                after = stop.value
+                break
+            if done["type"] == "repair_done":
+                qdir = done["quarantine"]
+                continue
+            yield done
+        if qdir is None:
+            yield {**ev, "status": FAILED}
+            return
+        self.salvaged += 1
+        self.outcome |= self._left(after)
+        yield {**ev, "status": SALVAGED, "quarantine": qdir}
+
+    def _write_to(self, t: Target, report: PartitionReport, segs, plan, ev):
+        from kseg.salvage.copy_to import DestinationExists, write_partition, write_root_files
+
+        end = log_end(segs)
+        try:
+            out = write_partition(
+                t.partition_dir, segs, self.to, end,
+                index_interval_bytes=self.opts.index_interval_bytes,
+                kafka_version=self.opts.kafka_version,
+            )  # fmt: skip
+            write_root_files(t.log_dir, self.to, {t.partition_dir.name: end})
+        except DestinationExists as exc:
+            yield self._failure(f"{exc}: not salvaging {t.partition_dir}")
+            return
+        except OSError as exc:
+            yield self._failure(
+                f"{exc.filename or self.to}: {exc.strerror or exc}: not salvaged to {self.to}"
+            )
+            return
+        after = verify_target(
+            Target(out, partition_logs(out)), index_interval_bytes=self.opts.index_interval_bytes
+        )
+        left = outcome_of(after.all_findings)
+        if not plan.empty:
+            self._count(ev)
+            self.salvaged += 1
+            left = left or Outcome.REPAIRED
+        self.outcome |= left
+        yield {**ev, "status": WRITTEN, "to": str(out)}
+
+    def _left(self, after: PartitionReport) -> Outcome:
+        """What verify still finds after the salvage (none: salvaged)."""
+        return outcome_of(after.all_findings) or Outcome.REPAIRED
+
+    def _count(self, ev: dict) -> None:
+        self.lost_records += ev["lost"]["records_at_most"]
+        self.lost_bytes += ev["lost"]["bytes"]

@@ -1,0 +1,270 @@
+"""Which bytes of a partition's segments salvage keeps: every intact entry, in offset order.
+
+Each segment is walked with the resync walk (kseg.format.resync.walk_resync: the one source of
+the rules for where intact entries start again after damage), ``after_offset`` chained from the
+previous segment's last good offset (or the segment's base offset - 1). On top of it, the
+partition's offsets must rise: an entry whose offsets go back is blamed as verify blames it
+(kseg.verify.liar: baseOffset lies outside the CRC, so the batch that does not fit between two
+neighbours that agree is the liar) and, when those neighbours leave exactly its offset count
+between them, its offset field is edited back in place (a v2 batch's baseOffset, or an
+uncompressed legacy message's offset: a compressed wrapper's inner offsets would disagree);
+otherwise it is dropped and counted as lost. Entries below the log start offset found after damage stay out.
+
+The input is a list of segment sources (a live segment today; a quarantined or a `.deleted`
+one later): anything that names a file, the name it goes back under, and its base offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from kseg.format.batch import RecordBatch
+from kseg.format.errors import ZERO_FILLED_TAIL
+from kseg.format.resync import Skipped, walk_resync
+from kseg.verify.findings import Patch
+
+BAD_OFFSETS = "offsets_not_increasing"
+BELOW_LOG_START = "below_log_start"
+
+
+class SegmentSource(NamedTuple):
+    """A segment to salvage from: ``path`` is read, ``name`` is the `.log` name it is written
+    back under; ``patches`` are verify's proven in-place fixes (bytes outside the CRC)."""
+
+    path: Path
+    name: str
+    base_offset: int
+    patches: tuple[Patch, ...] = ()
+
+
+class Lost(NamedTuple):
+    """A byte range salvage does not keep, the offsets it held at most (None: unknown) and why."""
+
+    start: int
+    end: int
+    first_offset: int | None
+    last_offset: int | None
+    kind: str
+    reason: str
+    ambiguous: bool = False
+
+
+class Edit(NamedTuple):
+    """Bytes outside the CRC written back in place (a magic byte, a leader epoch, a baseOffset)."""
+
+    position: int
+    old: bytes
+    new: bytes
+    reason: str
+
+
+class SegmentSalvage(NamedTuple):
+    """What salvage keeps of one segment."""
+
+    source: SegmentSource
+    size: int
+    keep: list[tuple[int, int]]  # [start, end) byte ranges kept, in order
+    lost: list[Lost]
+    edits: list[Edit]
+    records: int  # records kept
+    last_offset: int | None  # of the last entry kept
+    kafka_records: int  # records of intact entries Kafka's recovery keeps
+    below_start: int  # bytes of entries below the log start offset left out
+
+    @property
+    def kept_bytes(self) -> int:
+        return sum(e - s for s, e in self.keep)
+
+    @property
+    def rewritten(self) -> bool:
+        """Bytes go: the segment is rewritten without them."""
+        return self.keep != ([(0, self.size)] if self.size else [])
+
+    @property
+    def changed(self) -> bool:
+        return self.rewritten or bool(self.edits)
+
+    @property
+    def ambiguous(self) -> bool:
+        return any(x.ambiguous for x in self.lost)
+
+
+class _Entry(NamedTuple):
+    seg: int
+    position: int
+    size: int
+    first: int
+    last: int
+    records: int
+    fixable: bool  # its offsets are its offset field's alone (v2, or a plain legacy message)
+    buf: object
+
+
+def _entry(seg: int, e, buf) -> _Entry:
+    if isinstance(e, RecordBatch):
+        return _Entry(seg, e.position, e.size, e.base_offset, e.last_offset, e.records_count,
+                      True, buf)  # fmt: skip
+    first = e.base_offset
+    plain = e.compression_id == 0 and first == e.last_offset
+    return _Entry(seg, e.position, e.size, first, e.last_offset, e.last_offset - first + 1, plain,
+                  buf)  # fmt: skip
+
+
+def _patched(buf, patches) -> bytes:
+    data = bytearray(buf)
+    for p in patches:
+        data[p.position : p.position + len(p.new)] = p.new
+    return bytes(data)
+
+
+def _items(sources: list[SegmentSource]) -> Iterator[tuple[int, object, object]]:
+    """(segment index, Entry or Skipped or None at the segment's end, its buffer)."""
+    from kseg.storage.mapped import map_file
+
+    after = -1
+    for i, src in enumerate(sources):
+        buf = map_file(src.path)
+        if src.patches:
+            buf = _patched(buf, src.patches)
+        after = max(after, src.base_offset - 1)
+        for item in walk_resync(buf, after_offset=after, source=str(src.path)):
+            if not isinstance(item, Skipped):
+                after = max(after, item.last_offset)
+            yield i, item, buf
+        yield i, None, buf
+
+
+def salvage_walk(
+    sources: list[SegmentSource],
+    *,
+    log_start_offset: int | None = None,
+    kafka_limits: list[int] | None = None,
+) -> list[SegmentSalvage]:
+    """What salvage keeps of each source (in the order given: by base offset).
+    ``kafka_limits``: per source, the byte Kafka's recovery keeps it up to (kseg.salvage.kafka);
+    the intact records below it are counted as what Kafka keeps."""
+    n = len(sources)
+    keep: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    lost: list[list[Lost]] = [[] for _ in range(n)]
+    edits: list[list[Edit]] = [[] for _ in range(n)]
+    records = [0] * n
+    kafka = [0] * n
+    below = [0] * n
+    lasts: list[int | None] = [None] * n
+    sizes = [0] * n
+    state = {"damaged": False}
+
+    def commit(e: _Entry) -> None:
+        if state["damaged"] and log_start_offset is not None and e.last < log_start_offset:
+            below[e.seg] += e.size
+            return
+        ranges = keep[e.seg]
+        if ranges and ranges[-1][1] == e.position:
+            ranges[-1] = (ranges[-1][0], e.position + e.size)
+        else:
+            ranges.append((e.position, e.position + e.size))
+        records[e.seg] += e.records
+        lasts[e.seg] = e.last
+
+    def drop(e: _Entry, why: str) -> None:
+        state["damaged"] = True
+        lost[e.seg].append(Lost(e.position, e.position + e.size, e.first, e.last, BAD_OFFSETS, why))
+
+    def fix(e: _Entry, base: int, why: str) -> _Entry:
+        old = bytes(e.buf[e.position : e.position + 8])
+        new = base.to_bytes(8, "big", signed=True)
+        edits[e.seg].append(Edit(e.position, old, new, why))
+        return e._replace(first=base, last=base + (e.last - e.first))
+
+    before = -1  # the last offset before the pending entry
+    pending: _Entry | None = None  # the last entry taken, not yet committed (it may be a liar)
+    suspect: _Entry | None = None  # an entry that goes back below the pending one's offsets
+
+    def take(e: _Entry) -> None:
+        nonlocal before, pending, suspect
+        if suspect is not None:  # e is the entry after the suspect: it decides
+            s, suspect = suspect, None
+            gap = e.first - pending.last - 1
+            if s.fixable and e.first > pending.last and gap == s.last - s.first + 1:
+                why = (
+                    f"offset {s.first} (outside the CRC) is wrong: offsets {pending.last} "
+                    f"and {e.first} around it leave exactly its {gap} offsets"
+                )
+                commit(pending)
+                before, pending = pending.last, fix(s, pending.last + 1, why)
+            else:
+                drop(s, f"offsets {s.first}..{s.last} go back below {pending.last}, unproven")
+        if pending is None:
+            if e.first > before:
+                pending = e
+            else:
+                drop(e, f"offsets {e.first}..{e.last} go back below {before}")
+            return
+        if e.first > pending.last:
+            commit(pending)
+            before, pending = pending.last, e
+            return
+        a = pending
+        if e.first > before:  # e follows a's predecessor: a's baseOffset was raised
+            gap = e.first - before - 1
+            if a.fixable and gap == a.last - a.first + 1:
+                why = (
+                    f"offset {a.first} (outside the CRC) is wrong: offsets {before} and "
+                    f"{e.first} around it leave exactly its {gap} offsets"
+                )
+                a = fix(a, before + 1, why)
+                commit(a)
+                before = a.last
+            else:
+                drop(a, f"offsets {a.first}..{a.last} do not fit before {e.first}, unproven")
+            pending = e
+            return
+        suspect = e
+
+    def flush() -> None:
+        nonlocal pending, suspect, before
+        if suspect is not None:
+            drop(suspect, f"offsets {suspect.first}..{suspect.last} go back, unproven")
+            suspect = None
+        if pending is not None:
+            commit(pending)
+            before, pending = pending.last, None
+
+    for i, item, buf in _items(sources):
+        if item is None:
+            sizes[i] = len(buf)
+            continue
+        if isinstance(item, Skipped):
+            flush()
+            if item.kind != ZERO_FILLED_TAIL:
+                state["damaged"] = True
+            lost[i].append(Lost(*item))
+            continue
+        e = _entry(i, item, buf)
+        if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
+            kafka[i] += e.records
+        take(e)
+    flush()
+    out = []
+    for i, src in enumerate(sources):
+        ls = sorted(lost[i])
+        if ls and ls[-1].last_offset is None and ls[-1].first_offset is not None and i + 1 < n:
+            nxt = sources[i + 1].base_offset - 1  # a tail lost up to the next segment
+            if nxt >= ls[-1].first_offset:
+                ls[-1] = ls[-1]._replace(last_offset=nxt)
+        if below[i]:
+            why = f"entries below the log start offset {log_start_offset} found after damage"
+            ls.append(Lost(0, 0, None, None, BELOW_LOG_START, why))
+        ed = sorted(edits[i]) + [
+            Edit(p.position, p.old, p.new, p.reason)
+            for p in src.patches
+            if any(s <= p.position < e for s, e in keep[i])
+        ]
+        out.append(
+            SegmentSalvage(
+                src, sizes[i], keep[i], ls, sorted(ed), records[i], lasts[i], kafka[i], below[i]
+            )  # fmt: skip
+        )
+    return out
