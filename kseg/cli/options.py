@@ -196,6 +196,14 @@ ValueContainsOpt = Annotated[
         show_default=False,
     ),
 ]
+ResyncOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resync",
+        help="Go on past damage: skip each unreadable byte range (reported, with the offsets it"
+        " held) and show the intact batches after it; batches whose CRC fails are skipped too.",
+    ),
+]
 CountOpt = Annotated[
     bool,
     typer.Option(

@@ -138,3 +138,14 @@ def plain_runner():
     block need no look from verify's per-batch checks — or None when the core is active."""
     k = kernel.compiled()
     return None if k is None else k.plain_run
+
+
+def resync_scanner():
+    """The resync byte scan's prefilter (kseg.format.resync.scan_candidates' contract): the
+    compiled kernel's (kernel/src/resync.rs) when it is active, else the core's."""
+    k = kernel.compiled()
+    if k is not None:
+        return k.resync_scan
+    from kseg.format.resync import scan_candidates
+
+    return scan_candidates
