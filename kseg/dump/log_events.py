@@ -18,7 +18,7 @@ from kseg.dump.selection import Budget, Span
 from kseg.format.errors import CorruptionError
 from kseg.format.log import iter_entries
 from kseg.format.resync import skip_from
-from kseg.storage.kernel_walk import ROW, resync_scanner, walk_blocks
+from kseg.storage.kernel_walk import last_offset_before, resync_scanner
 from kseg.storage.segment import Segment
 
 
@@ -118,15 +118,3 @@ def dump_log(
             if resumed is None:
                 return
             start = resumed
-
-
-def last_offset_before(buf, start: int, stop: int | None, last: int) -> int:
-    """The highest last offset of the entries in ``buf[start:stop]`` (which a walk has just read
-    without a fault), or ``last`` when there are none: where a resync's offsets must rise above.
-    A header walk (the compiled kernel's when loaded), no Python object per entry."""
-    if stop is None or stop <= start:
-        return last
-    for block in walk_blocks(buf, start, stop):
-        with memoryview(block).cast("q") as rows:
-            last = max(last, max(rows[4 :: ROW.size // 8]))
-    return last
