@@ -26,6 +26,7 @@ events.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -39,7 +40,7 @@ from kseg.format.batch import (
     FIELD_POS,
     MIN_BATCH_LENGTH,
 )
-from kseg.format.entry import ENTRY_PREFIX, LOG_OVERHEAD, MAGIC_POS
+from kseg.format.entry import ENTRY_PREFIX, LOG_OVERHEAD, MAGIC_POS, SIZE_POS
 from kseg.format.errors import ZERO_FILLED_TAIL, CorruptionError
 from kseg.format.legacy import KEY_LENGTH_POS, RECORD_OVERHEAD
 from kseg.format.log import Entry, is_zero, iter_entries
@@ -59,6 +60,9 @@ assert FIELD_POS["last_offset_delta"] == _V2_ATTRIBUTES_POS + 2
 _V2_ATTRS_DELTA = struct.Struct(">hi")
 _V2_COUNT_POS = FIELD_POS["records_count"]
 _COUNT = struct.Struct(">i")
+_SIZE_POS = SIZE_POS
+_SMALL = re.compile(rb"[\x00-\x02]")  # a magic byte a candidate may carry (_MAX_MAGIC)
+_NONZERO = re.compile(rb"[^\x00]")
 
 
 class Skipped(NamedTuple):
@@ -182,12 +186,24 @@ def _resume(buf, bad: int, end: int, last: int, scan) -> tuple[int, Entry, bool]
 
 def scan_candidates(buf, pos: int, end: int, last: int) -> int:
     """The first position at or after ``pos`` where :func:`candidate` holds, or -1: the byte
-    scan's prefilter, one position at a time. The compiled kernel has the same
-    (kernel/src/resync.rs; kseg.storage.kernel_walk.resync_scanner picks it, and
-    tests/dump/test_resync.py compares the two)."""
-    stop = end - LOG_OVERHEAD - MIN_ENTRY_SIZE
+    scan's prefilter. The compiled kernel has the same (kernel/src/resync.rs;
+    kseg.storage.kernel_walk.resync_scanner picks it, and tests/dump/test_resync.py compares the
+    two). Here the positions are skipped in C (``re``): to the next magic byte 0-2, and over a
+    zero run (every position whose size field lies inside it has size 0: none starts an entry)."""
+    stop = end - LOG_OVERHEAD - MIN_ENTRY_SIZE  # the last position scanned
+    small, nonzero, size_at = _SMALL.search, _NONZERO.search, _COUNT.unpack_from
     while pos <= stop:
-        if buf[pos + MAGIC_POS] <= _MAX_MAGIC and candidate(buf, pos, end, last):
+        m = small(buf, pos + MAGIC_POS, stop + MAGIC_POS + 1)
+        if m is None:
+            return -1
+        pos = m.start() - MAGIC_POS
+        if size_at(buf, pos + _SIZE_POS)[0] == 0 and pos + 24 <= end:
+            m = nonzero(buf, pos + _SIZE_POS, end)
+            q = end if m is None else m.start()
+            if q >= pos + 24:  # a zero run from the size field on: on to where it ends
+                pos = max(pos + 1, q - 11)
+                continue
+        if candidate(buf, pos, end, last):
             return pos
         pos += 1
     return -1
