@@ -4,8 +4,9 @@
 //! spares it the positions that cannot pass. tests/dump/test_resync_scan.py compares the two.
 
 use crate::layout::{
-    ATTR_COMPRESSION, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
-    LOG_OVERHEAD, MAGIC_POS, MIN_BATCH_LENGTH,
+    ATTRIBUTES_POS, ATTR_COMPRESSION, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL, BASE_OFFSET_POS, BATCH_LENGTH_POS, LAST_OFFSET_DELTA_POS, LOG_OVERHEAD,
+    MAGIC_POS, MIN_BATCH_LENGTH, RECORDS_COUNT_POS,
 };
 
 const MAX_MAGIC: u8 = 2;
@@ -15,8 +16,6 @@ const KEY_LENGTH_POS: [usize; 2] = [18, 26]; // kseg.format.legacy.KEY_LENGTH_PO
 const ATTRIBUTES_KNOWN: i16 =
     ATTR_COMPRESSION | ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL | ATTR_DELETE_HORIZON;
 const MAX_CODEC: i16 = 4;
-const ATTRIBUTES_POS: usize = 21;
-const RECORDS_COUNT_POS: usize = 57;
 
 #[inline]
 fn i32_at(buf: &[u8], p: usize) -> i32 {
@@ -40,8 +39,8 @@ pub fn plausible(buf: &[u8], pos: usize, end: usize, last: i128) -> Option<i128>
     if magic > MAX_MAGIC {
         return None;
     }
-    let offset = i64_at(buf, pos) as i128;
-    let size = i32_at(buf, pos + 8);
+    let offset = i64_at(buf, pos + BASE_OFFSET_POS) as i128;
+    let size = i32_at(buf, pos + BATCH_LENGTH_POS);
     if offset <= last || size < MIN_ENTRY_SIZE || size as usize > end - pos - LOG_OVERHEAD {
         return None;
     }
@@ -53,7 +52,7 @@ pub fn plausible(buf: &[u8], pos: usize, end: usize, last: i128) -> Option<i128>
         if attributes & !ATTRIBUTES_KNOWN != 0 || attributes & ATTR_COMPRESSION > MAX_CODEC {
             return None;
         }
-        let delta = i32_at(buf, pos + ATTRIBUTES_POS + 2);
+        let delta = i32_at(buf, pos + LAST_OFFSET_DELTA_POS);
         if delta < 0 || i32_at(buf, pos + RECORDS_COUNT_POS) < 0 {
             return None;
         }
@@ -93,7 +92,7 @@ fn candidate(buf: &[u8], pos: usize, end: usize, last: i128) -> bool {
         Some(l) => l,
         None => return false,
     };
-    let nxt = pos + LOG_OVERHEAD + i32_at(buf, pos + 8) as usize;
+    let nxt = pos + LOG_OVERHEAD + i32_at(buf, pos + BATCH_LENGTH_POS) as usize;
     if nxt >= end || plausible(buf, nxt, end, here).is_some() {
         return true;
     }
@@ -117,7 +116,7 @@ pub fn scan(buf: &[u8], pos: usize, end: usize, last: i128) -> i64 {
         }
         // in a zeroed region: every position whose size field lies inside the zero run has size
         // 0 (below MIN_ENTRY_SIZE) and cannot start an entry; go to the first that reaches past it
-        let size = i32_at(buf, p + 8);
+        let size = i32_at(buf, p + BATCH_LENGTH_POS);
         if size >= MIN_ENTRY_SIZE && size as usize <= end - p - LOG_OVERHEAD {
             if candidate(buf, p, end, last) {
                 return p as i64;
