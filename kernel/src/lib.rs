@@ -12,6 +12,7 @@ pub mod arrow;
 pub mod json_run;
 pub mod layout;
 pub mod records;
+pub mod resync;
 pub mod walk;
 
 use pyo3::buffer::PyBuffer;
@@ -626,6 +627,22 @@ fn py_crc32c<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>) -> PyResult<u32> {
     Ok(maybe_detach(py, b.read_only(), || crc32c::crc32c(d)))
 }
 
+/// resync_scan(buf, pos, end, last) -> int: the first position >= pos where the resync scan's
+/// header-only prefilter holds (kseg.format.resync.scan_candidates), or -1.
+#[pyfunction(name = "resync_scan")]
+fn py_resync_scan<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyAny>,
+    pos: i64,
+    end: i64,
+    last: i128,
+) -> PyResult<i64> {
+    let b = Bytes::get(buf)?;
+    let d = b.slice();
+    let (pos, end) = (clamp(pos, d.len()), clamp(end, d.len()));
+    Ok(maybe_detach(py, b.read_only(), || resync::scan(d, pos, end, last)))
+}
+
 /// An output buffer the kernel filled, handed to pyarrow without a copy:
 /// ``pa.foreign_buffer(b.address, b.size, base=b)``. Frozen: nothing can change or move the
 /// memory while pyarrow (through `base`) keeps this object alive. Native-endian, as Arrow is.
@@ -821,6 +838,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(py_resync_scan, m)?)?;
     m.add_class::<Records>()?;
     m.add_class::<JsonRecords>()?;
     m.add_class::<Lines>()?;

@@ -196,6 +196,22 @@ ValueContainsOpt = Annotated[
         show_default=False,
     ),
 ]
+ResyncOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resync",
+        help="Go on past damage: skip each unreadable byte range (reported, with the offsets it"
+        " held) and show the intact batches after it; batches whose CRC fails are skipped too.",
+    ),
+]
+StatsResyncOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resync",
+        help="Go on past damage: skip each unreadable byte range (a failure line naming it and"
+        " the offsets it held) and count the intact batches after it.",
+    ),
+]
 CountOpt = Annotated[
     bool,
     typer.Option(

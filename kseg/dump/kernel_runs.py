@@ -110,7 +110,7 @@ def kernel_runs(
                 continue  # the part is full, or the window done: on from where it stopped
         # the core's loop body for the one entry here (an empty window: one past --max-bytes,
         # or a file that shrank while read; or the kernel out of memory)
-        entry = next(iter_entries(buf, pos, end, source=name), None)
+        entry = next(iter_entries(buf, pos, end, source=name, validate=opts.resync), None)
         if entry is None:
             return
         if (yield from shown_entry_events(
@@ -164,7 +164,7 @@ def search_runs(
                 continue  # the window is done: on from where it stopped
             pos = stop
         # the core's loop body for the one entry here
-        entry = next(iter_entries(buf, pos, end, source=name), None)
+        entry = next(iter_entries(buf, pos, end, source=name, validate=opts.resync), None)
         if entry is None:
             return
         if (yield from shown_entry_events(entry, name, opts, limit_end, budget, make_event)):

@@ -10,13 +10,15 @@ from pathlib import Path
 
 from kseg import kernel
 from kseg.dump.batch_events import shown_entry_events
-from kseg.dump.error_events import error_event
+from kseg.dump.error_events import error_event, skipped_event
 from kseg.dump.kernel_runs import kernel_runs, search_runs
 from kseg.dump.options import DumpOptions
 from kseg.dump.record_events import counted, record_event_maker
 from kseg.dump.selection import Budget, Span
 from kseg.format.errors import CorruptionError
 from kseg.format.log import iter_entries
+from kseg.format.resync import skip_from
+from kseg.storage.kernel_walk import last_offset_before, resync_scanner
 from kseg.storage.segment import Segment
 
 
@@ -84,21 +86,35 @@ def dump_log(
         runs = None
         if json_lines is not None:
             runs = json_lines.kernel_batches(opts)
-    try:
-        if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
-            # a search: the kernel walks the plain batches, the core decodes the candidates
-            yield from search_runs(buf, start, end, limit_end, name, opts, budget, make_event)
-            return
-        if runs is not None:  # runs of plain batches in the kernel, the rest one by one here
-            yield from kernel_runs(
-                buf, start, end, limit_end, name, opts, budget, make_event, span, lines, runs,
-                tags,
-            )  # fmt: skip
-            return
-        for entry in iter_entries(buf, start, end, source=name):
-            if (yield from shown_entry_events(
-                entry, name, opts, limit_end, budget, make_event, span, lines
-            )):  # fmt: skip
+    # --resync: the offset before the first entry (entries found by a resync hold higher ones)
+    last = -1 if seg is None else seg.base_offset - 1
+    while True:
+        try:
+            if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
+                # a search: the kernel walks the plain batches, the core decodes the candidates
+                yield from search_runs(buf, start, end, limit_end, name, opts, budget, make_event)
                 return
-    except CorruptionError as exc:
-        yield [error_event(exc, name)]
+            if runs is not None:  # runs of plain batches in the kernel, the rest one by one here
+                yield from kernel_runs(
+                    buf, start, end, limit_end, name, opts, budget, make_event, span, lines,
+                    runs, tags,
+                )  # fmt: skip
+                return
+            for entry in iter_entries(buf, start, end, source=name, validate=opts.resync):
+                if (yield from shown_entry_events(
+                    entry, name, opts, limit_end, budget, make_event, span, lines
+                )):  # fmt: skip
+                    return
+            return
+        except CorruptionError as exc:
+            if not opts.resync:
+                yield [error_event(exc, name)]
+                return
+            # the walk stopped at damage: the range it cannot read is an event, and the walk
+            # goes on where intact entries start again (kseg.format.resync, the one rule)
+            last = last_offset_before(buf, start, exc.position, last)
+            skipped, resumed = skip_from(buf, exc, start, end, last, scan=resync_scanner())
+            yield [skipped_event(skipped, name)]
+            if resumed is None:
+                return
+            start = resumed

@@ -51,6 +51,9 @@ class DumpOptions(NamedTuple):
     count: bool = False
     # records only, as bytes in this format (kseg.dump.format_string.compile_format's parts)
     format_string: tuple | None = None
+    # go on past damage (kseg.format.resync): CRCs checked, each unreadable range a ``skipped``
+    # event (kseg.dump.error_events.skipped_event), the intact entries after it shown
+    resync: bool = False
 
 
 def search_options(key, value, header, key_eq, value_contains, format_string):

@@ -89,7 +89,7 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
             for ev in chunk:
                 if ev is True:
                     n += 1
-                elif ev["type"] == "error":
+                elif ev["type"] in ("error", "skipped"):
                     errors.append(ev)
             if errors:
                 yield errors

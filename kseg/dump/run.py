@@ -26,10 +26,14 @@ class DumpRun:
             self.outcome |= _found(chunk)  # once the chunk is consumed (written)
 
 
+_FOUND = ("error", "skipped")  # a skipped range (--resync) is invalid data as its error was
+
+
 def _found(chunk: list) -> Outcome:
-    """The chunk's error events' kinds (dump's: unreadable, usage, or a corruption's)."""
+    """The chunk's error and skipped events' kinds (dump's: unreadable, usage, or a
+    corruption's)."""
     return combined(
         outcome_of_kind(ev["kind"])
         for ev in chunk
-        if type(ev) is dict and ev["type"] == "error"  # not bytes, nor the kernel's Lines
+        if type(ev) is dict and ev["type"] in _FOUND  # not bytes, nor the kernel's Lines
     )

@@ -96,9 +96,22 @@ def show_dump(chunks: Iterable[list], fmt: str, out: BinaryIO | None = None) -> 
         if fmt == "json":
             continue
         for ev in chunk:
-            if type(ev) is not bytes and ev["type"] == "error":
-                where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
-                say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+            if type(ev) is not bytes and ev["type"] in _PROBLEMS:
+                say(problem_line(ev))
+
+
+_PROBLEMS = ("error", "skipped")  # dump's events that are also a line on stderr
+
+
+def problem_line(ev: dict) -> str:
+    """The stderr line of a dump problem: ``<file> at byte <n>: <kind>: <message>``, and for a
+    range --resync skipped ``<file> at byte <n>: skipped bytes a..b (...): <kind>: <reason>``."""
+    if ev["type"] == "skipped":
+        from kseg.dump.error_events import skipped_message
+
+        return f"{ev['file']} at byte {ev['start']}: skipped {skipped_message(ev)}"
+    where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
+    return f"{ev['file']}{where}: {ev['kind']}: {ev['message']}"
 
 
 def finish_format_string(run) -> Outcome:
@@ -115,9 +128,8 @@ def finish_format_string(run) -> Outcome:
             elif type(ev) is StreamedLine:  # a record of many headers, in pieces
                 for piece in ev:
                     write(piece)
-            elif ev["type"] == "error":
-                where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
-                say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+            elif ev["type"] in _PROBLEMS:
+                say(problem_line(ev))
     out.flush()
     return run.outcome
 
@@ -135,9 +147,8 @@ def finish_count(run, fmt: str) -> Outcome:
                 yield ev
 
     for ev in emit("dump --count", events(), fmt):
-        if fmt != "json" and ev["type"] == "error":
-            where = f" at byte {ev['position']}" if ev.get("position") is not None else ""
-            say(f"{ev['file']}{where}: {ev['kind']}: {ev['message']}")
+        if fmt != "json" and ev["type"] in _PROBLEMS:
+            say(problem_line(ev))
     stdout().flush()
     return run.outcome
 

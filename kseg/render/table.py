@@ -54,6 +54,7 @@ class _Style:
 
 _LEVEL_COLOUR = {
     "ERROR": "1;31",
+    "SKIPPED": "1;31",
     "error": "1;31",
     "corrupt": "1;31",
     "wrong": "1;31",
@@ -198,6 +199,13 @@ def _dump_row(ev: dict, most: int = 1 << 62) -> tuple[str, str, str, int | None,
             "",
             f"{ev['kind']}: {ev['message']}{extra}",
         )
+    if t == "skipped":  # dump --resync: a range it could not read
+        from kseg.dump.error_events import skipped_message
+
+        lost = (
+            "" if ev["first_offset"] is None else f"{ev['first_offset']}..{_n(ev['last_offset'])}"
+        )
+        return "SKIPPED", lost, str(ev["start"]), None, str(ev["bytes"]), skipped_message(ev)
     if t == "index_entry":
         return "index", str(ev["offset"]), str(ev["position"]), None, "", ""
     if t == "timeindex_entry":

@@ -139,6 +139,8 @@ def text_line(ev: dict) -> str:
         return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
     if t == "error":  # under its file's `Dumping` line, which names the file
         return error_line(ev, with_file=False)
+    if t == "skipped":
+        return skipped_line(ev, with_file=False)
     rest = " ".join(f"{k}: {field_text(k, v)}" for k, v in ev.items() if k not in ("type", "file"))
     return f"{t} {rest}"
 
@@ -483,6 +485,17 @@ def error_line(ev: dict, *, with_file: bool = True) -> str:
     return f"ERROR {ev['kind']}{where}{field}: {ev['message']}{extra}"
 
 
+def skipped_line(ev: dict, *, with_file: bool = True) -> str:
+    """dump --resync's skipped range: ``SKIPPED <file>: bytes a..b (n bytes, offsets x..y):
+    <kind>: <reason>``; the file left out only under its own `Dumping` line."""
+    from kseg.dump.error_events import skipped_message
+
+    text = skipped_message(ev)
+    if with_file and ev.get("file"):
+        return f"SKIPPED {safe_path(ev['file'])}: {text}"
+    return f"SKIPPED {text}"
+
+
 def count_line(ev: dict) -> str:
     """dump --count: ``orders-0: 12 matches`` per partition (its file when given alone, its
     log dir when several roots are), then ``total: 15 matches in 3 partitions``."""
@@ -502,6 +515,8 @@ def count_line(ev: dict) -> str:
         return f"total: {n} match{'es' if n != 1 else ''} in {p} partition{'s' if p != 1 else ''}"
     if t == "error":  # no `Dumping` line in --count: the problem names its file itself
         return error_line(ev)
+    if t == "skipped":
+        return skipped_line(ev)
     return text_line(ev)
 
 

@@ -17,9 +17,11 @@ from kseg.format.compression import DEFAULT_MAX_DECOMPRESSED
 from kseg.format.errors import CorruptionError
 from kseg.format.log import iter_entries
 from kseg.format.magic import format_of
+from kseg.format.resync import skip_from
 from kseg.format.timestamps import MAX_MS, MIN_MS
 from kseg.spark import fs, kernel_arrow
 from kseg.spark.planning import Task
+from kseg.storage.kernel_walk import last_offset_before, resync_scanner
 
 ROWS_PER_BATCH = 8192
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -123,29 +125,59 @@ def unreadable(task: Task, exc: OSError, *, warn: bool = True) -> str:
     return message
 
 
-def _entries(task: Task, decode=None, problems: list | None = None) -> Iterator:
+def _entries(
+    task: Task, decode=None, problems: list | None = None, resync: bool = False
+) -> Iterator:
     """The top-level entries that START inside the task's byte range, in order. ``decode``
     (kernel_arrow.spark_records) also yields the rows of the batches it decoded, with shift None.
-    ``problems`` gets (kind, message) for what ends the walk: invalid data, or ``unreadable``."""
+    ``problems`` gets (kind, message) for what ends the walk: invalid data, or ``unreadable``.
+    ``resync`` (the records mode's option): the walk goes on past damage inside the task's range
+    (kseg.format.resync); each range skipped is a warning (``skipped``)."""
     try:
         with fs.open_range(task.path, task.start, task.end) as (buf, shift):
-            try:
-                if decode is not None:
-                    yield from decode(buf, task.start - shift, task.end - shift, shift)
+            pos, end = task.start - shift, task.end - shift
+            last = task.base_offset - 1  # entries a resync finds hold higher offsets
+            while True:
+                try:
+                    if decode is not None:
+                        yield from decode(buf, pos, end, shift)
+                        return
+                    for entry in iter_entries(buf, pos, end, validate=True, source=task.path):
+                        yield entry, shift
                     return
-                for entry in iter_entries(
-                    buf, task.start - shift, task.end - shift, validate=True, source=task.path
-                ):
-                    yield entry, shift
-            except CorruptionError as exc:
-                if problems is None:
-                    _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
-                else:  # the caller reports it (on the driver): not twice
-                    problems.append((exc.kind, f"{exc} (counting of this segment stops here)"))
+                except CorruptionError as exc:
+                    if resync:
+                        last = last_offset_before(buf, pos, exc.position, last)
+                        found, resumed = skip_from(buf, exc, pos, end, last, scan=resync_scanner())
+                        skipped(task, found, shift)
+                        if resumed is not None:
+                            pos = resumed
+                            continue
+                    elif problems is None:
+                        _warn(f"{exc} (reading stops here; run `kseg verify` for every problem)")
+                    else:  # the caller reports it (on the driver): not twice
+                        problems.append((exc.kind, f"{exc} (counting of this segment stops here)"))
+                    return
     except OSError as exc:
         message = unreadable(task, exc, warn=problems is None)
         if problems is not None:
             problems.append(("unreadable", message))
+
+
+# the ranges this worker process skipped (the records mode's ``resync`` option), as messages
+SKIPPED: list[str] = []
+
+
+def skipped(task: Task, found, shift: int = 0) -> str:
+    """A range of ``task``'s segment the resync skipped (kseg.format.resync.Skipped): no row, a
+    warning naming the file, the byte range, the offsets it held and why (kept in ``SKIPPED``)."""
+    from kseg.dump.error_events import skipped_event, skipped_message
+
+    ev = skipped_event(found._replace(start=found.start + shift, end=found.end + shift), task.path)
+    message = f"{task.path}: skipped {skipped_message(ev)} (resync: reading goes on after it)"
+    SKIPPED.append(message)
+    _warn(message)
+    return message
 
 
 def _tuples(entry, problems: list) -> Iterator[tuple]:
@@ -170,9 +202,11 @@ def record_batches(
     from_offset: int | None = None,
     to_offset: int | None = None,
     record_filter=None,
+    resync: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """``record_filter``: a kseg.dump.search.RecordFilter (rows of the records it keeps;
-    control records never match; batches it rules out are not decoded)."""
+    control records never match; batches it rules out are not decoded). ``resync``: go on past
+    damage (see ``_entries``)."""
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
@@ -183,7 +217,7 @@ def record_batches(
         include_control=include_control, from_time=from_time, to_time=to_time,
         from_offset=from_offset, to_offset=to_offset, rows=ROWS_PER_BATCH,
     )  # fmt: skip
-    for entry, shift in _entries(task, decode):
+    for entry, shift in _entries(task, decode, resync=resync):
         if shift is None:  # rows the compiled kernel decoded, in order: ours go out first
             if n:
                 yield _to_batch(cols, schema)

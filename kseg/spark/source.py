@@ -10,7 +10,8 @@ partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode); problems
 (batches mode: columns problem_kind and problem, null on batch rows, and a row per problem met:
 what ends a segment's walk, a batch that does not decompress, an unreadable segment);
-indexIntervalBytes (segments/findings). Several paths: comma-separated, or a list in load().
+indexIntervalBytes (segments/findings); resync (records mode, default off: go on past damage,
+each skipped range a warning in the executor's log, not a row; kseg.spark.arrow.skipped). Several paths: comma-separated, or a list in load().
 Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
 (RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
 NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
@@ -130,6 +131,7 @@ class KsegReader(DataSourceReader):
         self.include_headers = _bool(options, "includeHeaders")
         self.segment_columns = _bool(options, "segmentColumns")
         self.include_control = _bool(options, "includeControl")
+        self.resync = _bool(options, "resync")  # records: go on past damage (warnings)
         self.compute_uncompressed = _bool(options, "computeUncompressed")
         self.problems = _bool(options, "problems")  # batches: a row per problem met
         self.max_bytes = _int(options, "maxPartitionBytes") or planning.DEFAULT_MAX_BYTES
@@ -210,6 +212,7 @@ class KsegReader(DataSourceReader):
                 segment_columns=self.segment_columns,
                 include_control=self.include_control,
                 record_filter=self._record_filter(),
+                resync=self.resync,
                 **self.row_filter,
             )
         elif self.mode == "batches":

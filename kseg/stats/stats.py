@@ -244,6 +244,9 @@ class StatsOptions(NamedTuple):
     by_hour: bool = False
     uncompressed: bool = False
     timeline: bool = False  # keep what --plot draws
+    # go on past damage (kseg.format.resync): each unreadable range a failure line, counting
+    # goes on after it; partition_stats gain skipped_bytes and skipped_ranges
+    resync: bool = False
 
 
 class StatsRun:
@@ -385,6 +388,9 @@ class PartitionCount:
         self._prev_last: int | None = None
         self._problems: list[dict] = []  # content problems met in the segment being counted
         self._after_stop = False  # a segment stopped: the next batch ends uncounted offsets
+        self._seg_last = -1  # the segment's highest last offset so far (--resync's rule)
+        self.skipped_bytes = 0
+        self.skipped_ranges = 0
 
     def row(self) -> dict:
         return {
@@ -394,6 +400,11 @@ class PartitionCount:
             "index_bytes": self.index_bytes,
             "log_start_offset": self.log_start_offset,
             "errors": self.errors,
+            **(
+                {"skipped_bytes": self.skipped_bytes, "skipped_ranges": self.skipped_ranges}
+                if self.opts.resync
+                else {}
+            ),
         }
 
     def walk(self) -> Iterator[dict]:
@@ -447,14 +458,65 @@ class PartitionCount:
         the bytes they describe, so a row's bytes are still readable in ``buf`` (a buffer read
         on demand lets go of what lies far behind); the core's walk yields entry by entry."""
         self._problems = []
+        self._seg_last = seg.base_offset - 1
+        start = 0
+        while True:
+            try:
+                self._walk_from(seg, buf, mark, start)
+                return
+            except (CorruptionError, _CrcMismatch) as exc:
+                if not self.opts.resync:
+                    raise
+                start = self._resync(buf, mark, exc, start)
+                if start is None:
+                    return
+
+    def _walk_from(self, seg: Segment, buf, mark: SegmentMark, start: int) -> None:
         if kernel.compiled() is None:
-            for row in seg.walk_headers(buf):
+            for row in seg.walk_headers(buf, start):
                 self._row(buf, row, mark)
             return
         unpack = kernel_walk.ROW.iter_unpack
-        for block in seg.walk_blocks(buf):
+        for block in seg.walk_blocks(buf, start):
             for row in unpack(block):
                 self._row(buf, row, mark)
+
+    def _resync(self, buf, mark: SegmentMark, exc, start: int) -> int | None:
+        """--resync: the range a walk from ``start`` stopped at is skipped (a failure line,
+        exit 4) and counting goes on where intact entries start again; returns that position
+        (None: nowhere in this segment)."""
+        from kseg.dump.error_events import skipped_event, skipped_message
+        from kseg.format.log import iter_entries
+        from kseg.format.resync import skip_from
+
+        end = len(buf)
+        if isinstance(exc, _CrcMismatch):  # the core's error for that entry, with its message
+            try:
+                next(iter_entries(buf, exc.position, end, validate=True), None)
+                exc = CorruptionError("CRC mismatch", kind="crc_mismatch", position=exc.position)
+            except CorruptionError as real:
+                exc = real
+        exc = exc.in_file(mark.file)
+        skipped, resumed = skip_from(
+            buf, exc, start, end, self._seg_last, scan=kernel_walk.resync_scanner()
+        )
+        if mark.error_position is None:
+            self._stopped(mark, skipped.start, skipped.kind)
+        else:
+            self.outcome |= Outcome.INVALID_DATA
+            self.errors += 1
+            self._after_stop = True
+        self.skipped_bytes += skipped.end - skipped.start
+        self.skipped_ranges += 1
+        ev = skipped_event(skipped, mark.file)
+        self._problems.append(
+            {
+                "type": "failure",
+                "message": f"{mark.file}: byte {skipped.start}: skipped {skipped_message(ev)}"
+                " (counting goes on after it)",
+            }
+        )
+        return resumed
 
     def _row(self, buf, row: tuple, mark: SegmentMark) -> None:
         pos, size, magic, base, last, max_ts, count, attrs, pid, ok, _ple = row
@@ -518,6 +580,8 @@ class PartitionCount:
                 tl.gaps.append((self._prev_last + 1, first))
         if self._prev_last is None or last > self._prev_last:
             self._prev_last = last
+        if last > self._seg_last:
+            self._seg_last = last
 
     def _v2_uncompressed(self, buf, pos: int, size: int, cid: int, seg: SegmentMark) -> int:
         try:

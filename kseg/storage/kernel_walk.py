@@ -138,3 +138,26 @@ def plain_runner():
     block need no look from verify's per-batch checks — or None when the core is active."""
     k = kernel.compiled()
     return None if k is None else k.plain_run
+
+
+def resync_scanner():
+    """The resync byte scan's prefilter (kseg.format.resync.scan_candidates' contract): the
+    compiled kernel's (kernel/src/resync.rs) when it is active, else the core's."""
+    k = kernel.compiled()
+    if k is not None:
+        return k.resync_scan
+    from kseg.format.resync import scan_candidates
+
+    return scan_candidates
+
+
+def last_offset_before(buf, start: int, stop: int | None, last: int) -> int:
+    """The highest last offset of the entries in ``buf[start:stop]`` (which a walk has just read
+    without a fault), or ``last`` when there are none: where a resync's offsets must rise above.
+    A header walk (the compiled kernel's when loaded), no Python object per entry."""
+    if stop is None or stop <= start:
+        return last
+    for block in walk_blocks(buf, start, stop):
+        with memoryview(block).cast("q") as rows:
+            last = max(last, max(rows[4 :: ROW.size // 8]))
+    return last

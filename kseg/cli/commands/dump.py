@@ -27,6 +27,7 @@ def dump(
     count: o.CountOpt = False,
     format_string: o.FormatStringOpt = None,
     quiet: o.QuietOpt = False,
+    resync: o.ResyncOpt = False,
 ) -> int:
     """Decode every file of a Kafka data directory (read-only).
 
@@ -63,6 +64,7 @@ def dump(
         record_filter=record_filter,
         count=count,
         format_string=parts,
+        resync=resync,
     )
     run = DumpRun(paths, opts)
     track(run)

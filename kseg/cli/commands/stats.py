@@ -14,6 +14,7 @@ def stats(
     partition: o.PartitionOpt = None,
     fmt: o.StatsFormatOpt = o.StatsFormat.text,
     quiet: o.QuietOpt = False,
+    resync: o.StatsResyncOpt = False,
 ) -> int:
     """Records, batches, bytes, codecs, offset and time ranges, producers, transactional share
     per partition (and hour), topic and log dir, from one pass over batch headers.
@@ -31,7 +32,9 @@ def stats(
     from kseg.stats.stats import StatsOptions, StatsRun
 
     check_plot(plot)  # a wrong name or no matplotlib fails before any work
-    opts = StatsOptions(by is o.StatsBy.hour, uncompressed, timeline=plot is not None)
+    opts = StatsOptions(
+        by is o.StatsBy.hour, uncompressed, timeline=plot is not None, resync=resync
+    )
     run = StatsRun(selection(paths, topic, partition), opts)
     track(run)
     return exit_status(finish_stats(run, fmt.value, quiet, plot))
