@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from kseg.fixtures import build_corrupt_tree, build_tree
 from kseg.fixtures.kafka07 import build_kafka07_tree
+
+# Property tests run the same examples on every run (CI must not go red on a new random draw;
+# a found counterexample is kept as an explicit example). HYPOTHESIS_PROFILE=explore draws new
+# examples each run, to hunt for bugs locally.
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
 
