@@ -25,6 +25,8 @@ Example:
   kseg salvage /var/lib/kafka/data/orders-3 --dry-run
   kseg salvage /var/lib/kafka/data/orders-3
   kseg salvage /var/lib/kafka/data --to /mnt/spare/data
+  kseg salvage /var/lib/kafka/data/orders-3 --from-quarantine /var/lib/kafka/kseg-quarantine/data
+  kseg salvage /var/lib/kafka/data/orders-3.<uuid>-delete --to /mnt/spare/data
 """
 
 ToOpt = Annotated[
@@ -38,6 +40,25 @@ ToOpt = Annotated[
 SalvageDryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the plan and the cost, change nothing.")
 ]
+FromQuarantineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-quarantine",
+        metavar="QDIR",
+        help="Also give back the intact entries an earlier verify --repair or salvage of the "
+        "partition quarantined (QDIR: a partition's quarantine dir, a run dir or a quarantine "
+        "root, as kseg restore takes them), above the live log end.",
+    ),
+]
+IncludeDeletedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-deleted",
+        help="Also give back the intact entries of the partition's *.log.deleted segments "
+        "above the live log end (Kafka deletes them at start; a follower's truncation leaves "
+        "them too: records the leader never had).",
+    ),
+]
 SalvageForceOpt = Annotated[
     bool, typer.Option(help="Salvage even though a broker holds <log.dir>/.lock.")
 ]
@@ -47,6 +68,8 @@ def salvage(
     paths: o.SegmentPathsArg,
     dry_run: SalvageDryRunOpt = False,
     to: ToOpt = None,
+    from_quarantine: FromQuarantineOpt = None,
+    include_deleted: IncludeDeletedOpt = False,
     quarantine: o.QuarantineOpt = None,
     force: SalvageForceOpt = False,
     index_interval_bytes: o.IntervalOpt = 4096,
@@ -73,7 +96,7 @@ def salvage(
         partition=partition,
     )
     sel = selection(paths, topic, partition)  # a wrong path fails up front
-    run = SalvageRun(opts, to=to)
+    run = SalvageRun(opts, to=to, from_quarantine=from_quarantine, include_deleted=include_deleted)
     track(run)
     try:
         return exit_status(
