@@ -221,3 +221,14 @@ def test_a_log_ending_below_its_log_start_offset_is_reset_as_kafka_does(tmp_path
     assert run_kseg("verify", pdir).returncode == 0
     assert run_kseg("restore", ev["quarantine"]).returncode == 0
     assert hashes(log_dir) == before
+
+
+def test_a_put_back_name_taken_by_a_live_file_is_refused(tmp_path):
+    case = damaged(tmp_path, "flip")
+    assert run_kseg("verify", "--repair", case.pdir).returncode == 1
+    first_back = max(case.lost) + 1
+    (case.pdir / f"{first_back:020d}.log").write_bytes(b"")  # an empty live segment there
+    before = hashes(tmp_path / "logs")
+    code, evs, proc = salvage(case.pdir, "--from-quarantine", tmp_path / "kseg-quarantine")
+    assert code == 8 and b"exists, and a leftover's entries would go back" in proc.stderr
+    assert hashes(tmp_path / "logs") == before
