@@ -19,7 +19,7 @@ from kseg.outcome import KIND_OUTCOMES, Outcome, outcome_of_kind
 
 class Exit(IntFlag):
     OK = 0
-    REPAIRED = 1  # problems found and all repaired (verify --repair)
+    REPAIRED = 1  # problems found and all repaired or salvaged (verify --repair, salvage)
     PROBLEMS = 4  # invalid input found (and not repaired)
     OPERATIONAL = 8  # a file could not be read or written, a broker holds the lock, ...
     USAGE = 16  # bad command line: a bad option value, a wrong path
@@ -139,7 +139,7 @@ def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:
 
 TABLE: list[tuple[int, str]] = [
     (0, "ok: done, nothing invalid found"),
-    (1, "verify --repair: problems found and all repaired"),
+    (1, "verify --repair, salvage: problems found and all repaired or salvaged"),
     (4, "invalid data found in the input (reported with file and byte position)"),
     (8, "operational error: unreadable/unwritable file, a broker holds the lock, internal error"),
     (16, "usage error: bad option value or --topic regex, a PATH missing or with nothing Kafka"),

@@ -200,6 +200,20 @@ def finish_stats(run, fmt: str, quiet: bool, plot=None) -> Outcome:
     return found
 
 
+def finish_salvage_plot(found: Outcome, costs: list[dict], plot) -> Outcome:
+    """salvage --plot: after the rows, the picture of each partition's cost (its ``salvage``
+    events); a picture that cannot be written is unwritable (exit 8)."""
+    from kseg.render.plot import write_salvage_plot
+
+    try:
+        write_salvage_plot(costs, plot)
+    except OSError as exc:
+        say(f"{exc.filename or plot}: cannot write the plot: {exc.strerror or exc}")
+        return found | Outcome.UNREADABLE
+    say(f"wrote {plot}")
+    return found
+
+
 def finish_dump(run, fmt: str, quiet: bool = True) -> Outcome:
     """dump's chunks (kseg.dump.run.DumpRun) shown in ``fmt``, a bar by bytes read when
     stdout is not the terminal; returns what the run found."""

@@ -1,4 +1,5 @@
-"""`kseg stats --plot FILE`: the picture of what stats counted (matplotlib, Agg backend).
+"""`kseg stats --plot FILE`: the picture of what stats counted (matplotlib, Agg backend); and
+`kseg salvage --plot FILE`: the cost of a salvage per partition (below).
 
 Top: one timeline per partition, time (UTC) against offset: the (last offset, max timestamp) of
 the batches (sampled, kseg.stats.stats.Timeline), segment boundaries, offset gaps, where
@@ -10,6 +11,7 @@ matplotlib is imported only here, only for --plot (the `plot` extra).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.outcome import BadOption
 
@@ -259,3 +261,110 @@ def _short(log_dir: str) -> str:
     """A log dir's last two path parts: enough to tell brokers' roots apart under a bar."""
     p = Path(log_dir)
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+
+
+# --- kseg salvage --plot FILE ------------------------------------------------------------------
+SALVAGE_COLOURS = {"kafka": "#1f77b4", "salvage": "#2ca02c", "lost": "#d62728"}
+
+
+class SalvageBands(NamedTuple):
+    """What one partition's salvage picture draws, taken from its ``salvage`` event (the cost):
+    [first, last] offset ranges per row and the numbers in their labels."""
+
+    name: str
+    kafka: list[tuple[int, int]]  # what Kafka's recovery keeps
+    salvage: list[tuple[int, int]]  # what salvage keeps (every source, minus the lost ranges)
+    lost: list[tuple[int, int]]  # lost for good
+    kafka_records: int
+    salvage_records: int
+    lost_records: int  # at most
+    lost_to_end: bool
+    end: int  # the axis' right end (exclusive)
+
+
+def _minus(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out = []
+    for a, b in sorted(ranges):
+        for h0, h1 in sorted(holes):
+            if h1 < a or h0 > b:
+                continue
+            if h0 > a:
+                out.append((a, h0 - 1))
+            a = max(a, h1 + 1)
+            if a > b:
+                break
+        if a <= b:
+            out.append((a, b))
+    return out
+
+
+def salvage_bands(ev: dict) -> SalvageBands:
+    """The rows of one partition's picture from its ``salvage`` event (kseg.salvage.cost)."""
+    k, s, lost = ev["kafka_keeps"], ev["salvage_keeps"], ev["lost"]
+    kept = [
+        (x["first_offset"], x["last_offset"])
+        for x in ev["kept_from"]
+        if x["first_offset"] is not None and x["last_offset"] is not None
+    ]
+    start = min((a for a, _ in kept), default=0)
+    ends = [b + 1 for _, b in kept] + [s["log_end"] or 0, k["log_end"] or 0]
+    ends += [(b if b is not None else a) + 1 for a, b in lost["offsets"]]
+    end = max(ends + [start + 1])
+    gone = [(a, end - 1 if b is None else b) for a, b in lost["offsets"]]
+    kafka_end = k["log_end"] if k["starts"] and k["log_end"] is not None else start
+    kafka = [(start, kafka_end - 1)] if kafka_end > start and k["records"] else []
+    salvage = [] if s.get("reset_to") is not None else _minus(kept, gone)
+    topic, partition = ev.get("topic"), ev.get("partition")
+    name = f"{topic}-{partition}" if topic is not None else ev["partition_dir"]
+    return SalvageBands(
+        name, kafka, salvage, gone, k["records"], s["records"], lost["records_at_most"],
+        lost["to_log_end"], end,
+    )  # fmt: skip
+
+
+def write_salvage_plot(evs: list[dict], path: Path) -> None:
+    """Draw the cost of each partition's salvage (its ``salvage`` events) into ``path``: per
+    partition, along the offset axis, what Kafka keeps, what salvage keeps, what is lost."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _draw_salvage([salvage_bands(e) for e in evs][:MAX_TIMELINES], len(evs), path)
+
+
+def _draw_salvage(bands: list[SalvageBands], total: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = max(1, len(bands))
+    fig = plt.figure(figsize=(13, 1.9 * rows + 1.2), layout="constrained")
+    title = "kseg salvage: what Kafka keeps, what salvage keeps, what is lost for good"
+    if len(bands) < total:
+        title += f" ({len(bands)} of {total} partitions)"
+    fig.suptitle(title, fontsize=12)
+    if not bands:
+        fig.add_subplot(1, 1, 1).text(0.5, 0.5, "no partition", ha="center")
+    for i, b in enumerate(bands):
+        ax = fig.add_subplot(rows, 1, i + 1)
+        lost_label = f"lost for good: at most {b.lost_records} records" + (
+            " and more to the log end" if b.lost_to_end else ""
+        )
+        for y, (key, ranges, label) in enumerate(
+            (
+                ("lost", b.lost, lost_label),
+                ("salvage", b.salvage, f"salvage keeps {b.salvage_records} records"),
+                ("kafka", b.kafka, f"Kafka keeps {b.kafka_records} records"),
+            )
+        ):
+            spans = [(a, max(z - a + 1, 1)) for a, z in ranges]
+            ax.broken_barh(spans, (y - 0.35, 0.7), color=SALVAGE_COLOURS[key])
+            ax.text(b.end, y, f"  {label}", va="center", fontsize=8)
+        ax.set_yticks([0, 1, 2], ["lost", "salvage", "Kafka"])
+        ax.set_xlim(min([a for a, _ in b.salvage + b.kafka + b.lost] or [0]), b.end * 1.0)
+        ax.set_title(b.name, fontsize=9, loc="left")
+        ax.set_xlabel("offset", fontsize=8)
+        ax.tick_params(labelsize=8)
+    fig.savefig(path)
+    plt.close(fig)

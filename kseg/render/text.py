@@ -293,6 +293,16 @@ def salvage_line(ev: dict) -> str | None:
         )
         amb = " AMBIGUOUS" if x["ambiguous"] else ""
         line += f"\n  skipped {x['file']} bytes {x['start']}-{x['end']}{off}: {x['kind']}: {x['reason']}{amb}"
+    for k in ev.get("kept_from", [])[1:]:
+        line += (
+            f"\n  kept from {k['file']} ({k['origin']}): offsets {k['first_offset']}-"
+            f"{k['last_offset']}, {k['records']} records ({k['bytes']} bytes) as {k['put_back_as']}"
+        )
+    for x in ev.get("overlaps", []):
+        line += (
+            f"\n  overlap {x['file']} bytes {x['start']}-{x['end']} offsets "
+            f"{x['first_offset']}-{x['last_offset']}: already kept, left out"
+        )
     for e in ev["edits"]:
         line += f"\n  edited {e['file']} byte {e['position']}: {e['old_hex']} -> {e['new_hex']} ({e['reason']})"
     if ev["quarantine"]:

@@ -24,6 +24,7 @@ TRUNCATE, MOVE, REPLACE, CREATE = "truncate", "move", "replace", "create"
 
 PATCH = "patch"
 REWRITE = "rewrite"
+PUT_BACK = "put_back"
 
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
@@ -212,6 +213,56 @@ class Rewrite(ActionKind):
 
     def undo(self, a, q):
         atomic_copy(q, a.file, 0, a.length, a.sha256)
+
+
+class PutBack(ActionKind):
+    """A new `.log` (kseg salvage from leftovers): spliced from ``source`` (an earlier run's
+    quarantined bytes or a `.log.deleted`, checked against ``length``/``sha256``; only read)
+    with its ``keep`` ranges and ``edits`` to a temp file, checked against after_length and
+    after_sha256, renamed in. Nothing is removed, so nothing is quarantined; restore deletes
+    the file if it still holds what was written."""
+
+    name = PUT_BACK
+    required = ("length", "sha256", "source", "keep", "after_length", "after_sha256")
+    crash_point = "put_back"
+
+    def partition_bytes(self, a):
+        return a.after_length or 0
+
+    def planned(self, a):
+        return not Path(a.file).exists()
+
+    def apply(self, a, q):
+        from kseg.storage.splice import SpliceMismatch, write_splice
+
+        path = Path(a.file)
+        if _matches(path, a.after_length, a.after_sha256):
+            return  # done before a crash
+        if path.exists() or path.is_symlink():
+            raise RepairError(f"{path}: appeared since the salvage was planned; not writing it")
+        if not _matches(Path(a.source), a.length, a.sha256):
+            raise RepairError(f"{a.source}: missing, or changed since the salvage was planned")
+        try:
+            write_splice(Path(a.source), path, [(s, e) for s, e in a.keep], _edits(a),
+                         (a.after_length, a.after_sha256))  # fmt: skip
+        except SpliceMismatch as exc:
+            raise RepairError(str(exc)) from None
+        fsync_dir(path.parent)
+
+    def restore_pending(self, a, q):
+        path = Path(a.file)
+        if not path.exists():
+            return False
+        if _matches(path, a.after_length, a.after_sha256):
+            return True
+        raise MovedOn(
+            f"{path}: differs from what the salvage wrote: the partition changed since the "
+            "salvage (did a broker run?)"
+        )
+
+    def undo(self, a, q):
+        Path(a.file).unlink(missing_ok=True)
+        fsync_dir(Path(a.file).parent)
 
 
 class Truncate(ActionKind):
@@ -430,7 +481,7 @@ class Create(ActionKind):
 
 # applied in this order (truncations before moves, as Kafka's recovery); undone in reverse
 ACTIONS: dict[str, ActionKind] = {
-    k.name: k for k in (Patch(), Rewrite(), Truncate(), Move(), Replace(), Create())
+    k.name: k for k in (Patch(), Rewrite(), Truncate(), Move(), PutBack(), Replace(), Create())
 }
 
 

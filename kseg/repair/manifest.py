@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -59,7 +60,7 @@ class Action(Accumulator):
 
     __slots__ = ("action", "file", "reason", "position", "length", "sha256", "quarantine_file")
     __slots__ += ("after_length", "after_sha256", "old_hex", "new_hex", "restored")
-    __slots__ += ("keep", "edits")
+    __slots__ += ("keep", "edits", "source")
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class Action(Accumulator):
         restored: bool = False,
         keep: list[list[int]] | None = None,
         edits: list[list] | None = None,
+        source: str | None = None,
     ) -> None:
         self.action = action  # truncate | move | replace | create (see repair.ACTIONS)
         self.file = file  # absolute path inside the partition dir
@@ -94,12 +96,15 @@ class Action(Accumulator):
         # and [position, old_hex, new_hex] edits inside them (bytes outside the CRC)
         self.keep = keep
         self.edits = edits
+        # put_back (kseg salvage --from-quarantine/--include-deleted): the file the new segment
+        # is spliced from (an earlier run's quarantined .log, a .log.deleted), read only
+        self.source = source
 
     def as_dict(self) -> dict:
         """Every field by name, in order: the manifest's JSON object for this action (a
-        rewrite's ``keep`` and ``edits`` only where they are given)."""
+        rewrite's ``keep`` and ``edits``, a put_back's ``source``, only where they are given)."""
         d = {name: getattr(self, name) for name in self.__slots__}
-        for name in ("keep", "edits"):
+        for name in ("keep", "edits", "source"):
             if d[name] is None:
                 del d[name]
         return d
@@ -306,6 +311,8 @@ def _from_doc(doc: dict, where: Path, base_dir: Path | None) -> Manifest:
     for a in actions:
         if a.keep is not None or a.edits is not None:
             _check_splice(a, where)
+        if a.source is not None:
+            _check_source(a, where)
     for a in actions:
         if not all(isinstance(v, str | None) for v in (a.sha256, a.after_sha256, a.reason)):
             raise ManifestError(f"{where}: {a.file}: sha256 and reason must be strings")
@@ -356,6 +363,27 @@ def _check_splice(a: Action, where: Path) -> None:
             ok = False
         if not ok:
             raise ManifestError(f"{where}: {a.file}: edit {e!r} is not 1 to 8 hex bytes")
+
+
+def _check_source(a: Action, where: Path) -> None:
+    """A put_back's source is an absolute plain path, not a symlink, to a segment's `.log`
+    bytes (``<offset>.log``, ``.log.deleted``, a quarantined ``.log.tail-at-<n>``): it is only
+    read, and its bytes are checked against the manifest's sha256."""
+    ok = isinstance(a.source, str)
+    if ok:
+        p = Path(a.source)
+        ok = (
+            p.is_absolute()
+            and ".." not in p.parts
+            and Path(os.path.normpath(p)) == p
+            and _SOURCE_NAME.match(p.name) is not None
+            and not p.is_symlink()
+        )
+    if not ok:
+        raise ManifestError(f"{where}: {a.file}: source {a.source!r} is not a plain .log path")
+
+
+_SOURCE_NAME = re.compile(r"^\d{20}\.log(\.deleted|\.tail-at-\d+)?$")
 
 
 def partition_file(pdir: Path, file: str, where: Path | str) -> Path:

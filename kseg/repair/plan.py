@@ -224,10 +224,17 @@ def _plan_reset(report: PartitionReport, plan: Plan, keep_later: bool) -> Plan:
     (removeAndDeleteSegmentsAsync), the leader-epoch cache cleared (clearAndFlush), producer
     state truncated (truncateFullyAndStartAt deletes every snapshot), and one empty segment
     created at the log start offset. kseg moves every removed file into the quarantine."""
-    pdir = plan.partition_dir
     start = report.reset_to(keep_later_segments=keep_later)
+    end = report.end_after_repair(keep_later_segments=keep_later)
+    return plan_reset_to(plan, start, end)
+
+
+def plan_reset_to(plan: Plan, start: int, end: int) -> Plan:
+    """The reset of a log that would end at ``end``, below its log start offset ``start`` (see
+    _plan_reset; kseg salvage uses it too)."""
+    pdir = plan.partition_dir
     why = (
-        f"the log would end at {report.end_after_repair(keep_later_segments=keep_later)}, below"
+        f"the log would end at {end}, below"
         f" its log start offset {start} (log-start-offset-checkpoint): Kafka deletes every segment"
     )
     for p in sorted(pdir.iterdir()):

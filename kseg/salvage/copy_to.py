@@ -2,7 +2,9 @@
 log.dirs tree), the input untouched: kept segments copied, damaged ones spliced without their
 lost byte ranges (edits applied), their indexes rebuilt, snapshots and leader epochs past the
 new log end left out; then DIR's root checkpoints for the partitions written (their recovery
-points and high watermarks no further than the new log ends), and the input's meta.properties."""
+points and high watermarks no further than the new log ends), and the input's meta.properties. A leftover source that gives entries back
+(kseg.salvage.leftovers) is written as a new segment named by its first kept offset; a deleted
+topic's partition dir (``<topic>-<n>.<uuid>-delete``) is written as ``<topic>-<n>``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from kseg.format.errors import CorruptionError
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
 from kseg.index.rebuild import rebuild_target
-from kseg.salvage.walk import SegmentSalvage
+from kseg.salvage.walk import LIVE, SegmentSalvage
 from kseg.storage import files as F
 from kseg.storage.atomic import atomic_copy, atomic_write, fsync_dir
 from kseg.storage.side_files import read_side_file
@@ -35,17 +37,36 @@ def write_partition(
     *,
     index_interval_bytes: int = 4096,
     kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+    name: str | None = None,
+    reset_to: int | None = None,
 ) -> Path:
-    """Write the salvaged ``pdir`` as ``dest_log_dir/<its name>``; returns that dir."""
-    out = dest_log_dir / pdir.name
+    """Write the salvaged ``pdir`` as ``dest_log_dir/<name>`` (default: its own name); returns
+    that dir. ``reset_to``: the log would end below its log start offset: as Kafka's
+    LogLoader, only one empty segment at that offset (and partition.metadata)."""
+    out = dest_log_dir / (name or pdir.name)
     dest_log_dir.mkdir(parents=True, exist_ok=True)
     try:
         out.mkdir()
     except FileExistsError:
         raise DestinationExists(f"{out}: exists; --to writes a new partition dir only") from None
+    if reset_to is not None:
+        for suffix in (".log", ".index", ".timeindex"):
+            atomic_write(out / F.segment_file_name(reset_to, suffix), b"")
+        meta = pdir / "partition.metadata"
+        if meta.is_file() and not meta.is_symlink():
+            atomic_copy(meta, out / meta.name, 0, meta.stat().st_size)
+        fsync_dir(out)
+        fsync_dir(dest_log_dir)
+        return out
     changed = []
-    names = {s.source.name for s in segs}
+    names = {s.source.name for s in segs if s.source.origin == LIVE}
     for s in segs:
+        if s.source.origin != LIVE:
+            if s.put_back_name is not None:
+                dst = out / s.put_back_name
+                write_splice(s.source.path, dst, s.keep, [(e.position, e.new) for e in s.edits])
+                changed.append(dst)
+            continue
         dst = out / s.source.name
         if s.changed:
             write_splice(s.source.path, dst, s.keep, [(e.position, e.new) for e in s.edits])

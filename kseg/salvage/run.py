@@ -4,6 +4,11 @@ the result written: in place as a repair manifest kseg.repair applies (lock, qua
 atomic steps, resumable, undone by `kseg restore`), or with --to as a new tree (input
 untouched). The partition is verified again after writing.
 
+With ``from_quarantine`` (an earlier run's quarantine) and ``include_deleted`` (Kafka's
+`.log.deleted` leftovers) the walk goes on through those sources (kseg.salvage.leftovers): their
+intact entries above the live log end go back as new segments. A deleted topic's partition dir
+(``<topic>-<n>.<uuid>-delete``) is salvaged with --to only (as ``<topic>-<n>``).
+
 The run reuses verify --repair's (kseg.repair.run.RepairRun): its locks, quarantine checks,
 leftover cleaning and the resume of an interrupted repair or salvage of the same partition."""
 
@@ -14,8 +19,9 @@ from pathlib import Path
 
 from kseg.outcome import Outcome
 from kseg.repair.run import RepairRun, _refused_file, _unreadable_file
-from kseg.salvage.cost import cost_event, log_end
+from kseg.salvage.cost import cost_event, leftovers, log_end
 from kseg.salvage.kafka import kafka_limits
+from kseg.salvage.leftovers import deleted_sources, ordered, quarantine_sources
 from kseg.salvage.plan import plan_salvage
 from kseg.salvage.walk import SegmentSource, salvage_walk
 from kseg.storage.tree import Selection, Target, partition_logs
@@ -29,9 +35,18 @@ CLEAN, DAMAGED, SALVAGED, WRITTEN, FAILED = "clean", "damaged", "salvaged", "wri
 class SalvageRun(RepairRun):
     """kseg salvage (``opts.dry_run``: the plan and the cost only; ``to``: a new tree)."""
 
-    def __init__(self, opts: VerifyOptions, to: Path | None = None) -> None:
+    def __init__(
+        self,
+        opts: VerifyOptions,
+        to: Path | None = None,
+        *,
+        from_quarantine: Path | None = None,
+        include_deleted: bool = False,
+    ) -> None:
         super().__init__(opts._replace(repair=True))
         self.to = None if to is None else to.absolute()
+        self.from_quarantine = None if from_quarantine is None else from_quarantine.absolute()
+        self.include_deleted = include_deleted
         self.writing = not opts.dry_run and to is None  # in place: locks, quarantine
         self.salvaged = 0
         self.lost_records = 0
@@ -91,6 +106,14 @@ class SalvageRun(RepairRun):
                 "(`kseg verify --repair` repairs it)",
             }
             return
+        deleted_topic = t.name is not None and t.name.state == "delete"
+        if deleted_topic and self.to is None and not opts.dry_run:
+            yield {
+                "type": "notice",
+                "message": f"{t.partition_dir}: a deleted topic's partition (Kafka removes the dir "
+                "at start): not salvaged in place; salvage it with --to DIR",
+            }
+            return
         if writing:
             t = yield from self._resume(t)
             if t is None:
@@ -103,12 +126,28 @@ class SalvageRun(RepairRun):
         limits, starts = kafka_limits(report)
         sources = [SegmentSource(s.log, s.log.name, s.base_offset, tuple(s.patches))
                    for s in report.scans]  # fmt: skip
-        segs = salvage_walk(sources, log_start_offset=report.log_start_offset, kafka_limits=limits)
+        extra = yield from self._leftovers(t)
+        segs = salvage_walk(
+            sources + extra, log_start_offset=report.log_start_offset,
+            kafka_limits=limits + [0] * len(extra),
+        )  # fmt: skip
+        clash = [s.put_back_name for s in leftovers(segs)
+                 if (t.partition_dir / s.put_back_name).exists()]  # fmt: skip
+        if clash:
+            yield self._failure(
+                f"{t.partition_dir / clash[0]}: exists, and a leftover's entries would go back "
+                f"under that name: not salvaging {t.partition_dir}"
+            )
+            return
         ev = cost_event(report, segs, limits, starts)
         plan = plan_salvage(
             report, segs, index_interval_bytes=opts.index_interval_bytes,
             kafka_version=opts.kafka_version,
         )  # fmt: skip
+        if plan.reset_to is not None:
+            ev["salvage_keeps"] = {
+                "records": 0, "bytes": 0, "log_end": plan.reset_to, "reset_to": plan.reset_to,
+            }  # fmt: skip
         for x in ev["skipped"]:
             if x["ambiguous"]:
                 yield {
@@ -158,17 +197,33 @@ class SalvageRun(RepairRun):
         self.outcome |= self._left(after)
         yield {**ev, "status": SALVAGED, "quarantine": qdir}
 
+    def _leftovers(self, t: Target):
+        """The leftover sources of ``t`` the options name, in order (notices for those passed
+        over)."""
+        found, notices = [], []
+        if self.from_quarantine is not None:
+            q = quarantine_sources(self.from_quarantine, t.partition_dir)
+            found += q.sources
+            notices += q.notices
+        if self.include_deleted:
+            found += deleted_sources(t.partition_dir).sources
+        for n in notices:
+            yield {"type": "notice", "message": n}
+        return ordered(found)
+
     def _write_to(self, t: Target, report: PartitionReport, segs, plan, ev):
         from kseg.salvage.copy_to import DestinationExists, write_partition, write_root_files
 
-        end = log_end(segs)
+        end = log_end(segs) if plan.reset_to is None else plan.reset_to
+        n = t.name
+        name = t.partition_dir.name if n is None else f"{n.topic}-{n.partition}"
         try:
             out = write_partition(
                 t.partition_dir, segs, self.to, end,
                 index_interval_bytes=self.opts.index_interval_bytes,
-                kafka_version=self.opts.kafka_version,
+                kafka_version=self.opts.kafka_version, name=name, reset_to=plan.reset_to,
             )  # fmt: skip
-            write_root_files(t.log_dir, self.to, {t.partition_dir.name: end})
+            write_root_files(t.log_dir, self.to, {name: end})
         except DestinationExists as exc:
             yield self._failure(f"{exc}: not salvaging {t.partition_dir}")
             return

@@ -10,8 +10,11 @@ between them, its offset field is edited back in place (a v2 batch's baseOffset,
 uncompressed legacy message's offset: a compressed wrapper's inner offsets would disagree);
 otherwise it is dropped and counted as lost. Entries below the log start offset found after damage stay out.
 
-The input is a list of segment sources (a live segment today; a quarantined or a `.deleted`
-one later): anything that names a file, the name it goes back under, and its base offset.
+The input is a list of segment sources: the live segments, then (kseg.salvage.leftovers) the
+`.log` bytes an earlier repair or salvage quarantined and Kafka's `.log.deleted` leftovers
+(``origin``). Offsets rise across all of them: an entry of a leftover whose offsets were
+already taken (by the live log, or by an earlier source) is left out and reported as an
+``overlap`` (not lost: its offsets are kept from elsewhere).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from kseg.verify.findings import Patch
 
 BAD_OFFSETS = "offsets_not_increasing"
 BELOW_LOG_START = "below_log_start"
+OVERLAP = "overlap"  # offsets already kept from the live log or an earlier source
+LIVE, QUARANTINE, DELETED = "live", "quarantine", "deleted"  # a source's origin
 
 
 class SegmentSource(NamedTuple):
@@ -37,6 +42,7 @@ class SegmentSource(NamedTuple):
     name: str
     base_offset: int
     patches: tuple[Patch, ...] = ()
+    origin: str = LIVE  # LIVE, QUARANTINE (an earlier run's quarantined bytes), DELETED
 
 
 class Lost(NamedTuple):
@@ -72,6 +78,7 @@ class SegmentSalvage(NamedTuple):
     last_offset: int | None  # of the last entry kept
     kafka_records: int  # records of intact entries Kafka's recovery keeps
     below_start: int  # bytes of entries below the log start offset left out
+    first_offset: int | None = None  # of the first entry kept
 
     @property
     def kept_bytes(self) -> int:
@@ -85,6 +92,13 @@ class SegmentSalvage(NamedTuple):
     @property
     def changed(self) -> bool:
         return self.rewritten or bool(self.edits)
+
+    @property
+    def put_back_name(self) -> str | None:
+        """A leftover's kept entries go back as a new segment named by its first offset."""
+        if self.source.origin == LIVE or self.first_offset is None:
+            return None
+        return f"{self.first_offset:020d}.log"
 
     @property
     def ambiguous(self) -> bool:
@@ -153,6 +167,7 @@ def salvage_walk(
     kafka = [0] * n
     below = [0] * n
     lasts: list[int | None] = [None] * n
+    firsts: list[int | None] = [None] * n
     sizes = [0] * n
     state = {"damaged": False}
 
@@ -167,6 +182,8 @@ def salvage_walk(
             ranges.append((e.position, e.position + e.size))
         records[e.seg] += e.records
         lasts[e.seg] = e.last
+        if firsts[e.seg] is None:
+            firsts[e.seg] = e.first
 
     def drop(e: _Entry, why: str) -> None:
         state["damaged"] = True
@@ -232,6 +249,15 @@ def salvage_walk(
             commit(pending)
             before, pending = pending.last, None
 
+    def overlap(e: _Entry) -> None:
+        ls = lost[e.seg]
+        end = e.position + e.size
+        if ls and ls[-1].kind == OVERLAP and ls[-1].end == e.position:
+            ls[-1] = ls[-1]._replace(end=end, last_offset=max(ls[-1].last_offset, e.last))
+        else:
+            why = "offsets already kept from the live log or an earlier source"
+            ls.append(Lost(e.position, end, e.first, e.last, OVERLAP, why))
+
     for i, item, buf in _items(sources):
         if item is None:
             sizes[i] = len(buf)
@@ -243,6 +269,11 @@ def salvage_walk(
             lost[i].append(Lost(*item))
             continue
         e = _entry(i, item, buf)
+        if sources[i].origin != LIVE:
+            top = before if pending is None else pending.last
+            if e.first <= top:  # the live log, then the earlier source, wins
+                overlap(e)
+                continue
         if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
             kafka[i] += e.records
         take(e)
@@ -264,7 +295,16 @@ def salvage_walk(
         ]
         out.append(
             SegmentSalvage(
-                src, sizes[i], keep[i], ls, sorted(ed), records[i], lasts[i], kafka[i], below[i]
+                src,
+                sizes[i],
+                keep[i],
+                ls,
+                sorted(ed),
+                records[i],
+                lasts[i],
+                kafka[i],
+                below[i],
+                firsts[i],
             )  # fmt: skip
         )
     return out

@@ -17,7 +17,8 @@ from tests.salvage.cases import DAMAGES, damaged, hashes, write_partition
 
 SALVAGE_KEYS = {
     "type", "partition_dir", "topic", "partition", "status", "kafka_keeps", "salvage_keeps",
-    "lost", "below_log_start_bytes", "skipped", "edits", "ambiguous", "quarantine", "to",
+    "lost", "below_log_start_bytes", "skipped", "edits", "kept_from", "overlaps", "ambiguous",
+    "quarantine", "to",
 }  # fmt: skip
 
 

@@ -25,6 +25,8 @@ Example:
   kseg salvage /var/lib/kafka/data/orders-3 --dry-run
   kseg salvage /var/lib/kafka/data/orders-3
   kseg salvage /var/lib/kafka/data --to /mnt/spare/data
+  kseg salvage /var/lib/kafka/data/orders-3 --from-quarantine /var/lib/kafka/kseg-quarantine/data
+  kseg salvage /var/lib/kafka/data/orders-3.<uuid>-delete --to /mnt/spare/data
 """
 
 ToOpt = Annotated[
@@ -38,6 +40,36 @@ ToOpt = Annotated[
 SalvageDryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the plan and the cost, change nothing.")
 ]
+FromQuarantineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-quarantine",
+        metavar="QDIR",
+        help="Also give back the intact entries an earlier verify --repair or salvage of the "
+        "partition quarantined (QDIR: a partition's quarantine dir, a run dir or a quarantine "
+        "root, as kseg restore takes them), above the live log end.",
+    ),
+]
+IncludeDeletedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-deleted",
+        help="Also give back the intact entries of the partition's *.log.deleted segments "
+        "above the live log end (Kafka deletes them at start; a follower's truncation leaves "
+        "them too: records the leader never had).",
+    ),
+]
+SalvagePlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Also draw per partition what Kafka keeps, what salvage keeps and what is lost "
+        "for good along the offset axis into FILE (.png or .svg; needs pip install "
+        "'kseg[plot]').",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 SalvageForceOpt = Annotated[
     bool, typer.Option(help="Salvage even though a broker holds <log.dir>/.lock.")
 ]
@@ -47,6 +79,8 @@ def salvage(
     paths: o.SegmentPathsArg,
     dry_run: SalvageDryRunOpt = False,
     to: ToOpt = None,
+    from_quarantine: FromQuarantineOpt = None,
+    include_deleted: IncludeDeletedOpt = False,
     quarantine: o.QuarantineOpt = None,
     force: SalvageForceOpt = False,
     index_interval_bytes: o.IntervalOpt = 4096,
@@ -55,9 +89,10 @@ def salvage(
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
     quiet: o.QuietOpt = False,
+    plot: SalvagePlotOpt = None,
 ) -> int:
     from kseg.cli.signals import Interrupted
-    from kseg.render import finish
+    from kseg.render import check_plot, finish, finish_salvage_plot
     from kseg.salvage.run import SalvageRun
     from kseg.storage.tree import log_bytes
     from kseg.verify.run import VerifyOptions
@@ -72,20 +107,31 @@ def salvage(
         topic=topic,
         partition=partition,
     )
+    if plot is not None:
+        check_plot(plot)  # a wrong name or no matplotlib fails before any work
     sel = selection(paths, topic, partition)  # a wrong path fails up front
-    run = SalvageRun(opts, to=to)
+    run = SalvageRun(opts, to=to, from_quarantine=from_quarantine, include_deleted=include_deleted)
     track(run)
+    costs: list[dict] = []
+
+    def kept(evs):
+        for ev in evs:
+            if plot is not None and ev.get("type") == "salvage":
+                costs.append(ev)
+            yield ev
+
     try:
-        return exit_status(
-            finish(
-                "salvage",
-                run,
-                with_exit_codes(run.events(sel)),
-                fmt.value,
-                bar_total=lambda: log_bytes(run.targets(sel)),
-                quiet=quiet,
-            )
+        found = finish(
+            "salvage",
+            run,
+            with_exit_codes(kept(run.events(sel))),
+            fmt.value,
+            bar_total=lambda: log_bytes(run.targets(sel)),
+            quiet=quiet,
         )
+        if plot is not None:
+            found = finish_salvage_plot(found, costs, plot)
+        return exit_status(found)
     except Interrupted as exc:
         exc.outcome |= run.outcome
         raise
