@@ -19,6 +19,48 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
 
+# The suite runs in parallel (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml). A test
+# that uses one of these session fixtures (a JVM or server started once per worker that asks for
+# it) joins that fixture's xdist group, so one worker runs them all and starts it once; every
+# other test goes to whichever worker is free. A new test using them is grouped the same way.
+SHARED_SERVICES = {
+    "kafka_broker": "kafka-broker",  # a real Kafka broker (a JVM, 5-30 s to start)
+    "spark": "spark",  # the local SparkSession (a JVM) and the moto S3 server it reads
+    "s3": "spark",
+    "cluster": "spark",  # a standalone Spark cluster (three JVMs) beside the S3 server
+}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:  # first, before xdist's own hook reads the groups
+        used = [
+            SHARED_SERVICES[f] for f in getattr(item, "fixturenames", ()) if f in SHARED_SERVICES
+        ]
+        if used and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(used[0]))
+    yield
+    if getattr(config.option, "loadgroup", False):  # last, in each xdist worker
+        _carry_xdist_groups(items)
+
+
+def _carry_xdist_groups(items) -> None:
+    """xdist's worker tells the controller an item's group by a '@group' suffix that it writes
+    into the item's legacy ``_nodeid``; pytest 9.2 keeps the id in ``_id`` (a NodeId), so the
+    suffix is lost and every group is spread over the workers (pytest-xdist issue #1386). Write
+    it where this pytest reads it; nothing to do where xdist's own suffix arrived."""
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        suffix = "@" + "_".join(names)
+        if not names or item.nodeid.endswith(suffix):
+            continue
+        node_id = getattr(item, "_id", None)
+        if node_id is not None and hasattr(type(node_id), "parse"):
+            item._id = type(node_id).parse(item.nodeid + suffix)
+        else:
+            item._nodeid = item.nodeid + suffix
+
 
 @pytest.fixture(scope="session")
 def tree(tmp_path_factory) -> Path:
