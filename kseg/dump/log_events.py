@@ -88,6 +88,7 @@ def dump_log(
             runs = json_lines.kernel_batches(opts)
     # --resync: the offset before the first entry (entries found by a resync hold higher ones)
     last = -1 if seg is None else seg.base_offset - 1
+    doubt = False  # the last range skipped was ambiguous (as walk_resync tracks it)
     while True:
         try:
             if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
@@ -113,7 +114,10 @@ def dump_log(
             # the walk stopped at damage: the range it cannot read is an event, and the walk
             # goes on where intact entries start again (kseg.format.resync, the one rule)
             last = last_offset_before(buf, start, exc.position, last)
-            skipped, resumed = skip_from(buf, exc, start, end, last, scan=resync_scanner())
+            skipped, resumed = skip_from(
+                buf, exc, start, end, last, scan=resync_scanner(), after_ambiguous=doubt
+            )
+            doubt = skipped.ambiguous
             yield [skipped_event(skipped, name)]
             if resumed is None:
                 return

@@ -17,7 +17,7 @@ from kseg.repair.run import RepairRun, _refused_file, _unreadable_file
 from kseg.salvage.cost import cost_event, log_end
 from kseg.salvage.kafka import kafka_limits
 from kseg.salvage.plan import plan_salvage
-from kseg.salvage.walk import SegmentSource, salvage_walk
+from kseg.salvage.walk import AMBIGUOUS, SegmentSource, salvage_walk
 from kseg.storage.tree import Selection, Target, partition_logs
 from kseg.verify.partition import PartitionReport, verify_target
 from kseg.verify.run import VerifyOptions, _tagged, outcome_of
@@ -29,9 +29,12 @@ CLEAN, DAMAGED, SALVAGED, WRITTEN, FAILED = "clean", "damaged", "salvaged", "wri
 class SalvageRun(RepairRun):
     """kseg salvage (``opts.dry_run``: the plan and the cost only; ``to``: a new tree)."""
 
-    def __init__(self, opts: VerifyOptions, to: Path | None = None) -> None:
+    def __init__(
+        self, opts: VerifyOptions, to: Path | None = None, keep_ambiguous: bool = False
+    ) -> None:
         super().__init__(opts._replace(repair=True))
         self.to = None if to is None else to.absolute()
+        self.keep_ambiguous = keep_ambiguous
         self.writing = not opts.dry_run and to is None  # in place: locks, quarantine
         self.salvaged = 0
         self.lost_records = 0
@@ -103,22 +106,31 @@ class SalvageRun(RepairRun):
         limits, starts = kafka_limits(report)
         sources = [SegmentSource(s.log, s.log.name, s.base_offset, tuple(s.patches))
                    for s in report.scans]  # fmt: skip
-        segs = salvage_walk(sources, log_start_offset=report.log_start_offset, kafka_limits=limits)
+        segs = salvage_walk(
+            sources, log_start_offset=report.log_start_offset, kafka_limits=limits,
+            keep_ambiguous=self.keep_ambiguous,
+        )  # fmt: skip
+        # entries reached through an ambiguous resync left out: damage left (4) whatever else
+        left_out = any(x.kind == AMBIGUOUS for sg in segs for x in sg.lost)
         ev = cost_event(report, segs, limits, starts)
         plan = plan_salvage(
             report, segs, index_interval_bytes=opts.index_interval_bytes,
             kafka_version=opts.kafka_version,
         )  # fmt: skip
         for x in ev["skipped"]:
-            if x["ambiguous"]:
+            if x["ambiguous"] and x["kind"] != AMBIGUOUS:
+                done = "kept" if self.keep_ambiguous else "left out (--keep-ambiguous keeps them)"
                 yield {
                     "type": "notice",
                     "message": f"{x['file']}: ambiguous resync at byte {x['end']}: the entries "
-                    f"kept from there lie inside the extent the damaged entry at byte "
-                    f"{x['start']} claims (they may be its payload); check them with kseg dump",
+                    f"from there may be the payload of the damaged entry at byte {x['start']} "
+                    f"(inside the extent its size claims, or not running on to the end): "
+                    f"{done}; check them with kseg dump --resync",
                 }
         if self.to is not None and not opts.dry_run:
             yield from self._write_to(t, report, segs, plan, ev)
+            if left_out:
+                self.outcome |= Outcome.INVALID_DATA
             return
         if plan.empty:
             self.outcome |= outcome_of(report.all_findings)
@@ -156,6 +168,8 @@ class SalvageRun(RepairRun):
             return
         self.salvaged += 1
         self.outcome |= self._left(after)
+        if left_out:
+            self.outcome |= Outcome.INVALID_DATA
         yield {**ev, "status": SALVAGED, "quarantine": qdir}
 
     def _write_to(self, t: Target, report: PartitionReport, segs, plan, ev):

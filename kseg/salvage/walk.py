@@ -27,6 +27,11 @@ from kseg.verify.findings import Patch
 
 BAD_OFFSETS = "offsets_not_increasing"
 BELOW_LOG_START = "below_log_start"
+AMBIGUOUS = "ambiguous_resync"
+AMBIGUOUS_WHY = (
+    "reached through an ambiguous resync (they may be the damaged entry's payload): left out "
+    "(--keep-ambiguous writes them)"
+)
 
 
 class SegmentSource(NamedTuple):
@@ -129,7 +134,10 @@ def _items(sources: list[SegmentSource]) -> Iterator[tuple[int, object, object]]
         if src.patches:
             buf = _patched(buf, src.patches)
         after = max(after, src.base_offset - 1)
-        for item in walk_resync(buf, after_offset=after, source=str(src.path)):
+        # the next segment's base: a range lost up to the end held the offsets below it
+        before = sources[i + 1].base_offset if i + 1 < len(sources) else None
+        walk = walk_resync(buf, after_offset=after, source=str(src.path), before_offset=before)
+        for item in walk:
             if not isinstance(item, Skipped):
                 after = max(after, item.last_offset)
             yield i, item, buf
@@ -141,10 +149,13 @@ def salvage_walk(
     *,
     log_start_offset: int | None = None,
     kafka_limits: list[int] | None = None,
+    keep_ambiguous: bool = False,
 ) -> list[SegmentSalvage]:
     """What salvage keeps of each source (in the order given: by base offset).
     ``kafka_limits``: per source, the byte Kafka's recovery keeps it up to (kseg.salvage.kafka);
-    the intact records below it are counted as what Kafka keeps."""
+    the intact records below it are counted as what Kafka keeps. The entries reached through a
+    resync flagged ambiguous (up to the next resync that is not) are left out and counted lost
+    (a ``Lost`` of kind AMBIGUOUS, ``ambiguous`` set), unless ``keep_ambiguous``."""
     n = len(sources)
     keep: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     lost: list[list[Lost]] = [[] for _ in range(n)]
@@ -154,7 +165,7 @@ def salvage_walk(
     below = [0] * n
     lasts: list[int | None] = [None] * n
     sizes = [0] * n
-    state = {"damaged": False}
+    state = {"damaged": False, "doubt": False}
 
     def commit(e: _Entry) -> None:
         if state["damaged"] and log_start_offset is not None and e.last < log_start_offset:
@@ -232,17 +243,30 @@ def salvage_walk(
             commit(pending)
             before, pending = pending.last, None
 
+    def left_out(e: _Entry) -> None:
+        ls = lost[e.seg]
+        if ls and ls[-1].kind == AMBIGUOUS and ls[-1].end == e.position:
+            ls[-1] = ls[-1]._replace(end=e.position + e.size, last_offset=e.last)
+        else:
+            ls.append(Lost(e.position, e.position + e.size, e.first, e.last, AMBIGUOUS,
+                           AMBIGUOUS_WHY, True))  # fmt: skip
+
     for i, item, buf in _items(sources):
         if item is None:
             sizes[i] = len(buf)
+            state["doubt"] = False  # the next segment's walk starts afresh
             continue
         if isinstance(item, Skipped):
             flush()
             if item.kind != ZERO_FILLED_TAIL:
                 state["damaged"] = True
+            state["doubt"] = item.ambiguous and not keep_ambiguous
             lost[i].append(Lost(*item))
             continue
         e = _entry(i, item, buf)
+        if state["doubt"]:
+            left_out(e)
+            continue
         if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
             kafka[i] += e.records
         take(e)

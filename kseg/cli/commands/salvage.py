@@ -15,9 +15,13 @@ plus every intact batch after each damage, written back so that Kafka loads it a
 `kseg restore` undoes it. Says per partition what Kafka would keep, what salvage keeps and
 what is lost for good.
 
-Exit codes: 0 nothing to salvage; 1 salvaged; 4 damage left (--dry-run found damage, or
-verify still finds errors after the salvage); 8 operational error (unreadable file, a broker
-holds the lock, salvage failed); 16 usage error; 32 interrupted.
+Entries reached through an ambiguous resync (they may be a damaged entry's payload) are
+reported, not written, unless --keep-ambiguous.
+
+Exit codes: 0 nothing to salvage; 1 salvaged; 4 damage left (--dry-run found damage, entries
+of an ambiguous resync left out, or verify still finds errors after the salvage); 8
+operational error (unreadable file, a broker holds the lock, salvage failed); 16 usage
+error; 32 interrupted.
 
 Example:
 
@@ -38,6 +42,14 @@ ToOpt = Annotated[
 SalvageDryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the plan and the cost, change nothing.")
 ]
+KeepAmbiguousOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-ambiguous",
+        help="Also write the entries reached through an ambiguous resync (they may be a "
+        "damaged entry's payload); by default they are left out and counted lost (exit 4).",
+    ),
+]
 SalvageForceOpt = Annotated[
     bool, typer.Option(help="Salvage even though a broker holds <log.dir>/.lock.")
 ]
@@ -47,6 +59,7 @@ def salvage(
     paths: o.SegmentPathsArg,
     dry_run: SalvageDryRunOpt = False,
     to: ToOpt = None,
+    keep_ambiguous: KeepAmbiguousOpt = False,
     quarantine: o.QuarantineOpt = None,
     force: SalvageForceOpt = False,
     index_interval_bytes: o.IntervalOpt = 4096,
@@ -73,7 +86,7 @@ def salvage(
         partition=partition,
     )
     sel = selection(paths, topic, partition)  # a wrong path fails up front
-    run = SalvageRun(opts, to=to)
+    run = SalvageRun(opts, to=to, keep_ambiguous=keep_ambiguous)
     track(run)
     try:
         return exit_status(
