@@ -170,12 +170,13 @@ def skip_from(
     if exc.kind == ZERO_FILLED_TAIL:
         first, upto = lost_to_end or (None, None)
         return Skipped(bad, end, first, upto, exc.kind, exc.message), None
-    ensure = getattr(buf, "ensure", None)
-    if ensure is not None and bad < end:
-        # a buffer read on demand (storage.mapped.ShadowMap): the scan may touch any byte after
-        # the damage (a candidate's claimed end, the entry after it), so the rest is read in
-        ensure(bad, end)
-    resumed = _resume(buf, bad, end, last, scan or scan_candidates, not after_ambiguous)
+    scan = scan or scan_candidates
+    if getattr(buf, "ensure", None) is not None:
+        # a buffer read on demand (storage.mapped.ShadowMap): scanned window by window, each
+        # candidate's own bytes read in only when it is checked (memory: a window, plus the
+        # largest candidate entry whose header is plausible)
+        scan = _windowed(scan)
+    resumed = _resume(buf, bad, end, last, scan, not after_ambiguous)
     if resumed is None:
         upto = None if lost_to_end is None else lost_to_end[1]
         return Skipped(bad, end, last + 1, upto, exc.kind, exc.message), None
@@ -213,6 +214,8 @@ def _resume(
     reached through an ambiguous resume: its size field then vouches for nothing either."""
     claimed = None  # where the damaged entry's size field says it ends
     if end - bad >= LOG_OVERHEAD:
+        if getattr(buf, "ensure", None) is not None:
+            buf.ensure(bad, bad + LOG_OVERHEAD)
         size = ENTRY_PREFIX.unpack_from(buf, bad)[1]
         if size >= MIN_ENTRY_SIZE:
             claimed = bad + LOG_OVERHEAD + size
@@ -239,6 +242,52 @@ def _resume(
         pos += 1
 
 
+SCAN_WINDOW = 32 << 20  # a buffer read on demand is scanned in windows of this size
+SCAN_MARGIN = 8 << 20  # ... each trusted up to this much before its end (see _windowed)
+
+
+def _windowed(scan):
+    """``scan`` over a buffer read on demand (``ensure``; what lies past its readable end
+    ``hi`` reads as zeros), one window at a time: [pos, pos + SCAN_WINDOW) is read in, the
+    scan runs to the real end, and its answer is trusted only below ``hi - SCAN_MARGIN``
+    (else the next window starts there). Below it a candidate's header (and a legacy message's
+    key and value lengths) lies in the read bytes; an entry that reaches past ``hi`` finds
+    zeros after it, which the prefilter passes (the checks that follow read its real bytes),
+    unless it is over SCAN_MARGIN long and its next header straddles ``hi``: a resync point
+    of that size can, rarely, be missed (the entry after it is found). Passed pages are
+    released as the window moves (ShadowMap.ensure)."""
+
+    def windowed(buf, pos: int, end: int, last: int) -> int:
+        while pos < end:
+            hi = buf.ensure(pos, min(end, pos + SCAN_WINDOW))
+            trust = end if hi >= end else hi - SCAN_MARGIN
+            q = scan(buf, pos, end, last)
+            if 0 <= q < trust or trust >= end:
+                if q < 0 or _next_holds(buf, q, end, last, hi):
+                    return q
+                pos = q + 1  # zeros past ``hi`` passed it: the real bytes do not
+                continue
+            pos = max(pos + 1, trust)
+        return -1
+
+    return windowed
+
+
+def _next_holds(buf, pos: int, end: int, last: int, hi: int) -> bool:
+    """For a candidate the windowed scan found: does the entry after it (the end, zeros, or a
+    plausible entry) hold in the real bytes? Its header is read in alone when it lies past
+    ``hi`` (the scan saw zeros there), so that a large entry is read in whole only if it is
+    about to have its CRC checked."""
+    last_here = plausible(buf, pos, end, last)
+    if last_here is None:
+        return False
+    nxt = pos + LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
+    if nxt >= end or nxt + _HEADER_SPAN <= hi:
+        return True  # the scan read it as it is
+    buf.ensure(nxt, min(end, nxt + _HEADER_SPAN))
+    return plausible(buf, nxt, end, last_here) is not None or is_zero(buf, nxt, end)
+
+
 def _first_chaining(buf, start: int, stop: int, end: int, last: int, scan):
     """The first position in [start, stop) where an intact entry starts that chains on, as
     (position, entry), or None."""
@@ -253,14 +302,22 @@ def _first_chaining(buf, start: int, stop: int, end: int, last: int, scan):
         pos += 1
 
 
-_ANY_OFFSET = -(1 << 64)  # below every offset: the header chain checks structure only
+_HEADER_SPAN = 1 << 16  # read in for a header check on demand (a legacy key's length too)
+_ANY_OFFSET = -(1 << 64)  # below every offset
 
 
 def _runs_to_end(buf, pos: int, end: int) -> bool:
     """Do entries run from ``pos``, each plausible by its header (no CRC: a flipped bit inside
-    a later batch is damage of its own), one after the other to ``end`` or to a zero tail?"""
+    a later batch is damage of its own) with rising offsets, one after the other to ``end`` or
+    to a zero tail? (Batches held in a record value carry the offsets of the batch holding
+    them: where they run on into the real entries after it, the offsets do not rise.)"""
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand
+    last = _ANY_OFFSET
     while pos < end:
-        if plausible(buf, pos, end, _ANY_OFFSET) is None:
+        if ensure is not None:
+            ensure(pos, min(end, pos + _HEADER_SPAN))
+        last = plausible(buf, pos, end, last)
+        if last is None:
             return is_zero(buf, pos, end)
         pos += LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
     return pos == end
@@ -302,7 +359,9 @@ def candidate(buf, pos: int, end: int, last: int) -> bool:
     nxt = pos + LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
     if nxt >= end or plausible(buf, nxt, end, last_here) is not None:
         return True
-    return is_zero(buf, nxt, end)
+    # only zeros up to the end: the bytes as they are (a buffer read on demand reads zeros past
+    # what it has read in, as the kernel's scan sees them; its window is not moved here)
+    return _NONZERO.search(buf, nxt, end) is None
 
 
 def plausible(buf, pos: int, end: int, last: int) -> int | None:
@@ -354,9 +413,12 @@ def plausible(buf, pos: int, end: int, last: int) -> int | None:
 def _intact(buf, pos: int, end: int, last: int) -> Entry | None:
     """The entry at ``pos`` if it is whole, plausible, CRC-valid and holds offsets above
     ``last``; else None."""
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand: its header read in
+    if ensure is not None and pos < end:
+        ensure(pos, min(end, pos + _HEADER_SPAN))
     if plausible(buf, pos, end, last) is None:
         return None
-    try:
+    try:  # (reads the entry in whole: its CRC is checked)
         entry = next(iter_entries(buf, pos, end, validate=True))
         first_offset(entry)  # a legacy wrapper's: its inner offsets must agree with its own
     except (CorruptionError, StopIteration):

@@ -104,17 +104,18 @@ class _Entry(NamedTuple):
     last: int
     records: int
     fixable: bool  # its offsets are its offset field's alone (v2, or a plain legacy message)
-    buf: object
+    head: bytes  # its first 8 bytes (its offset field), as read: the buffer lets go of them
 
 
 def _entry(seg: int, e, buf) -> _Entry:
+    head = bytes(buf[e.position : e.position + 8])
     if isinstance(e, RecordBatch):
         return _Entry(seg, e.position, e.size, e.base_offset, e.last_offset, e.records_count,
-                      True, buf)  # fmt: skip
+                      True, head)  # fmt: skip
     first = e.base_offset
     plain = e.compression_id == 0 and first == e.last_offset
     return _Entry(seg, e.position, e.size, first, e.last_offset, e.last_offset - first + 1, plain,
-                  buf)  # fmt: skip
+                  head)  # fmt: skip
 
 
 def _patched(buf, patches) -> bytes:
@@ -126,13 +127,14 @@ def _patched(buf, patches) -> bytes:
 
 def _items(sources: list[SegmentSource]) -> Iterator[tuple[int, object, object]]:
     """(segment index, Entry or Skipped or None at the segment's end, its buffer)."""
-    from kseg.storage.mapped import map_file
+    from kseg.storage.mapped import open_mapped, read_file
 
     after = -1
     for i, src in enumerate(sources):
-        buf = map_file(src.path)
-        if src.patches:
-            buf = _patched(buf, src.patches)
+        # read on demand (memory bounded by a window), or whole with verify's proven in-place
+        # fixes applied to a copy
+        patches = src.patches
+        buf = _patched(read_file(src.path), patches) if patches else open_mapped(src.path)
         after = max(after, src.base_offset - 1)
         # the next segment's base: a range lost up to the end held the offsets below it
         before = sources[i + 1].base_offset if i + 1 < len(sources) else None
@@ -184,7 +186,7 @@ def salvage_walk(
         lost[e.seg].append(Lost(e.position, e.position + e.size, e.first, e.last, BAD_OFFSETS, why))
 
     def fix(e: _Entry, base: int, why: str) -> _Entry:
-        old = bytes(e.buf[e.position : e.position + 8])
+        old = e.head
         new = base.to_bytes(8, "big", signed=True)
         edits[e.seg].append(Edit(e.position, old, new, why))
         return e._replace(first=base, last=base + (e.last - e.first))

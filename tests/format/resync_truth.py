@@ -89,10 +89,12 @@ def _chains(buf: bytes, at: int, e: OriginalEntry) -> bool:
 
 
 def _runs_to_end(buf: bytes, pos: int) -> bool:
-    """Do plausible headers follow each other from ``pos`` to the end (or a zero tail)?"""
-    n = len(buf)
+    """Do plausible headers with rising offsets follow each other from ``pos`` to the end (or a
+    zero tail)?"""
+    n, last = len(buf), -(1 << 64)
     while pos < n:
-        if plausible(buf, pos, n, -(1 << 64)) is None:
+        last = plausible(buf, pos, n, last)
+        if last is None:
             return is_zero(buf, pos, n)
         pos += LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
     return pos == n
