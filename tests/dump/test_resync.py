@@ -470,3 +470,29 @@ def test_a_windowed_scan_gives_the_events_of_a_whole_one(tmp_path, which, monkey
         norm = [(x.position, x.size) if not isinstance(x, Skipped) else x for x in got]
         assert norm == [(x.position, x.size) if not isinstance(x, Skipped) else x for x in want]
         assert any(isinstance(x, Skipped) for x in want)
+
+
+def test_zeros_over_a_segments_last_batches_say_the_offsets_lost(tmp_path, which):
+    """A segment whose last batches are zeroed (a lost page cache after the size grew) and a
+    next segment: the zero-filled tail held the offsets up to the next one's base offset;
+    with no next segment, zeros at the end may be preallocation: none."""
+    pdir = write_partition(tmp_path / "z-0", batches=30, segment_bytes=2500)
+    logs = sorted(pdir.glob("*.log"))
+    assert len(logs) >= 3
+    first = logs[0]
+    data = first.read_bytes()
+    entries = list(iter_entries(data))
+    k = len(entries) - 2
+    first.write_bytes(data[: entries[k].position] + bytes(len(data) - entries[k].position))
+    _, evs, _ = dumped_records(pdir)
+    (skip,) = [e for e in evs if e["type"] == "skipped"]
+    assert skip["kind"] == "zero_filled_tail"
+    next_base = int(logs[1].stem)
+    assert (skip["first_offset"], skip["last_offset"]) == (entries[k].base_offset, next_base - 1)
+    last = logs[-1]
+    data = last.read_bytes()
+    entries = list(iter_entries(data))
+    last.write_bytes(data[: entries[-1].position] + bytes(entries[-1].size))
+    _, evs, _ = dumped_records(pdir)
+    tail = [e for e in evs if e["type"] == "skipped"][-1]
+    assert tail["kind"] == "zero_filled_tail" and tail["first_offset"] is None

@@ -34,7 +34,9 @@ Excuses, each a rule the module states (counted by the tests, so they stay narro
 - ``chain``: an intact entry inside a Skipped that the entry after it does not chain on (not
   valid, a magic above 2, a negative count or offset delta, an offset field not above its
   last offset; not the end or zeros): a lone intact entry between two damaged ones.
-- ``overlapped``: an intact entry whose first bytes a yielded copy of another entry covers.
+- ``overlapped``: an intact entry whose first bytes a yielded copy of another entry covers (or
+  an entry damaged only where no CRC looks, or whose CRC the damage computed again: a batch
+  made longer by a lying length whose CRC was then rewritten over it).
 - ``recovered-by-copy``: a lost entry a copy of which was yielded (its offsets are not lost).
 - ``bounds-from-a-lie``: a Skipped's offsets bounded by a CRC-blind-damaged entry beside it.
 """
@@ -221,7 +223,10 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
             continue
         cover = next(((i, s) for i, s in skips if s.start <= at < s.end), None)
         if cover is None:
-            if any(p < at < p + y.size and kinds[p] == "original" for p, y in yielded.items()):
+            if any(
+                p < at < p + y.size and kinds[p] in ("original", "damaged")
+                for p, y in yielded.items()
+            ):
                 excused.add("overlapped")
             else:
                 problems.append(
