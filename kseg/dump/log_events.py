@@ -5,6 +5,7 @@ kernel's runs where they apply."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,6 +45,25 @@ def _decoder_for(
     if choice is None:
         choice = internal_topics.decoder_for_path(path)
     return internal_topics.decoder(choice) if choice else None
+
+
+def _next_base(seg: Segment | None) -> int | None:
+    """The base offset of the live segment after ``seg`` in its directory (None: none, or not
+    a live segment): a range skipped up to ``seg``'s end held the offsets below it."""
+    if seg is None or seg.temp_suffix:
+        return None
+    from kseg.storage import files as F
+
+    try:
+        names = os.listdir(seg.dir)
+    except (OSError, TypeError):  # a URI's directory: not listed here
+        return None
+    later = [
+        k.base_offset
+        for k in map(F.file_kind, names)
+        if k.kind == F.LOG and not k.temp_suffix and (k.base_offset or -1) > seg.base_offset
+    ]
+    return min(later, default=None)
 
 
 def dump_log(
@@ -88,6 +108,7 @@ def dump_log(
             runs = json_lines.kernel_batches(opts)
     # --resync: the offset before the first entry (entries found by a resync hold higher ones)
     last = -1 if seg is None else seg.base_offset - 1
+    doubt = False  # the last range skipped was ambiguous (as walk_resync tracks it)
     while True:
         try:
             if opts.record_filter is not None and not opts.batches_only and kernel.compiled():
@@ -113,7 +134,11 @@ def dump_log(
             # the walk stopped at damage: the range it cannot read is an event, and the walk
             # goes on where intact entries start again (kseg.format.resync, the one rule)
             last = last_offset_before(buf, start, exc.position, last)
-            skipped, resumed = skip_from(buf, exc, start, end, last, scan=resync_scanner())
+            skipped, resumed = skip_from(
+                buf, exc, start, end, last, scan=resync_scanner(), after_ambiguous=doubt,
+                before_offset=_next_base(seg),
+            )  # fmt: skip
+            doubt = skipped.ambiguous
             yield [skipped_event(skipped, name)]
             if resumed is None:
                 return

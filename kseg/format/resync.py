@@ -15,10 +15,20 @@ Where entries resume (``_resume``), in this order:
    CRC (CRC-32C for v2, CRC-32 for legacy messages), and a chain: the entry after it is intact
    too with rising offsets, or it ends at the end of the data (or where only zeros follow).
 
+Before rule 1, the extent the size field claims is scanned: an intact entry that chains on
+inside it is resumed at instead (a size field that lies by whole batches would otherwise lose
+them), flagged ambiguous. A candidate's entry must be readable whole (a legacy wrapper whose
+inner offsets disagree with its own offset field is refused).
+
 The offsets rule keeps a record value that holds a batch written by a producer (base offset 0)
 from being taken for a batch of the log; the chain rule keeps a stray CRC match from starting a
-resync. A candidate found inside the extent the damaged entry's size field claims may be that
-entry's own payload: it is taken, and the Skipped says ``ambiguous``.
+resync. The Skipped says ``ambiguous`` (entries taken, but they may be a damaged entry's
+payload: ``_resume``) when the resume lies inside the extent the damaged entry's size field
+claims (wherever that ends), or when nothing vouches for it (no extent, the resume past it, or
+the damaged entry itself reached through an ambiguous resume) and the entries from it do not
+run, header after header, to the end of the data or a zero tail. A zeroed page over a batch's
+start (a power loss) followed by intact batches stays a confirmed resync; batches held in a
+record value end inside the entry holding them, and are flagged.
 
 This module is the reference (the one source of the rules); faster paths must give the same
 events.
@@ -100,18 +110,21 @@ def walk_resync(
     after_offset: int = -1,
     source: str | None = None,
     scan=None,
+    before_offset: int | None = None,
 ) -> Iterator[Entry | Skipped]:
     """Yield every intact entry of ``buf[start:end]`` in order, and a :class:`Skipped` for each
     unreadable range between them. ``after_offset``: the last offset known to come before
     ``start`` (the previous segment's last, or the segment's base offset - 1); entries found by
     a resync must hold offsets above it and above every entry before them. ``scan``: the byte
     scan's prefilter (:func:`scan_candidates`, the default, or the compiled kernel's the same:
-    kseg.storage.kernel_walk.resync_scanner)."""
+    kseg.storage.kernel_walk.resync_scanner). ``before_offset``: the first offset known to come
+    after ``end`` (the next segment's base offset), or None: a range up to the end (a zero-filled
+    tail too) must have held the offsets between the last entry's and it."""
     if isinstance(buf, (memoryview, bytearray)):
         buf = bytes(buf)
     if end is None:
         end = len(buf)
-    pos, last = start, after_offset
+    pos, last, doubt = start, after_offset, False
     while pos < end:
         try:
             for entry in iter_entries(buf, pos, end, validate=True, source=source):
@@ -120,7 +133,11 @@ def walk_resync(
                 last = max(last, entry.last_offset)
             return
         except CorruptionError as exc:
-            skipped, resumed = skip_from(buf, exc, pos, end, last, scan=scan)
+            skipped, resumed = skip_from(
+                buf, exc, pos, end, last, scan=scan, before_offset=before_offset,
+                after_ambiguous=doubt,
+            )  # fmt: skip
+            doubt = skipped.ambiguous
             yield skipped
             if resumed is None:
                 return
@@ -128,23 +145,41 @@ def walk_resync(
 
 
 def skip_from(
-    buf, exc: CorruptionError, pos: int, end: int, last: int, *, scan=None
+    buf,
+    exc: CorruptionError,
+    pos: int,
+    end: int,
+    last: int,
+    *,
+    scan=None,
+    before_offset: int | None = None,
+    after_ambiguous: bool = False,
 ) -> tuple[Skipped, int | None]:
     """The :class:`Skipped` for the error ``exc`` that a walk from ``pos`` stopped at, and where
     intact entries start again (None: nowhere before ``end``). ``last``: the last offset of the
-    entries before the damage (or the offset known to come before ``pos``). What walk_resync
-    does at each error, for walks of its own (dump's kernel runs, stats, the Spark source)."""
+    entries before the damage (or the offset known to come before ``pos``). ``before_offset``:
+    the first offset known to come after ``end`` (the next segment's base offset) or None.
+    ``after_ambiguous``: the walk reached ``pos`` through a Skipped flagged ambiguous (the
+    damaged entry may be payload: its size field vouches for nothing). What
+    walk_resync does at each error, for walks of its own (dump's kernel runs, stats, the Spark
+    source)."""
     bad = pos if exc.position is None else max(pos, exc.position)
+    # a range up to the end held the offsets up to the next segment's base, when it is known
+    upto_end = None if before_offset is None else before_offset - 1
+    lost_to_end = (last + 1, upto_end) if upto_end is not None and upto_end > last else None
     if exc.kind == ZERO_FILLED_TAIL:
-        return Skipped(bad, end, None, None, exc.kind, exc.message), None
-    ensure = getattr(buf, "ensure", None)
-    if ensure is not None and bad < end:
-        # a buffer read on demand (storage.mapped.ShadowMap): the scan may touch any byte after
-        # the damage (a candidate's claimed end, the entry after it), so the rest is read in
-        ensure(bad, end)
-    resumed = _resume(buf, bad, end, last, scan or scan_candidates)
+        first, upto = lost_to_end or (None, None)
+        return Skipped(bad, end, first, upto, exc.kind, exc.message), None
+    scan = scan or scan_candidates
+    if getattr(buf, "ensure", None) is not None:
+        # a buffer read on demand (storage.mapped.ShadowMap): scanned window by window, each
+        # candidate's own bytes read in only when it is checked (memory: a window, plus the
+        # largest candidate entry whose header is plausible)
+        scan = _windowed(scan)
+    resumed = _resume(buf, bad, end, last, scan, not after_ambiguous)
     if resumed is None:
-        return Skipped(bad, end, last + 1, None, exc.kind, exc.message), None
+        upto = None if lost_to_end is None else lost_to_end[1]
+        return Skipped(bad, end, last + 1, upto, exc.kind, exc.message), None
     at, entry, ambiguous = resumed
     upto = first_offset(entry) - 1
     held = upto > last
@@ -162,17 +197,38 @@ def skip_from(
     )
 
 
-def _resume(buf, bad: int, end: int, last: int, scan) -> tuple[int, Entry, bool] | None:
+def _resume(
+    buf, bad: int, end: int, last: int, scan, trusted: bool = True
+) -> tuple[int, Entry, bool] | None:
     """Where intact entries start again after the damaged entry at ``bad``: (position, the entry
-    there, ambiguous), or None when none does before ``end``."""
+    there, ambiguous), or None when none does before ``end``.
+
+    ``ambiguous`` when the resume lies inside the extent the damaged entry's size field claims,
+    wherever it ends (it may be that entry's payload: an extent past the end cannot be checked;
+    entries chaining on to the end do not vouch either, a tear just after the batches a record
+    value holds leaves them so), or when nothing vouches for it (the size field is below the
+    minimum, or the resume lies past its extent) and the entries from it do not run, header
+    after header, to the end of the data (or a zero tail): batches held in a record value stop
+    where the value does (before the rest of the entry holding them); the entries after a
+    zeroed page (a power loss) run on to the end. ``trusted``: False when the damaged entry was itself
+    reached through an ambiguous resume: its size field then vouches for nothing either."""
     claimed = None  # where the damaged entry's size field says it ends
     if end - bad >= LOG_OVERHEAD:
+        if getattr(buf, "ensure", None) is not None:
+            buf.ensure(bad, bad + LOG_OVERHEAD)
         size = ENTRY_PREFIX.unpack_from(buf, bad)[1]
-        if size >= MIN_ENTRY_SIZE and bad + LOG_OVERHEAD + size < end:
+        if size >= MIN_ENTRY_SIZE:
             claimed = bad + LOG_OVERHEAD + size
-            entry = _intact(buf, claimed, end, last)
-            if entry is not None and _chains(buf, entry, end):
-                return claimed, entry, False
+    if claimed is not None and claimed < end:
+        entry = _intact(buf, claimed, end, last)
+        if entry is not None and _chains(buf, entry, end):
+            # ... unless an intact entry that chains on starts inside the extent: the size field
+            # may lie (landing on a later entry would lose those between, unflagged), or the
+            # entry be the damaged one's payload: resume at the first of them, ambiguous
+            inner = _first_chaining(buf, bad + 1, claimed, end, last, scan)
+            if inner is not None:
+                return inner[0], inner[1], True
+            return claimed, entry, not trusted and not _runs_to_end(buf, claimed, end)
     pos = bad + 1
     while True:
         pos = scan(buf, pos, end, last)
@@ -180,8 +236,91 @@ def _resume(buf, bad: int, end: int, last: int, scan) -> tuple[int, Entry, bool]
             return None
         entry = _intact(buf, pos, end, last)
         if entry is not None and _chains(buf, entry, end):
-            return pos, entry, claimed is not None and pos < claimed
+            if claimed is not None and pos < claimed:
+                return pos, entry, True
+            return pos, entry, not _runs_to_end(buf, pos, end)
         pos += 1
+
+
+SCAN_WINDOW = 32 << 20  # a buffer read on demand is scanned in windows of this size
+SCAN_MARGIN = 8 << 20  # ... each trusted up to this much before its end (see _windowed)
+
+
+def _windowed(scan):
+    """``scan`` over a buffer read on demand (``ensure``; what lies past its readable end
+    ``hi`` reads as zeros), one window at a time: [pos, pos + SCAN_WINDOW) is read in, the
+    scan runs to the real end, and its answer is trusted only below ``hi - SCAN_MARGIN``
+    (else the next window starts there). Below it a candidate's header (and a legacy message's
+    key and value lengths) lies in the read bytes; an entry that reaches past ``hi`` finds
+    zeros after it, which the prefilter passes (the checks that follow read its real bytes),
+    unless it is over SCAN_MARGIN long and its next header straddles ``hi``: a resync point
+    of that size can, rarely, be missed (the entry after it is found). Passed pages are
+    released as the window moves (ShadowMap.ensure)."""
+
+    def windowed(buf, pos: int, end: int, last: int) -> int:
+        while pos < end:
+            hi = buf.ensure(pos, min(end, pos + SCAN_WINDOW))
+            trust = end if hi >= end else hi - SCAN_MARGIN
+            q = scan(buf, pos, end, last)
+            if 0 <= q < trust or trust >= end:
+                if q < 0 or _next_holds(buf, q, end, last, hi):
+                    return q
+                pos = q + 1  # zeros past ``hi`` passed it: the real bytes do not
+                continue
+            pos = max(pos + 1, trust)
+        return -1
+
+    return windowed
+
+
+def _next_holds(buf, pos: int, end: int, last: int, hi: int) -> bool:
+    """For a candidate the windowed scan found: does the entry after it (the end, zeros, or a
+    plausible entry) hold in the real bytes? Its header is read in alone when it lies past
+    ``hi`` (the scan saw zeros there), so that a large entry is read in whole only if it is
+    about to have its CRC checked."""
+    last_here = plausible(buf, pos, end, last)
+    if last_here is None:
+        return False
+    nxt = pos + LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
+    if nxt >= end or nxt + _HEADER_SPAN <= hi:
+        return True  # the scan read it as it is
+    buf.ensure(nxt, min(end, nxt + _HEADER_SPAN))
+    return plausible(buf, nxt, end, last_here) is not None or is_zero(buf, nxt, end)
+
+
+def _first_chaining(buf, start: int, stop: int, end: int, last: int, scan):
+    """The first position in [start, stop) where an intact entry starts that chains on, as
+    (position, entry), or None."""
+    pos = start
+    while True:
+        pos = scan(buf, pos, end, last)
+        if pos < 0 or pos >= stop:
+            return None
+        entry = _intact(buf, pos, end, last)
+        if entry is not None and _chains(buf, entry, end):
+            return pos, entry
+        pos += 1
+
+
+_HEADER_SPAN = 1 << 16  # read in for a header check on demand (a legacy key's length too)
+_ANY_OFFSET = -(1 << 64)  # below every offset
+
+
+def _runs_to_end(buf, pos: int, end: int) -> bool:
+    """Do entries run from ``pos``, each plausible by its header (no CRC: a flipped bit inside
+    a later batch is damage of its own) with rising offsets, one after the other to ``end`` or
+    to a zero tail? (Batches held in a record value carry the offsets of the batch holding
+    them: where they run on into the real entries after it, the offsets do not rise.)"""
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand
+    last = _ANY_OFFSET
+    while pos < end:
+        if ensure is not None:
+            ensure(pos, min(end, pos + _HEADER_SPAN))
+        last = plausible(buf, pos, end, last)
+        if last is None:
+            return is_zero(buf, pos, end)
+        pos += LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
+    return pos == end
 
 
 def scan_candidates(buf, pos: int, end: int, last: int) -> int:
@@ -220,7 +359,9 @@ def candidate(buf, pos: int, end: int, last: int) -> bool:
     nxt = pos + LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
     if nxt >= end or plausible(buf, nxt, end, last_here) is not None:
         return True
-    return is_zero(buf, nxt, end)
+    # only zeros up to the end: the bytes as they are (a buffer read on demand reads zeros past
+    # what it has read in, as the kernel's scan sees them; its window is not moved here)
+    return _NONZERO.search(buf, nxt, end) is None
 
 
 def plausible(buf, pos: int, end: int, last: int) -> int | None:
@@ -272,10 +413,14 @@ def plausible(buf, pos: int, end: int, last: int) -> int | None:
 def _intact(buf, pos: int, end: int, last: int) -> Entry | None:
     """The entry at ``pos`` if it is whole, plausible, CRC-valid and holds offsets above
     ``last``; else None."""
+    ensure = getattr(buf, "ensure", None)  # a buffer read on demand: its header read in
+    if ensure is not None and pos < end:
+        ensure(pos, min(end, pos + _HEADER_SPAN))
     if plausible(buf, pos, end, last) is None:
         return None
-    try:
+    try:  # (reads the entry in whole: its CRC is checked)
         entry = next(iter_entries(buf, pos, end, validate=True))
+        first_offset(entry)  # a legacy wrapper's: its inner offsets must agree with its own
     except (CorruptionError, StopIteration):
         return None
     return entry

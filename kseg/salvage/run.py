@@ -23,7 +23,7 @@ from kseg.salvage.cost import cost_event, leftovers, log_end
 from kseg.salvage.kafka import kafka_limits
 from kseg.salvage.leftovers import deleted_sources, ordered, quarantine_sources
 from kseg.salvage.plan import plan_salvage
-from kseg.salvage.walk import SegmentSource, salvage_walk
+from kseg.salvage.walk import AMBIGUOUS, SegmentSource, salvage_walk
 from kseg.storage.tree import Selection, Target, partition_logs
 from kseg.verify.partition import PartitionReport, verify_target
 from kseg.verify.run import VerifyOptions, _tagged, outcome_of
@@ -42,11 +42,13 @@ class SalvageRun(RepairRun):
         *,
         from_quarantine: Path | None = None,
         include_deleted: bool = False,
+        keep_ambiguous: bool = False,
     ) -> None:
         super().__init__(opts._replace(repair=True))
         self.to = None if to is None else to.absolute()
         self.from_quarantine = None if from_quarantine is None else from_quarantine.absolute()
         self.include_deleted = include_deleted
+        self.keep_ambiguous = keep_ambiguous
         self.writing = not opts.dry_run and to is None  # in place: locks, quarantine
         self.salvaged = 0
         self.lost_records = 0
@@ -129,8 +131,10 @@ class SalvageRun(RepairRun):
         extra = yield from self._leftovers(t)
         segs = salvage_walk(
             sources + extra, log_start_offset=report.log_start_offset,
-            kafka_limits=limits + [0] * len(extra),
+            kafka_limits=limits + [0] * len(extra), keep_ambiguous=self.keep_ambiguous,
         )  # fmt: skip
+        # entries reached through an ambiguous resync left out: damage left (4) whatever else
+        left_out = any(x.kind == AMBIGUOUS for sg in segs for x in sg.lost)
         clash = [s.put_back_name for s in leftovers(segs)
                  if (t.partition_dir / s.put_back_name).exists()]  # fmt: skip
         if clash:
@@ -149,15 +153,19 @@ class SalvageRun(RepairRun):
                 "records": 0, "bytes": 0, "log_end": plan.reset_to, "reset_to": plan.reset_to,
             }  # fmt: skip
         for x in ev["skipped"]:
-            if x["ambiguous"]:
+            if x["ambiguous"] and x["kind"] != AMBIGUOUS:
+                done = "kept" if self.keep_ambiguous else "left out (--keep-ambiguous keeps them)"
                 yield {
                     "type": "notice",
                     "message": f"{x['file']}: ambiguous resync at byte {x['end']}: the entries "
-                    f"kept from there lie inside the extent the damaged entry at byte "
-                    f"{x['start']} claims (they may be its payload); check them with kseg dump",
+                    f"from there may be the payload of the damaged entry at byte {x['start']} "
+                    f"(inside the extent its size claims, or not running on to the end): "
+                    f"{done}; check them with kseg dump --resync",
                 }
         if self.to is not None and not opts.dry_run:
             yield from self._write_to(t, report, segs, plan, ev)
+            if left_out:
+                self.outcome |= Outcome.INVALID_DATA
             return
         if plan.empty:
             self.outcome |= outcome_of(report.all_findings)
@@ -195,6 +203,8 @@ class SalvageRun(RepairRun):
             return
         self.salvaged += 1
         self.outcome |= self._left(after)
+        if left_out:
+            self.outcome |= Outcome.INVALID_DATA
         yield {**ev, "status": SALVAGED, "quarantine": qdir}
 
     def _leftovers(self, t: Target):

@@ -32,6 +32,11 @@ BAD_OFFSETS = "offsets_not_increasing"
 BELOW_LOG_START = "below_log_start"
 OVERLAP = "overlap"  # offsets already kept from the live log or an earlier source
 LIVE, QUARANTINE, DELETED = "live", "quarantine", "deleted"  # a source's origin
+AMBIGUOUS = "ambiguous_resync"
+AMBIGUOUS_WHY = (
+    "reached through an ambiguous resync (they may be the damaged entry's payload): left out "
+    "(--keep-ambiguous writes them)"
+)
 
 
 class SegmentSource(NamedTuple):
@@ -113,17 +118,18 @@ class _Entry(NamedTuple):
     last: int
     records: int
     fixable: bool  # its offsets are its offset field's alone (v2, or a plain legacy message)
-    buf: object
+    head: bytes  # its first 8 bytes (its offset field), as read: the buffer lets go of them
 
 
 def _entry(seg: int, e, buf) -> _Entry:
+    head = bytes(buf[e.position : e.position + 8])
     if isinstance(e, RecordBatch):
         return _Entry(seg, e.position, e.size, e.base_offset, e.last_offset, e.records_count,
-                      True, buf)  # fmt: skip
+                      True, head)  # fmt: skip
     first = e.base_offset
     plain = e.compression_id == 0 and first == e.last_offset
     return _Entry(seg, e.position, e.size, first, e.last_offset, e.last_offset - first + 1, plain,
-                  buf)  # fmt: skip
+                  head)  # fmt: skip
 
 
 def _patched(buf, patches) -> bytes:
@@ -135,15 +141,19 @@ def _patched(buf, patches) -> bytes:
 
 def _items(sources: list[SegmentSource]) -> Iterator[tuple[int, object, object]]:
     """(segment index, Entry or Skipped or None at the segment's end, its buffer)."""
-    from kseg.storage.mapped import map_file
+    from kseg.storage.mapped import open_mapped, read_file
 
     after = -1
     for i, src in enumerate(sources):
-        buf = map_file(src.path)
-        if src.patches:
-            buf = _patched(buf, src.patches)
+        # read on demand (memory bounded by a window), or whole with verify's proven in-place
+        # fixes applied to a copy
+        patches = src.patches
+        buf = _patched(read_file(src.path), patches) if patches else open_mapped(src.path)
         after = max(after, src.base_offset - 1)
-        for item in walk_resync(buf, after_offset=after, source=str(src.path)):
+        # the next segment's base: a range lost up to the end held the offsets below it
+        before = sources[i + 1].base_offset if i + 1 < len(sources) else None
+        walk = walk_resync(buf, after_offset=after, source=str(src.path), before_offset=before)
+        for item in walk:
             if not isinstance(item, Skipped):
                 after = max(after, item.last_offset)
             yield i, item, buf
@@ -155,10 +165,13 @@ def salvage_walk(
     *,
     log_start_offset: int | None = None,
     kafka_limits: list[int] | None = None,
+    keep_ambiguous: bool = False,
 ) -> list[SegmentSalvage]:
     """What salvage keeps of each source (in the order given: by base offset).
     ``kafka_limits``: per source, the byte Kafka's recovery keeps it up to (kseg.salvage.kafka);
-    the intact records below it are counted as what Kafka keeps."""
+    the intact records below it are counted as what Kafka keeps. The entries reached through a
+    resync flagged ambiguous (up to the next resync that is not) are left out and counted lost
+    (a ``Lost`` of kind AMBIGUOUS, ``ambiguous`` set), unless ``keep_ambiguous``."""
     n = len(sources)
     keep: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     lost: list[list[Lost]] = [[] for _ in range(n)]
@@ -169,7 +182,7 @@ def salvage_walk(
     lasts: list[int | None] = [None] * n
     firsts: list[int | None] = [None] * n
     sizes = [0] * n
-    state = {"damaged": False}
+    state = {"damaged": False, "doubt": False}
 
     def commit(e: _Entry) -> None:
         if state["damaged"] and log_start_offset is not None and e.last < log_start_offset:
@@ -190,7 +203,7 @@ def salvage_walk(
         lost[e.seg].append(Lost(e.position, e.position + e.size, e.first, e.last, BAD_OFFSETS, why))
 
     def fix(e: _Entry, base: int, why: str) -> _Entry:
-        old = bytes(e.buf[e.position : e.position + 8])
+        old = e.head
         new = base.to_bytes(8, "big", signed=True)
         edits[e.seg].append(Edit(e.position, old, new, why))
         return e._replace(first=base, last=base + (e.last - e.first))
@@ -258,14 +271,24 @@ def salvage_walk(
             why = "offsets already kept from the live log or an earlier source"
             ls.append(Lost(e.position, end, e.first, e.last, OVERLAP, why))
 
+    def left_out(e: _Entry) -> None:
+        ls = lost[e.seg]
+        if ls and ls[-1].kind == AMBIGUOUS and ls[-1].end == e.position:
+            ls[-1] = ls[-1]._replace(end=e.position + e.size, last_offset=e.last)
+        else:
+            ls.append(Lost(e.position, e.position + e.size, e.first, e.last, AMBIGUOUS,
+                           AMBIGUOUS_WHY, True))  # fmt: skip
+
     for i, item, buf in _items(sources):
         if item is None:
             sizes[i] = len(buf)
+            state["doubt"] = False  # the next segment's walk starts afresh
             continue
         if isinstance(item, Skipped):
             flush()
             if item.kind != ZERO_FILLED_TAIL:
                 state["damaged"] = True
+            state["doubt"] = item.ambiguous and not keep_ambiguous
             lost[i].append(Lost(*item))
             continue
         e = _entry(i, item, buf)
@@ -274,6 +297,9 @@ def salvage_walk(
             if e.first <= top:  # the live log, then the earlier source, wins
                 overlap(e)
                 continue
+        if state["doubt"]:
+            left_out(e)
+            continue
         if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
             kafka[i] += e.records
         take(e)

@@ -137,6 +137,7 @@ def _entries(
         with fs.open_range(task.path, task.start, task.end) as (buf, shift):
             pos, end = task.start - shift, task.end - shift
             last = task.base_offset - 1  # entries a resync finds hold higher offsets
+            doubt = False  # the last range skipped was ambiguous (as walk_resync tracks it)
             while True:
                 try:
                     if decode is not None:
@@ -148,7 +149,11 @@ def _entries(
                 except CorruptionError as exc:
                     if resync:
                         last = last_offset_before(buf, pos, exc.position, last)
-                        found, resumed = skip_from(buf, exc, pos, end, last, scan=resync_scanner())
+                        found, resumed = skip_from(
+                            buf, exc, pos, end, last, scan=resync_scanner(),
+                            after_ambiguous=doubt,
+                        )  # fmt: skip
+                        doubt = found.ambiguous
                         skipped(task, found, shift)
                         if resumed is not None:
                             pos = resumed

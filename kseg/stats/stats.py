@@ -389,6 +389,7 @@ class PartitionCount:
         self._problems: list[dict] = []  # content problems met in the segment being counted
         self._after_stop = False  # a segment stopped: the next batch ends uncounted offsets
         self._seg_last = -1  # the segment's highest last offset so far (--resync's rule)
+        self._seg_doubt = False  # the segment's last range skipped was ambiguous (the same)
         self.skipped_bytes = 0
         self.skipped_ranges = 0
 
@@ -459,6 +460,7 @@ class PartitionCount:
         on demand lets go of what lies far behind); the core's walk yields entry by entry."""
         self._problems = []
         self._seg_last = seg.base_offset - 1
+        self._seg_doubt = False
         start = 0
         while True:
             try:
@@ -498,8 +500,10 @@ class PartitionCount:
                 exc = real
         exc = exc.in_file(mark.file)
         skipped, resumed = skip_from(
-            buf, exc, start, end, self._seg_last, scan=kernel_walk.resync_scanner()
-        )
+            buf, exc, start, end, self._seg_last, scan=kernel_walk.resync_scanner(),
+            after_ambiguous=self._seg_doubt,
+        )  # fmt: skip
+        self._seg_doubt = skipped.ambiguous
         if mark.error_position is None:
             self._stopped(mark, skipped.start, skipped.kind)
         else:

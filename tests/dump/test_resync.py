@@ -430,3 +430,69 @@ def test_cli_stats_resync_json(damaged_dir):
     row = next(orjson.loads(x) for x in p.stdout.splitlines() if b"partition_stats" in x)
     assert row["batches"] == len(clean) - 2 and row["skipped_ranges"] == 2
     assert b"skipped bytes" in p.stderr
+
+
+def test_a_windowed_scan_gives_the_events_of_a_whole_one(tmp_path, which, monkeypatch):
+    """A file read on demand is scanned window by window (kseg.format.resync._windowed):
+    with windows of a few KiB over a segment of large and small batches and several damages
+    (garbage, a zeroed page, a lying length past a window), the events are those of a walk
+    over the bytes in memory, and the candidates are found across window ends."""
+    from kseg.format import resync
+    from kseg.storage import mapped
+    from kseg.storage.kernel_walk import resync_scanner
+
+    monkeypatch.setattr(resync, "SCAN_WINDOW", 16 * 1024)
+    monkeypatch.setattr(resync, "SCAN_MARGIN", 4 * 1024)
+    monkeypatch.setattr(mapped, "FILL_STEP", 4 * 1024)
+    monkeypatch.setattr(mapped, "KEEP_BEHIND", 8 * 1024)
+    rnd = random.Random(7)
+    pdir = tmp_path / "w-0"
+    with LogWriter(pdir, clock=lambda: T0) as w:
+        for b in range(60):
+            size = rnd.choice((50, 300, 3000, 9000))  # some batches span a window's margin
+            w.append([Record(b"k%d" % b, rnd.randbytes(size))])
+    (log,) = pdir.glob("*.log")
+    clean = log.read_bytes()
+    starts = [e.position for e in iter_entries(clean)]
+    for seed in range(6):
+        r = random.Random(seed)
+        bad = clean
+        for how in ("garbage", "zero_page", "flip"):
+            bad, _, _ = damage(bad, how, r.randrange(len(bad)), r)
+        at = r.randrange(len(bad) // 2)  # a region longer than a window
+        bad = bad[:at] + r.randbytes(40_000) + bad[at + 40_000 :]
+        if seed % 2:
+            bad = lie_length(bad, r.choice(starts[:-1]), 1 << 20)
+        log.write_bytes(bad)
+        want = list(walk_resync(bad, scan=resync_scanner()))
+        buf = mapped.open_mapped(log)
+        got = list(walk_resync(buf, scan=resync_scanner()))
+        norm = [(x.position, x.size) if not isinstance(x, Skipped) else x for x in got]
+        assert norm == [(x.position, x.size) if not isinstance(x, Skipped) else x for x in want]
+        assert any(isinstance(x, Skipped) for x in want)
+
+
+def test_zeros_over_a_segments_last_batches_say_the_offsets_lost(tmp_path, which):
+    """A segment whose last batches are zeroed (a lost page cache after the size grew) and a
+    next segment: the zero-filled tail held the offsets up to the next one's base offset;
+    with no next segment, zeros at the end may be preallocation: none."""
+    pdir = write_partition(tmp_path / "z-0", batches=30, segment_bytes=2500)
+    logs = sorted(pdir.glob("*.log"))
+    assert len(logs) >= 3
+    first = logs[0]
+    data = first.read_bytes()
+    entries = list(iter_entries(data))
+    k = len(entries) - 2
+    first.write_bytes(data[: entries[k].position] + bytes(len(data) - entries[k].position))
+    _, evs, _ = dumped_records(pdir)
+    (skip,) = [e for e in evs if e["type"] == "skipped"]
+    assert skip["kind"] == "zero_filled_tail"
+    next_base = int(logs[1].stem)
+    assert (skip["first_offset"], skip["last_offset"]) == (entries[k].base_offset, next_base - 1)
+    last = logs[-1]
+    data = last.read_bytes()
+    entries = list(iter_entries(data))
+    last.write_bytes(data[: entries[-1].position] + bytes(entries[-1].size))
+    _, evs, _ = dumped_records(pdir)
+    tail = [e for e in evs if e["type"] == "skipped"][-1]
+    assert tail["kind"] == "zero_filled_tail" and tail["first_offset"] is None

@@ -16,7 +16,13 @@ explains). The properties:
 4. a Skipped range's offsets contain those of every original entry lost inside it (a range
    up to the end: from first_offset up);
 5. ambiguous is set exactly when the resume lies inside the damaged entry's claimed extent
-   (start + 12 + its size field, when the size field is at least the minimum entry size).
+   (start + 12 + its size field, when the size field is at least the minimum entry size;
+   wherever it ends), or when nothing vouches for the resume (no extent, the resume past it,
+   or the damaged entry came after an ambiguous resume) and the entries from the resume do
+   not run, header after header, to the end of the data or a zero tail.
+
+The walk is given ``before_offset``: the offset after the segment's last original entry (where
+a next segment would start), so a range up to the end reports the offsets it hides.
 
 Excuses, each a rule the module states (counted by the tests, so they stay narrow):
 
@@ -28,7 +34,9 @@ Excuses, each a rule the module states (counted by the tests, so they stay narro
 - ``chain``: an intact entry inside a Skipped that the entry after it does not chain on (not
   valid, a magic above 2, a negative count or offset delta, an offset field not above its
   last offset; not the end or zeros): a lone intact entry between two damaged ones.
-- ``overlapped``: an intact entry whose first bytes a yielded copy of another entry covers.
+- ``overlapped``: an intact entry whose first bytes a yielded copy of another entry covers (or
+  an entry damaged only where no CRC looks, or whose CRC the damage computed again: a batch
+  made longer by a lying length whose CRC was then rewritten over it).
 - ``recovered-by-copy``: a lost entry a copy of which was yielded (its offsets are not lost).
 - ``bounds-from-a-lie``: a Skipped's offsets bounded by a CRC-blind-damaged entry beside it.
 """
@@ -41,33 +49,13 @@ from kseg.fixtures.damage import LyingCount, Two
 from kseg.fixtures.truth import OriginalEntry, segment_truth
 from kseg.format.batch import RecordBatch
 from kseg.format.entry import ENTRY_PREFIX, LOG_OVERHEAD, MAGIC_POS, SIZE_POS
-from kseg.format.errors import ZERO_FILLED_TAIL, CorruptionError
+from kseg.format.errors import CorruptionError
 from kseg.format.log import is_zero, iter_entries
 from kseg.format.magic import MIN_ENTRY_SIZE
-from kseg.format.resync import Skipped, walk_resync
+from kseg.format.resync import Skipped, plausible, walk_resync
 
 # Weaknesses of the rules these properties find (each shown by an xfail(strict) test):
-KNOWN = {
-    # a damaged size field lands on a later intact entry that chains: rule 1 resumes there, and
-    # the intact entries between are lost, unflagged (property 3)
-    "claimed-overshoot",
-    # the damaged entry's claimed extent reaches or passes the end of the data (a torn last
-    # batch, a lying length, a bad CRC in the last batch): a resume inside it is not flagged
-    # ambiguous: resync.py sets ``claimed`` only when it ends before the end (property 5)
-    "unflagged-past-end",
-    # batches held in a record value yielded after a Skipped not flagged ambiguous: its
-    # claimed extent passes the end (above), or its size field is below the minimum (zeroed,
-    # garbage) so no extent is known, or it points past the resume (property 2; and the
-    # intact entries and offsets those batches then hide, properties 3 and 4)
-    "invented-unflagged",
-    # walk_resync raises instead of yielding: the entry it resumed at is a magic 1 wrapper whose
-    # offset field (outside the CRC) is below its last inner offset, and first_offset() (its
-    # base_offset: decompresses, checks) raises CorruptionError out of the walk
-    "wrapper-offset-raises",
-    # zeros that replaced entries up to the end: the ZERO_FILLED_TAIL Skipped says it held no
-    # offsets (first_offset None) though the zeros hide entries (property 4)
-    "zero-tail-hides-entries",
-}
+KNOWN: set[str] = set()
 
 
 class Verdict(NamedTuple):
@@ -102,6 +90,18 @@ def _chains(buf: bytes, at: int, e: OriginalEntry) -> bool:
     return ENTRY_PREFIX.unpack_from(buf, nxt)[0] > e.last_offset
 
 
+def _runs_to_end(buf: bytes, pos: int) -> bool:
+    """Do plausible headers with rising offsets follow each other from ``pos`` to the end (or a
+    zero tail)?"""
+    n, last = len(buf), -(1 << 64)
+    while pos < n:
+        last = plausible(buf, pos, n, last)
+        if last is None:
+            return is_zero(buf, pos, n)
+        pos += LOG_OVERHEAD + ENTRY_PREFIX.unpack_from(buf, pos)[1]
+    return pos == n
+
+
 def _same_under_crc(e: OriginalEntry, data: bytes) -> bool:
     """Is ``data`` ``e`` changed only where no CRC looks (offset; v2 epoch and magic)?"""
     return (
@@ -122,15 +122,32 @@ def _crc_rewritten(damage, position: int) -> bool:
     return any(isinstance(p, LyingCount) and p.fix_crc and p.entry == position for p in parts)
 
 
-def _kind(damage, entries, by_bytes, ev, body: bytes) -> str:
+def _rewritten_bodies(data: bytes, damage, entries) -> set[bytes]:
+    """The bytes of every entry whose CRC ``damage`` computed again, as it rewrote them: a later
+    damage may copy one elsewhere (Two(LyingCount fix_crc, CopyBatch)): still the rewrite."""
+    parts = (damage.first, damage.second) if isinstance(damage, Two) else (damage,)
+    out = set()
+    for p in parts:
+        if isinstance(p, LyingCount) and p.fix_crc:
+            rewritten = p.apply(data)
+            out.update(rewritten[e.position : e.end] for e in entries if e.position == p.entry)
+    return out
+
+
+def _kind(damage, entries, by_bytes, rewritten, ev, body: bytes) -> str:
     if body in by_bytes:
         return "original"
-    if _crc_rewritten(damage, ev.position) or any(_same_under_crc(o, body) for o in entries):
+    if (
+        _crc_rewritten(damage, ev.position)
+        or body in rewritten
+        or any(_same_under_crc(o, body) for o in entries)
+    ):
         return "damaged"
     return "invented"
 
 
 def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) -> Verdict:
+    before = max([after_offset] + [e.last_offset for e in entries]) + 1
     truth = segment_truth(data, damage, entries)
     buf = truth.damaged
     n = len(buf)
@@ -138,12 +155,9 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
     known: set[str] = set()
     excused: set[str] = set()
     try:
-        events = list(walk_resync(buf, after_offset=after_offset))
+        events = list(walk_resync(buf, after_offset=after_offset, before_offset=before))
     except CorruptionError as exc:
-        if "wrapper offset" in exc.message:
-            known.add("wrapper-offset-raises")
-        else:
-            problems.append(f"walk_resync raised {exc}")
+        problems.append(f"walk_resync raised {exc}")
         return Verdict(problems, known, excused, [])
 
     # 1. entries + Skipped tile [0, n) in order
@@ -161,6 +175,7 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
 
     # what each yielded entry is, and what the walk's offsets rule compares against
     by_bytes = {e.data for e in entries}
+    rewritten = _rewritten_bodies(data, damage, entries)
     yielded = {}  # position -> entry
     kinds = {}  # position -> original / damaged / invented / invented-unflagged
     last_before = []  # per event: (max last offset yielded before it, the kind that set it)
@@ -172,14 +187,14 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
             prev_skip = ev
             continue
         yielded[ev.position] = ev
-        kind = _kind(damage, entries, by_bytes, ev, buf[ev.position : ev.position + ev.size])
+        kind = _kind(
+            damage, entries, by_bytes, rewritten, ev, buf[ev.position : ev.position + ev.size]
+        )
         if kind == "invented" and not (prev_skip is not None and prev_skip.ambiguous):
             # 2. nothing invented, unless after a Skipped flagged ambiguous
             kind = "invented-unflagged"
-            if prev_skip is not None:
-                known.add("invented-unflagged")
-            else:
-                problems.append(f"invented: {ev!r} before any Skipped")
+            where = "before any Skipped" if prev_skip is None else f"after {prev_skip!r}"
+            problems.append(f"invented: {ev!r} {where}")
         kinds[ev.position] = kind
         if ev.last_offset > last:
             last, source = ev.last_offset, kind
@@ -189,9 +204,7 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
         top, src = last_before[i]
         if offset > top:
             return False
-        if src == "invented-unflagged":
-            known.add("invented-unflagged")
-        elif src == "invented":
+        if src == "invented":
             excused.add("after-ambiguous")
         else:
             excused.add("offsets")
@@ -210,7 +223,10 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
             continue
         cover = next(((i, s) for i, s in skips if s.start <= at < s.end), None)
         if cover is None:
-            if any(p < at < p + y.size and kinds[p] == "original" for p, y in yielded.items()):
+            if any(
+                p < at < p + y.size and kinds[p] in ("original", "damaged")
+                for p, y in yielded.items()
+            ):
                 excused.add("overlapped")
             else:
                 problems.append(
@@ -223,8 +239,6 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
             continue
         if not _chains(buf, at, e):
             excused.add("chain")
-        elif claimed is not None and s.end == claimed and claimed > at:
-            known.add("claimed-overshoot")
         else:
             problems.append(f"intact entry at {at} ({e.first_offset}..{e.last_offset}) in {s!r}")
 
@@ -249,29 +263,29 @@ def check(data: bytes, entries: list[OriginalEntry], damage, after_offset: int) 
                 excused.add("recovered-by-copy")
             elif offsets_rule(i, e.first_offset):
                 pass
-            elif s.kind == ZERO_FILLED_TAIL:
-                known.add("zero-tail-hides-entries")
             elif beside(i, "damaged"):
                 excused.add("bounds-from-a-lie")
             elif beside(i, "invented"):
                 excused.add("after-ambiguous")
-            elif beside(i, "invented-unflagged"):
-                known.add("invented-unflagged")
             else:
                 problems.append(
                     f"{s!r} does not hold lost offsets {e.first_offset}..{e.last_offset}"
                 )
 
-    # 5. ambiguous exactly when the resume lies inside the claimed extent
+    # 5. ambiguous exactly when the resume lies inside the claimed extent, or nothing vouches
+    # for it (no extent, past it, or the damaged entry itself came after an ambiguous resume)
+    # and the entries from it do not run to the end
+    doubt = False
     for _, s in skips:
+        trusted, doubt = not doubt, s.ambiguous
         if s.end >= n:
             continue
         claimed = claimed_end(buf, s.start)
         inside = claimed is not None and s.end < claimed
-        if inside == s.ambiguous:
-            continue
-        if inside and claimed >= n:
-            known.add("unflagged-past-end")
-        else:
-            problems.append(f"{s!r}: ambiguous, though its claimed extent ends at {claimed}")
+        vouched = trusted and claimed is not None and s.end == claimed
+        want = inside or (not vouched and not _runs_to_end(buf, s.end))
+        if want != s.ambiguous:
+            problems.append(
+                f"{s!r}: ambiguous {s.ambiguous}, though its claimed extent ends at {claimed}"
+            )
     return Verdict(problems, known, excused, events)

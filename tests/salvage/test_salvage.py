@@ -45,7 +45,8 @@ def test_salvage_keeps_exactly_the_intact_records_and_restore_undoes_it(tmp_path
     case = damaged(tmp_path, damage)
     before = hashes(case.log_dir)
     expected = [r for r in records(case.original) if r[0] not in case.lost]
-    code, evs, proc = salvage(case.pdir)
+    keep = ("--keep-ambiguous",) if damage == "lying_length" else ()  # see the test below
+    code, evs, proc = salvage(case.pdir, *keep)
     assert code == 1, proc.stderr
     ev = the(evs)
     assert ev["status"] == "salvaged"
@@ -59,11 +60,42 @@ def test_salvage_keeps_exactly_the_intact_records_and_restore_undoes_it(tmp_path
     else:
         assert lost == {"records_at_most": 0, "bytes": 0, "offsets": [], "to_log_end": False}
         assert ev["edits"]
-    # a lying length: the batches after it are found inside the extent it claims: said
+    # a lying length: the batches after it are found inside the extent it claims: said, and
+    # kept here only because of --keep-ambiguous
     assert ev["ambiguous"] == (damage == "lying_length")
     assert (b"ambiguous resync" in proc.stderr) == (damage == "lying_length")
+    assert (b": kept;" in proc.stderr) == (damage == "lying_length")
     proc = run_kseg("restore", ev["quarantine"])
     assert proc.returncode == 0, proc.stderr
+    assert hashes(case.log_dir) == before
+
+
+def test_an_ambiguous_resync_is_reported_not_written(tmp_path):
+    """A lying length: the batches after it lie inside the extent it claims (they may be its
+    payload). By default they are left out, counted lost as an ambiguous range, exit 4 + 1."""
+    case = damaged(tmp_path, "lying_length")
+    before = hashes(case.log_dir)
+    original = records(case.original)
+    code, evs, proc = salvage(case.pdir)
+    assert code == 5, proc.stderr
+    assert b"left out (--keep-ambiguous keeps them)" in proc.stderr
+    ev = the(evs)
+    assert ev["status"] == "salvaged" and ev["ambiguous"]
+    resync, out = [x for x in ev["skipped"] if x["ambiguous"]][:2]
+    assert resync["kind"] == "crc_mismatch" and out["kind"] == "ambiguous_resync"
+    assert out["start"] == resync["end"]
+    kept = records(case.pdir)
+    assert run_kseg("verify", case.pdir).returncode == 0
+    gone = {o for a, b in ev["lost"]["offsets"] for o in range(a, (b or 10**9) + 1)}
+    assert set(case.lost) <= gone
+    assert out["first_offset"] in gone and out["last_offset"] in gone
+    assert kept == [r for r in original if r[0] not in gone] and len(kept) < len(original)
+    assert ev["salvage_keeps"]["records"] == len(kept)
+    assert run_kseg("restore", ev["quarantine"]).returncode == 0
+    assert hashes(case.log_dir) == before
+    # --dry-run says the same cost and changes nothing
+    code, evs, _ = salvage(case.pdir, "--dry-run")
+    assert code == 4 and the(evs)["lost"] == ev["lost"]
     assert hashes(case.log_dir) == before
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kseg.salvage.walk import SegmentSource, salvage_walk
+from kseg.salvage.walk import AMBIGUOUS, SegmentSource, salvage_walk
 from kseg.storage.tree import segment_logs
 from tests.salvage.cases import batches, write_partition
 
@@ -60,6 +60,15 @@ def batches_of(data: bytes) -> list[tuple[int, int, int, int]]:
         return batches(Path(f.name))
 
 
+def _bytes(ranges) -> set[int]:
+    return {i for a, b in ranges for i in range(a, b)}
+
+
+def _covered(keep_all, keep_default, out) -> bool:
+    """Does the default keep exactly what --keep-ambiguous keeps, less the ambiguous ranges?"""
+    return _bytes(keep_default) == _bytes(keep_all) - _bytes(out)
+
+
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -79,7 +88,15 @@ def test_every_untouched_batch_is_kept_and_nothing_is_invented(tmp_path, seg, ki
     for n in names:
         (d / n).write_bytes(data if n == name else pristine[n])
     sources = [SegmentSource(d / n, n, int(n.split(".")[0])) for n in names]
-    segs = salvage_walk(sources)
+    segs = salvage_walk(sources, keep_ambiguous=True)
+    # by default the entries reached through an ambiguous resync are left out, as lost ranges
+    # flagged ambiguous; the rest is the same
+    plain = salvage_walk(sources)
+    for n, s, p in zip(names, segs, plain, strict=True):
+        out = [(x.start, x.end) for x in p.lost if x.kind == AMBIGUOUS]
+        assert all(x.ambiguous for x in p.lost if x.kind == AMBIGUOUS)
+        left = sorted(set(s.keep) ^ set(p.keep))
+        assert _covered(s.keep, p.keep, out), (n, left, out)
     for n, s in zip(names, segs, strict=True):
         orig = pristine[n]
         bounds = {p for p, *_ in batches_of(orig)} | {len(orig)}

@@ -15,9 +15,13 @@ plus every intact batch after each damage, written back so that Kafka loads it a
 `kseg restore` undoes it. Says per partition what Kafka would keep, what salvage keeps and
 what is lost for good.
 
-Exit codes: 0 nothing to salvage; 1 salvaged; 4 damage left (--dry-run found damage, or
-verify still finds errors after the salvage); 8 operational error (unreadable file, a broker
-holds the lock, salvage failed); 16 usage error; 32 interrupted.
+Entries reached through an ambiguous resync (they may be a damaged entry's payload) are
+reported, not written, unless --keep-ambiguous.
+
+Exit codes: 0 nothing to salvage; 1 salvaged; 4 damage left (--dry-run found damage, entries
+of an ambiguous resync left out, or verify still finds errors after the salvage); 8
+operational error (unreadable file, a broker holds the lock, salvage failed); 16 usage
+error; 32 interrupted.
 
 Example:
 
@@ -70,6 +74,14 @@ SalvagePlotOpt = Annotated[
         show_default=False,
     ),
 ]
+KeepAmbiguousOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-ambiguous",
+        help="Also write the entries reached through an ambiguous resync (they may be a "
+        "damaged entry's payload); by default they are left out and counted lost (exit 4).",
+    ),
+]
 SalvageForceOpt = Annotated[
     bool, typer.Option(help="Salvage even though a broker holds <log.dir>/.lock.")
 ]
@@ -81,6 +93,7 @@ def salvage(
     to: ToOpt = None,
     from_quarantine: FromQuarantineOpt = None,
     include_deleted: IncludeDeletedOpt = False,
+    keep_ambiguous: KeepAmbiguousOpt = False,
     quarantine: o.QuarantineOpt = None,
     force: SalvageForceOpt = False,
     index_interval_bytes: o.IntervalOpt = 4096,
@@ -110,7 +123,13 @@ def salvage(
     if plot is not None:
         check_plot(plot)  # a wrong name or no matplotlib fails before any work
     sel = selection(paths, topic, partition)  # a wrong path fails up front
-    run = SalvageRun(opts, to=to, from_quarantine=from_quarantine, include_deleted=include_deleted)
+    run = SalvageRun(
+        opts,
+        to=to,
+        from_quarantine=from_quarantine,
+        include_deleted=include_deleted,
+        keep_ambiguous=keep_ambiguous,
+    )
     track(run)
     costs: list[dict] = []
 
