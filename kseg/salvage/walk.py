@@ -297,11 +297,12 @@ def salvage_walk(
             if e.first <= top:  # the live log, then the earlier source, wins
                 overlap(e)
                 continue
+        # what Kafka keeps does not depend on what salvage keeps (--keep-ambiguous)
+        if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
+            kafka[i] += e.records
         if state["doubt"]:
             left_out(e)
             continue
-        if kafka_limits is not None and e.position + e.size <= kafka_limits[i]:
-            kafka[i] += e.records
         take(e)
     flush()
     out = []

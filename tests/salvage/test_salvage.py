@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kseg.format import checkpoint as cp
 from tests.helpers import events, run_kseg
-from tests.salvage.cases import DAMAGES, damaged, hashes, write_partition
+from tests.salvage.cases import DAMAGES, TOPIC, damaged, hashes, write_partition
 
 SALVAGE_KEYS = {
     "type", "partition_dir", "topic", "partition", "status", "kafka_keeps", "salvage_keeps",
@@ -97,6 +98,18 @@ def test_an_ambiguous_resync_is_reported_not_written(tmp_path):
     code, evs, _ = salvage(case.pdir, "--dry-run")
     assert code == 4 and the(evs)["lost"] == ev["lost"]
     assert hashes(case.log_dir) == before
+    # what Kafka keeps does not depend on what salvage keeps: with the recovery point past the
+    # damage Kafka keeps (and serves) the entries salvage leaves out as ambiguous
+    point = cp.TopicPartitionOffset(TOPIC, 0, len(original))
+    (case.log_dir / "recovery-point-offset-checkpoint").write_bytes(
+        cp.encode_offset_checkpoint([point])
+    )
+    left, kept_too = (
+        the(salvage(case.pdir, "--dry-run", *x)[1]) for x in ((), ("--keep-ambiguous",))
+    )
+    assert kept_too["kafka_keeps"] == left["kafka_keeps"]
+    assert left["kafka_keeps"]["records"] > left["salvage_keeps"]["records"]
+    assert kept_too["salvage_keeps"]["records"] > left["salvage_keeps"]["records"]
 
 
 def test_a_flipped_byte_costs_one_batch_where_kafka_loses_the_rest(tmp_path):
