@@ -54,6 +54,23 @@ def _secure_copy(a: Action, q: Path, start: int, *, source_ok: bool) -> None:
     fsync_dir(q.parent)
 
 
+def _original_pending(a: Action, q: Path, writer: str) -> bool:
+    """Does restoring the original copy of ``a.file`` (kept whole in the quarantine) still have
+    work to do? Raises when the file holds neither the original nor what ``writer`` wrote."""
+    path = Path(a.file)
+    now = sha256_file(path) if path.exists() else None
+    if now == (a.length, a.sha256):
+        return False
+    if not _matches(q, a.length, a.sha256):
+        raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
+    if now is None or a.after_sha256 is None or now == (a.after_length, a.after_sha256):
+        return True
+    raise MovedOn(
+        f"{path}: differs from what the {writer} wrote: the partition changed since the "
+        f"{writer} (did a broker run?)"
+    )
+
+
 class ActionKind:
     """How one kind of action is secured, applied, checked for restore and undone."""
 
@@ -194,19 +211,9 @@ class Rewrite(ActionKind):
         except SpliceMismatch as exc:
             raise RepairError(str(exc)) from None
 
+    # restore: as a replaced file's (the original copied back), through the shared functions
     def restore_pending(self, a, q):
-        path = Path(a.file)
-        now = sha256_file(path) if path.exists() else None
-        if now == (a.length, a.sha256):
-            return False
-        if not _matches(q, a.length, a.sha256):
-            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
-        if now is None or now == (a.after_length, a.after_sha256):
-            return True
-        raise MovedOn(
-            f"{path}: differs from what the salvage wrote: the partition changed since the "
-            "salvage (did a broker run?)"
-        )
+        return _original_pending(a, q, "salvage")
 
     def restore_bytes(self, a, q, cross_device):
         return a.length
@@ -429,20 +436,7 @@ class Replace(ActionKind):
         a.after_length, a.after_sha256 = sha256_file(p) if p.exists() else (None, None)
 
     def restore_pending(self, a, q):
-        path = Path(a.file)
-        now = sha256_file(path) if path.exists() else None
-        if now == (a.length, a.sha256):
-            return False
-        if not _matches(q, a.length, a.sha256):
-            raise RepairError(f"{q}: missing, or does not match the manifest's sha256")
-        if now is None:
-            return True
-        if a.after_sha256 is None or now == (a.after_length, a.after_sha256):
-            return True
-        raise MovedOn(
-            f"{path}: differs from what the repair wrote: the partition changed since the "
-            "repair (did a broker run?)"
-        )
+        return _original_pending(a, q, "repair")
 
     def restore_bytes(self, a, q, cross_device):
         return a.length
