@@ -3,56 +3,18 @@ typer ``Annotated`` type: the commands in kseg.cli.commands take them by name.""
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    table = "table"
-
-
-class SeekFormat(str, Enum):
-    text = "text"
-    json = "json"
-    table = "table"
-    reset_csv = "reset-csv"
-
-
-class StatsFormat(str, Enum):
-    text = "text"
-    json = "json"
-    table = "table"
-    csv = "csv"
-
-
-class StatsBy(str, Enum):
-    partition = "partition"
-    hour = "hour"
-
-
-class Payload(str, Enum):
-    auto = "auto"
-    utf8 = "utf8"
-    hex = "hex"
-    base64 = "base64"
-    json = "json"
-    none = "none"
-    redact = "redact"
-
-
-class Decoder(str, Enum):
-    auto = "auto"
-    consumer_offsets = "consumer-offsets"
-    transaction_state = "transaction-state"
-    share_group_state = "share-group-state"
-    cluster_metadata = "cluster-metadata"
-    remote_log_metadata = "remote-log-metadata"
-    none = "none"
+# the choices are declared in kseg.cli.choices; commands name them through this module
+from kseg.cli.choices import Decoder as Decoder
+from kseg.cli.choices import OutputFormat as OutputFormat
+from kseg.cli.choices import Payload as Payload
+from kseg.cli.choices import SeekFormat as SeekFormat
+from kseg.cli.choices import StatsBy as StatsBy
+from kseg.cli.choices import StatsFormat as StatsFormat
 
 
 def _paths(help: str):

@@ -51,7 +51,19 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "spark stats",
         "stats",
         "dump --count",
+        "salvage",
     }
+    salvaged = {
+        "type": "summary",
+        "partitions": 2,
+        "salvaged": 1,
+        "lost_records_at_most": 3,
+        "lost_bytes": 120,
+        "exit_code": 5,
+    }
+    assert _render("salvage", [salvaged], "text") == (
+        "2 partitions: 1 salvaged; lost at most 3 records (120 bytes); exit 5\n"
+    )
     row = {
         "type": "partition_stats",
         "topic": "t",
