@@ -26,7 +26,7 @@ from kseg.salvage.plan import plan_salvage
 from kseg.salvage.walk import AMBIGUOUS, SegmentSource, salvage_walk
 from kseg.storage.tree import Selection, Target, partition_logs
 from kseg.verify.partition import PartitionReport, verify_target
-from kseg.verify.run import VerifyOptions, _tagged, outcome_of
+from kseg.verify.run import VerifyOptions, _tagged, outcome_of, target_tags
 
 # statuses of a salvage event
 CLEAN, DAMAGED, SALVAGED, WRITTEN, FAILED = "clean", "damaged", "salvaged", "written", "failed"
@@ -63,13 +63,7 @@ class SalvageRun(RepairRun):
         for t in tlist:
             if t.log_dir.resolve() in self._refused:
                 continue
-            name = t.name
-            tags = {
-                "topic": name.topic if name else None,
-                "partition": name.partition if name else None,
-            }
-            if several:
-                tags["log_dir"] = str(t.log_dir)
+            tags = target_tags(t, several)
             read_only = t.log_dir.resolve() in self._locked_out  # as --dry-run
             yield from _tagged(self._salvage(t, read_only), tags)
         yield {

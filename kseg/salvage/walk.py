@@ -50,16 +50,9 @@ class SegmentSource(NamedTuple):
     origin: str = LIVE  # LIVE, QUARANTINE (an earlier run's quarantined bytes), DELETED
 
 
-class Lost(NamedTuple):
-    """A byte range salvage does not keep, the offsets it held at most (None: unknown) and why."""
-
-    start: int
-    end: int
-    first_offset: int | None
-    last_offset: int | None
-    kind: str
-    reason: str
-    ambiguous: bool = False
+# A byte range salvage does not keep, the offsets it held at most (None: unknown) and why: the
+# resync walk's Skipped itself, with salvage's own kinds too (overlap, ambiguous_resync, ...)
+Lost = Skipped
 
 
 class Edit(NamedTuple):

@@ -85,13 +85,7 @@ class VerifyRun:
             if t.log_dir.resolve() in self._refused:
                 reports.pop(t.log_dir, None)
                 continue
-            name = t.name
-            tags = {
-                "topic": name.topic if name else None,
-                "partition": name.partition if name else None,
-            }
-            if several:
-                tags["log_dir"] = str(t.log_dir)
+            tags = target_tags(t, several)
             read_only = t.log_dir.resolve() in self._locked_out
             report = yield from _tagged(self._target(t, read_only), tags)
             if report is not None and t.log_dir in reports:
@@ -203,3 +197,16 @@ def outcome_of(found: list[K.Finding]) -> Outcome:
     """A file kseg could not read is unreadable, any other error invalid data, a warning or an
     info nothing (findings.finding_outcome)."""
     return combined(K.finding_outcome(f.kind, f.severity) for f in found)
+
+
+def target_tags(t: Target, several: bool) -> dict:
+    """What every event about partition ``t`` carries: its topic and partition, and its log dir
+    when several are walked."""
+    name = t.name
+    tags = {
+        "topic": name.topic if name else None,
+        "partition": name.partition if name else None,
+    }
+    if several:
+        tags["log_dir"] = str(t.log_dir)
+    return tags
