@@ -61,8 +61,15 @@ class Record:
 class Broker:
     """A single-node KRaft broker (broker + controller) on 127.0.0.1 over ``workdir/data``."""
 
-    def __init__(self, home: Path, workdir: Path, cluster_id: str | None = None):
+    def __init__(
+        self,
+        home: Path,
+        workdir: Path,
+        cluster_id: str | None = None,
+        config: dict[str, str] | None = None,
+    ):
         self.home = home
+        self.extra_config = dict(config or {})  # server.properties lines added (or overriding)
         self.workdir = workdir
         self.data = workdir / "data"
         self.logs = workdir / "logs"
@@ -106,6 +113,7 @@ class Broker:
                     # segments are never deleted by retention while a test looks at them
                     "log.retention.ms=-1",
                     "log.retention.check.interval.ms=3600000",
+                    *(f"{k}={v}" for k, v in self.extra_config.items()),
                     "",
                 ]
             )
