@@ -60,7 +60,7 @@ class TxnRun:
     """What the broker, its consumers and its tools said, and copies of the data dir."""
 
     broker: Broker
-    consumed: dict[str, list] = field(default_factory=dict)  # isolation -> records
+    consumed: dict[tuple[str, str], list] = field(default_factory=dict)  # (state, isolation)
     written: Path | None = None  # the partition dir after start 1 (a copy)
     markers: dict[str, int] = field(default_factory=dict)  # kafka-dump-log: COMMIT/ABORT
     hanging_at: int = -1  # the appended batch's base offset
@@ -99,9 +99,18 @@ def _wait_stable(broker: Broker) -> tuple[int, int]:
     deadline = time.monotonic() + WAIT
     while True:
         ends = _ends(broker)
-        if ends[0] == ends[1] or time.monotonic() > deadline:
+        if ends[0] == ends[1]:
             return ends
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the coordinator did not abort the dead producer's txn: {ends}")
         time.sleep(0.25)
+
+
+def _consume(run: TxnRun, state: str) -> None:
+    for iso in ("read_uncommitted", "read_committed"):
+        run.consumed[state, iso] = run.broker.consume(
+            TOPIC, 0, read_committed=iso == "read_committed"
+        )
 
 
 def _producer(broker: Broker, tid: str, timeout_ms: int = 60000):
@@ -237,10 +246,7 @@ def kafka_txn(kafka_home, tmp_path_factory) -> TxnRun:
             broker.create_topic(TOPIC)
             _produce(broker)
             _wait_stable(broker)
-            for iso in ("read_uncommitted", "read_committed"):
-                run.consumed[iso] = broker.consume(
-                    TOPIC, 0, read_committed=iso != "read_uncommitted"
-                )
+            _consume(run, "written")
             lap("produce and consume")
         run.written = work / "written" / pdir.name
         shutil.copytree(pdir, run.written)
@@ -259,6 +265,7 @@ def kafka_txn(kafka_home, tmp_path_factory) -> TxnRun:
             lap("start 2")
             _abandoned(broker, "txn-live", 600_000, b"ongoing")  # open, Ongoing at its coordinator
             run.ends_hanging = _ends(broker)
+            _consume(run, "hanging")
             run.describe_producers = _table(
                 _txn_tool(broker, "describe-producers", "--topic", TOPIC, "--partition", "0"),
                 "ProducerId",
@@ -330,30 +337,39 @@ def _dumped(pdir: Path, isolation: str | None) -> list[tuple]:
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
-def test_dump_isolation_is_what_a_consumer_of_that_isolation_receives(kafka_txn, isolation):
-    consumed = [
-        (r.offset, r.timestamp, r.key, r.value, r.headers) for r in kafka_txn.consumed[isolation]
+def _received(kafka_txn: TxnRun, state: str, isolation: str) -> list[tuple]:
+    return [
+        (r.offset, r.timestamp, r.key, r.value, r.headers)
+        for r in kafka_txn.consumed[state, isolation]
     ]
-    assert _dumped(kafka_txn.written, isolation) == consumed
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("state", ["written", "hanging"])
+def test_dump_isolation_is_what_a_consumer_of_that_isolation_receives(kafka_txn, state, isolation):
+    """After the producers (nothing open) and with the hanging and the ongoing transaction open
+    (read_committed stops at the last stable offset)."""
+    pdir = kafka_txn.written if state == "written" else kafka_txn.hanging_root / f"{TOPIC}-0"
+    assert _dumped(pdir, isolation) == _received(kafka_txn, state, isolation)
 
 
 def test_dump_without_isolation_is_what_a_read_uncommitted_consumer_receives(kafka_txn):
     """Today's output, the default: every data record, aborted ones too."""
-    consumed = [
-        (r.offset, r.timestamp, r.key, r.value, r.headers)
-        for r in kafka_txn.consumed["read_uncommitted"]
-    ]
-    assert _dumped(kafka_txn.written, None) == consumed
+    assert _dumped(kafka_txn.written, None) == _received(kafka_txn, "written", "read_uncommitted")
 
 
 def test_the_broker_hid_aborted_records_from_read_committed(kafka_txn):
     """The comparison above can fail: the data holds aborted records that read_committed
     consumers do not receive (the two aborts, the dead producer's, none from perf-test)."""
-    ru = {r.offset: r.value for r in kafka_txn.consumed["read_uncommitted"]}
-    rc = {r.offset: r.value for r in kafka_txn.consumed["read_committed"]}
+    ru = {r.offset: r.value for r in kafka_txn.consumed["written", "read_uncommitted"]}
+    rc = {r.offset: r.value for r in kafka_txn.consumed["written", "read_committed"]}
     assert set(rc) < set(ru)
     assert {v for o, v in ru.items() if o not in rc} == {b"B1", None, b"dies", b"A3"}
+    # with the hanging transaction: nothing from its first offset on
+    lso = kafka_txn.ends_hanging[1]
+    ru = [r.value for r in kafka_txn.consumed["hanging", "read_uncommitted"] if r.offset >= lso]
+    assert ru == [b"H1", b"H2", b"ongoing"]
+    assert max(r.offset for r in kafka_txn.consumed["hanging", "read_committed"]) < lso
     assert kafka_txn.markers["ABORT"] == 3 and kafka_txn.markers["COMMIT"] >= 3
 
 
