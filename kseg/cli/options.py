@@ -369,3 +369,19 @@ SparkDeepOpt = Annotated[bool, typer.Option(help="Also decode every record.")]
 PerHourOpt = Annotated[
     bool, typer.Option("--per-hour", help="One row per topic-partition and hour.")
 ]
+
+# --- txn ------------------------------------------------------------------------------------
+TxnAtOpt = Annotated[str | None, typer.Option("--at", help="As of this time (as --at of offsets).")]
+MaxTxnTimeoutOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-transaction-timeout",
+        min=0,
+        help="Minutes an open transaction may stay idle "
+        "before it is judged (find-hanging's option and default).",
+    ),
+]
+ProducersOpt = Annotated[bool, typer.Option("--producers", help="Also every producer's state.")]
+BootstrapOpt = Annotated[
+    str | None, typer.Option(help="host:port put into the abort commands printed.")
+]
