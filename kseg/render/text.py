@@ -497,7 +497,7 @@ def txn_line(ev: dict) -> str | None:
         coord = (
             f"transactional id {_q(ev['transactional_id'])} {ev['coordinator_state']}"
             if ev["transactional_id"] is not None
-            else "no transactional id"
+            else "no transactional id found"
         )
         head = (
             f"{_txn_where(ev)}: producer {ev['producer_id']} epoch {ev['producer_epoch']} open "

@@ -71,6 +71,7 @@ class Coordinator:
         self.read: list[Path] = []  # the replicas read, one per partition
         self.complete = False  # every partition of the topic read: an absent producer id is absent
         self.last_time = -1  # the latest record time counted
+        self.caveat: str | None = None  # what a verdict without a transactional id rests on
         self.outcome = Outcome.OK
 
     @property
@@ -87,27 +88,35 @@ class Coordinator:
         return out
 
     def replay(self) -> Iterator[dict]:
+        """Failures and notices on the way; what the verdicts rest on is kept in ``caveat``
+        (said by the run only when a verdict depends on it)."""
         replicas = offsets_replicas(self.sel, TOPIC)
         roots = ", ".join(str(r) for r in self.sel.log_dirs) or "the input"
         if not replicas:
-            yield {"type": "notice", "message": f"no {TOPIC} partition under {roots}: "
-                   "transactional ids unknown, hanging transactions not judged (give the roots "
-                   f"of the brokers holding {TOPIC})"}  # fmt: skip
+            self.caveat = (
+                f"no {TOPIC} partition under {roots}: transactional ids unknown, hanging "
+                f"transactions not judged (give the roots of the brokers holding {TOPIC})"
+            )
             return
         check_one_cluster(replicas, roots, TOPIC)
         count = topic_partition_count(self.sel, TOPIC)
         if count.count is None:
             self.complete = True
-            yield {"type": "notice", "message": f"partition count of {TOPIC} unknown "
-                   f"({count.source}): the {len(replicas)} present are taken as all of them"}  # fmt: skip
+            self.caveat = (
+                f"partition count of {TOPIC} unknown ({count.source}): the {len(replicas)} "
+                "present are taken as all of them (a producer id found in none has no "
+                "transactional id)"
+            )
         else:
             missing = sorted(set(range(count.count)) - set(replicas))
             self.complete = not missing
             if missing:
                 shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
-                yield {"type": "notice", "message": f"{TOPIC} has {count.count} partitions "
-                       f"({count.source}); {len(missing)} are not under the roots ({shown}): a "
-                       "producer id without a transactional id in the others is not judged"}  # fmt: skip
+                self.caveat = (
+                    f"{TOPIC} has {count.count} partitions ({count.source}); {len(missing)} are "
+                    f"not under the roots ({shown}): a producer id found in none of the others "
+                    "is not judged"
+                )
         for p in sorted(replicas):
             pdir, note = best_replica(replicas[p])
             if note:

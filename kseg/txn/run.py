@@ -88,6 +88,7 @@ class TxnRun:
         self.data_end = -1
         self.judged_at: int | None = None
         self.judged_by = ""
+        self.rests_on_caveat = False
 
     def events(self) -> Iterator[dict]:
         yield from self.coordinator.replay()
@@ -119,6 +120,8 @@ class TxnRun:
             yield from evs
         if totals["hanging"]:
             self.outcome |= Outcome.INVALID_DATA
+        if self.coordinator.caveat and self.rests_on_caveat:
+            yield {"type": "notice", "message": self.coordinator.caveat}
         if younger:
             yield {"type": "notice", "message": f"{younger} open transaction"
                    f"{'s' if younger != 1 else ''} idle less than the max transaction timeout at "
@@ -202,6 +205,9 @@ class TxnRun:
                 self.coordinator.complete,
             )
             hanging += v.status == HANGING
+            # a verdict resting on what the coordinator state lacks (kseg.txn.coordinator)
+            self.rests_on_caveat |= v.status == UNJUDGED or v.rule == "no_transactional_id"
+            self.rests_on_caveat |= by_producer is None
             unjudged += v.status == UNJUDGED
             cmd = None
             if v.status == HANGING and p.topic is not None and p.partition is not None:
