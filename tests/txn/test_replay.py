@@ -87,3 +87,19 @@ def test_read_committed_equals_the_plain_model(root, fetch_offset):
     want = [o for o in _model(pdir, r) if fetch_offset is None or o >= fetch_offset]
     assert kept == want
     assert v2.ATTR_CONTROL  # the rule's inputs come from the format core
+
+
+@pytest.mark.parametrize("name", ["dev-txn-py-0", "dev-txn-java-0"])
+def test_replay_agrees_with_a_real_brokers_txnindex(real_root, name):
+    """Kafka 4.1.0 wrote these partitions (kafka-python's and the Java producer's transactions):
+    the replay's aborted transactions are exactly the `.txnindex` entries the broker wrote."""
+    from kseg.storage.segment import Segment
+
+    pdir = real_root / "kafka-4.1.0-dev" / "data" / name
+    r = replay_transactions(pdir)
+    written = sorted(
+        (a for log in sorted(pdir.glob("*.log")) for a in Segment(log).aborted_transactions()),
+        key=lambda a: a.first_offset,
+    )
+    assert list(r.aborted_ranges) == written
+    assert r.error is None and r.open == () and r.last_stable_offset == r.log_end_offset
