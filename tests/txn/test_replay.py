@@ -98,7 +98,12 @@ def test_replay_agrees_with_a_real_brokers_txnindex(real_root, name):
     pdir = real_root / "kafka-4.1.0-dev" / "data" / name
     r = replay_transactions(pdir)
     written = sorted(
-        (a for log in sorted(pdir.glob("*.log")) for a in Segment(log).aborted_transactions()),
+        (
+            a
+            for log in sorted(pdir.glob("*.log"))
+            if log.with_suffix(".txnindex").exists()  # none: no aborted transaction in it
+            for a in Segment(log).aborted_transactions()
+        ),
         key=lambda a: a.first_offset,
     )
     assert list(r.aborted_ranges) == written
