@@ -298,3 +298,61 @@ def _batch_position(data: bytes, base_offset: int) -> int:
             return pos
         pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
     raise AssertionError(base_offset)
+
+
+def test_a_transaction_begun_before_the_log_start(tmp_path):
+    """Retention deleted the segment where it began: the producer snapshot at the first
+    segment left says it is open (its first offset below the log start, its time unknown)."""
+    from kseg.render.text import txn_line
+    from kseg.storage.writer import LogWriter
+    from tests.txn.scenario import data, plain
+
+    pdir = tmp_path / "logs" / "orders-0"
+    with LogWriter(pdir, clock=lambda: T0) as w:
+        plain(w, 2, T0)
+        data(w, 77, 2, 2, T0 + M)  # offsets 2-3
+        w.roll()
+        plain(w, 1, T0 + 40 * M)  # offset 4
+    for f in pdir.glob("00000000000000000000.*"):
+        f.unlink()
+    evs = _events(TxnRun(_sel(tmp_path / "logs"), max_timeout_ms=60 * M))
+    part, open_ = evs[0], evs[1]
+    assert (part["log_start_offset"], part["last_stable_offset"], part["held_by"]) == (4, 4, 77)
+    assert part["held_since"] is None and part["log_end_offset"] == 5
+    assert (open_["first_offset"], open_["first_timestamp"], open_["age_ms"]) == (2, -1, None)
+    assert (open_["producer_epoch"], open_["records"], open_["file"]) == (2, 0, None)
+    assert open_["idle_ms"] == 39 * M  # its last write, from the snapshot
+    assert txn_line(part) == (
+        "orders-0: read_committed consumers held at offset 4 by producer 77 (log end offset 5; "
+        "1 open, 0 hanging; 0 committed, 0 aborted, 0 empty)"
+    )
+    assert txn_line(open_).startswith(
+        "orders-0: producer 77 epoch 2 open since offset 2 (0 records, 0 bytes, idle 39m; "
+    )
+
+
+def test_missing_coordinator_partitions_leave_a_candidate_unjudged(tmp_path):
+    """KRaft metadata says __transaction_state has 2 partitions and only one is here: a
+    producer id found in none is not called hanging; one found is judged."""
+    from kseg.storage.writer import LogWriter
+
+    root = build(tmp_path / "logs")
+    uuid = "AAAAAAAAAAAAAAAAAAAAAA"
+    with LogWriter(root / "__cluster_metadata-0") as w:
+        w.append_metadata([("topic_record", {"name": "__transaction_state", "topic_id": uuid})]
+                          + [("partition_record", {"partition_id": p, "topic_id": uuid,
+                                                   "leader": 1, "isr": [1]}) for p in (0, 1)])  # fmt: skip
+    run = TxnRun(_sel(root, topic="^orders$"), coordinator_sel=_sel(root))
+    all_evs = list(run.events())
+    by_pid = {e["producer_id"]: e for e in all_evs if e["type"] == "open_transaction"}
+    assert (by_pid[4001]["status"], by_pid[4001]["hanging_rule"]) == ("unjudged", None)
+    assert "not read" in by_pid[4001]["why"]
+    assert by_pid[4004]["hanging_rule"] == "partition_not_in_transaction"
+    notices = [e["message"] for e in all_evs if e["type"] == "notice"]
+    assert any(
+        m.startswith("__transaction_state has 2 partitions (KRaft metadata in ")
+        and "1 are not under the roots (1)" in m
+        for m in notices
+    ), notices
+    summary = all_evs[-1]
+    assert (summary["hanging"], summary["unjudged"]) == (1, 1)
