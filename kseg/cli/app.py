@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from kseg.cli.command import Command
-from kseg.cli.commands import demo, dump, index, offsets, salvage, seek, stats, verify
+from kseg.cli.commands import demo, dump, index, offsets, salvage, seek, stats, txn, verify
 from kseg.cli.exit import help_text
 
 HELP = (
@@ -89,6 +89,7 @@ app.command("seek", cls=Command)(seek.seek)
 app.command("demo", cls=Command)(demo.demo)
 app.command("offsets", cls=Command)(offsets.offsets)
 app.command("stats", cls=Command)(stats.stats)
+app.command("txn", cls=Command)(txn.txn)
 
 index_app = typer.Typer(
     no_args_is_help=True,

@@ -140,7 +140,11 @@ def with_exit_codes(events: Iterable[dict]) -> Iterator[dict]:
 TABLE: list[tuple[int, str]] = [
     (0, "ok: done, nothing invalid found"),
     (1, "verify --repair, salvage: problems found and all repaired or salvaged"),
-    (4, "invalid data found in the input (reported with file and byte position)"),
+    (
+        4,
+        "invalid data found in the input (reported with file and byte position); txn: a "
+        "hanging transaction",
+    ),
     (8, "operational error: unreadable/unwritable file, a broker holds the lock, internal error"),
     (16, "usage error: bad option value or --topic regex, a PATH missing or with nothing Kafka"),
     (32, "interrupted (SIGINT/Ctrl-C, SIGTERM)"),

@@ -10,6 +10,7 @@ import typer
 
 # the choices are declared in kseg.cli.choices; commands name them through this module
 from kseg.cli.choices import Decoder as Decoder
+from kseg.cli.choices import Isolation as Isolation
 from kseg.cli.choices import OutputFormat as OutputFormat
 from kseg.cli.choices import Payload as Payload
 from kseg.cli.choices import SeekFormat as SeekFormat
@@ -172,6 +173,13 @@ StatsResyncOpt = Annotated[
         "--resync",
         help="Go on past damage: skip each unreadable byte range (a failure line naming it and"
         " the offsets it held) and count the intact batches after it.",
+    ),
+]
+IsolationOpt = Annotated[
+    Isolation,
+    typer.Option(
+        help="read_committed: only what a read_committed consumer gets (no aborted transaction,"
+        " no control batch, nothing at or past the last stable offset).",
     ),
 ]
 CountOpt = Annotated[
@@ -368,4 +376,20 @@ ExportFromTimeOpt = Annotated[str | None, typer.Option(help="Records with timest
 SparkDeepOpt = Annotated[bool, typer.Option(help="Also decode every record.")]
 PerHourOpt = Annotated[
     bool, typer.Option("--per-hour", help="One row per topic-partition and hour.")
+]
+
+# --- txn ------------------------------------------------------------------------------------
+TxnAtOpt = Annotated[str | None, typer.Option("--at", help="As of this time (as --at of offsets).")]
+MaxTxnTimeoutOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-transaction-timeout",
+        min=0,
+        help="Minutes an open transaction may stay idle "
+        "before it is judged (find-hanging's option and default).",
+    ),
+]
+ProducersOpt = Annotated[bool, typer.Option("--producers", help="Also every producer's state.")]
+BootstrapOpt = Annotated[
+    str | None, typer.Option(help="host:port put into the abort commands printed.")
 ]

@@ -133,6 +133,7 @@ def search_runs(
     from kseg.format.batch import ATTR_COMPRESSION, ATTR_CONTROL
 
     may_match = opts.record_filter.may_match
+    committed = opts.committed  # read_committed (kseg.storage.isolation): None, every batch
     from_offset, to_offset, from_time = opts.from_offset, opts.to_offset, opts.from_time
     unpack = kernel_walk.ROW.iter_unpack
     windows = _KernelWindows(buf, start, limit_end)
@@ -142,7 +143,7 @@ def search_runs(
         other = True
         if window > pos:
             rows, stop, other = kernel_walk.walk_window(buf, pos, window)
-            for bpos, size, _m, base, last, max_ts, _n, attrs, _pid, _ok, _ple in unpack(rows):
+            for bpos, size, _m, base, last, max_ts, _n, attrs, pid, _ok, _ple in unpack(rows):
                 # show_entry for a valid v2 batch, then the pre-check; magic and CRC are the
                 # kernel's
                 if to_offset is not None and base > to_offset:
@@ -150,6 +151,8 @@ def search_runs(
                 if (from_offset is not None and last < from_offset) or (
                     from_time is not None and max_ts < from_time
                 ):
+                    continue
+                if committed is not None and not committed.keeps(pid, last, attrs):
                     continue
                 if attrs & ATTR_CONTROL or not (
                     attrs & ATTR_COMPRESSION or may_match(buf, bpos + HEADER_SIZE, bpos + size)
@@ -167,6 +170,9 @@ def search_runs(
         entry = next(iter_entries(buf, pos, end, source=name, validate=opts.resync), None)
         if entry is None:
             return
+        if committed is not None and not committed.keeps_entry(entry):
+            pos += entry.size
+            continue
         if (yield from shown_entry_events(entry, name, opts, limit_end, budget, make_event)):
             return
         pos += entry.size

@@ -1,5 +1,7 @@
 """Where a group's records are: the `__consumer_offsets` partition the group maps to, how many
-partitions that topic has, and which replica of a partition to read.
+partitions that topic has, and which replica of a partition to read. The same choices serve
+`__transaction_state` (kseg.txn.coordinator): every function takes the topic, `__consumer_offsets`
+by default.
 
 The coordinator partition of a group is ``abs(javaStringHashCode(group)) % partitions``
 (``Utils.abs``: Integer.MIN_VALUE gives 0). The partition count of `__consumer_offsets` is
@@ -44,20 +46,20 @@ class OffsetsTopicPartitions(NamedTuple):
     source: str  # how it was found (or why not)
 
 
-def partition_count(sel: Selection) -> OffsetsTopicPartitions:
-    """The partition count of `__consumer_offsets` from KRaft metadata under the roots (the
-    PartitionRecords of its topic id); unknown without it."""
+def partition_count(sel: Selection, topic: str = TOPIC) -> OffsetsTopicPartitions:
+    """The partition count of ``topic`` (`__consumer_offsets`) from KRaft metadata under the
+    roots (the PartitionRecords of its topic id); unknown without it."""
     from kseg.offsets.leaders import topic_partitions
 
     meta = [t.partition_dir for t in sel.targets() if _topic_of(t.partition_dir) == METADATA_TOPIC]
     for mdir in meta:
         try:
-            parts = topic_partitions(mdir, TOPIC)
+            parts = topic_partitions(mdir, topic)
         except (CorruptionError, OSError) as exc:
             return OffsetsTopicPartitions(None, f"KRaft metadata {mdir} unreadable ({exc})")
         if parts:
             return OffsetsTopicPartitions(len(parts), f"KRaft metadata in {mdir}")
-        return OffsetsTopicPartitions(None, f"KRaft metadata in {mdir} has no {TOPIC} topic")
+        return OffsetsTopicPartitions(None, f"KRaft metadata in {mdir} has no {topic} topic")
     return OffsetsTopicPartitions(None, "no KRaft metadata (__cluster_metadata-0) under the roots")
 
 
@@ -66,13 +68,30 @@ def _topic_of(pdir: Path) -> str | None:
     return name.topic if name is not None and name.state is None else None
 
 
-def offsets_replicas(sel: Selection) -> dict[int, list[Path]]:
+def offsets_replicas(sel: Selection, topic: str = TOPIC) -> dict[int, list[Path]]:
+    """Partition number -> the dirs of its replicas under the roots (live dirs of ``topic``)."""
     out: dict[int, list[Path]] = {}
     for t in sel.targets():
         name = F.parse_partition_dir(t.partition_dir.name)
-        if name is not None and name.state is None and name.topic == TOPIC:
+        if name is not None and name.state is None and name.topic == topic:
             out.setdefault(name.partition, []).append(t.partition_dir)
     return out
+
+
+def check_one_cluster(replicas: dict[int, list[Path]], roots: str, topic: str = TOPIC) -> None:
+    """InputError (usage) when the roots holding ``replicas`` name different cluster ids:
+    their partitions of ``topic`` are not replicas of each other."""
+    from kseg.storage.tree import InputError
+
+    clusters = cluster_ids({d.parent for ds in replicas.values() for d in ds})
+    if len(set(clusters.values())) > 1:
+        said = ", ".join(f"{r}: {c}" for r, c in sorted(clusters.items()))
+        raise InputError(
+            "usage",
+            roots,
+            f"the roots belong to different clusters ({said}); their {topic} partitions are "
+            "not replicas of each other: give the roots of one cluster",
+        )
 
 
 def cluster_ids(roots: set[Path]) -> dict[Path, str]:

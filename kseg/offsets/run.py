@@ -17,7 +17,7 @@ from kseg.offsets.groups import Group
 from kseg.offsets.placement import (
     TOPIC,
     best_replica,
-    cluster_ids,
+    check_one_cluster,
     coordinator_partition,
     offsets_replicas,
     partition_count,
@@ -71,15 +71,7 @@ class OffsetsRun:
             raise InputError(
                 NOTHING_FOUND, roots, f"no {TOPIC} partition directory found: nothing to replay"
             )
-        clusters = cluster_ids({d.parent for ds in replicas.values() for d in ds})
-        if len(set(clusters.values())) > 1:
-            said = ", ".join(f"{r}: {c}" for r, c in sorted(clusters.items()))
-            raise InputError(
-                "usage",
-                roots,
-                f"the roots belong to different clusters ({said}); their {TOPIC} partitions are "
-                "not replicas of each other: give the roots of one cluster",
-            )
+        check_one_cluster(replicas, roots)
         notes = []
         wanted = sorted(replicas)
         if self.group_id is not None:

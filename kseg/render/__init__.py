@@ -61,9 +61,9 @@ def emit(
 
         return write_reset_csv(events, out)
     if fmt == "csv":
-        from kseg.render.csv import write_stats_csv
+        from kseg.render.csv import STATS_COLUMNS, TXN_COLUMNS, write_stats_csv
 
-        return write_stats_csv(events, out)
+        return write_stats_csv(events, out, TXN_COLUMNS if command == "txn" else STATS_COLUMNS)
     from kseg.render.text import write_command_text
 
     return write_command_text(command, events, out)

@@ -22,6 +22,10 @@ TIME_FIELDS = frozenset(
         "last_commit_timestamp",  # kseg offsets --list
         "write_timestamp",  # kseg offsets: a share-partition state's last write
         "target",  # seek's target: epoch ms, or a negative special target (-1 latest, ...)
+        "first_timestamp",  # kseg txn
+        "last_timestamp",
+        "held_since",
+        "judged_at",
     )
 )
 

@@ -441,7 +441,18 @@ TABLE_COLUMNS = {
     "hour_stats": ("topic", "partition", "log_dir", "hour") + _STATS_COLUMNS[3:],
     "topic_stats": ("topic", "log_dir", "partitions") + _STATS_COLUMNS[3:],
     "root_stats": ("log_dir", "partitions") + _STATS_COLUMNS[3:],
-}
+    # kseg txn
+    "partition": ("topic", "partition", "log_dir", "log_start_offset", "log_end_offset",
+                  "last_stable_offset", "held_since", "held_by", "open", "hanging", "unjudged",
+                  "committed", "aborted", "empty"),
+    "open_transaction": ("topic", "partition", "log_dir", "producer_id", "producer_epoch",
+                         "first_offset", "first_timestamp", "last_timestamp", "records", "bytes",
+                         "transactional_id", "coordinator_state", "status", "hanging_rule",
+                         "abort_command"),
+    "producer": ("topic", "partition", "log_dir", "producer_id", "producer_epoch",
+                 "last_sequence", "last_timestamp", "coordinator_epoch",
+                 "current_txn_start_offset"),
+}  # fmt: skip
 _FLEXIBLE = (
     "message",
     "error",
@@ -453,6 +464,7 @@ _FLEXIBLE = (
     "actions",
     "summary",
     "reason",
+    "abort_command",
 )
 
 

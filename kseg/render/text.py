@@ -450,6 +450,83 @@ def offsets_line(ev: dict) -> str | None:
     return None
 
 
+def _span(ms: int) -> str:
+    """A length of time as ``2h10m``, ``3d4h``, ``15m``, ``45s`` (two units at most)."""
+    if ms < 0:
+        return f"-{_span(-ms)}"
+    s, parts = ms // 1000, []
+    for name, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        q, s = divmod(s, size)
+        if q or parts:
+            parts.append(f"{q}{name}")
+        if len(parts) == 2:
+            break
+    if len(parts) == 2 and parts[1][0] == "0":
+        parts.pop()
+    return "".join(parts) or f"{ms}ms"
+
+
+def _txn_where(ev: dict) -> str:
+    where = f"{ev['topic']}-{ev['partition']}" if ev["topic"] is not None else str(ev.about)
+    return where + (f" [{ev['log_dir']}]" if "log_dir" in ev else "")
+
+
+def txn_line(ev: dict) -> str | None:
+    """`kseg txn`: a partition's last stable offset and counts, then one line per open
+    transaction (its verdict, and a hanging one's abort command), producers with --producers."""
+    t = ev["type"]
+    if t == "partition":
+        counts = (
+            f"{ev['open']} open, {ev['hanging']} hanging; {ev['committed']} committed, "
+            f"{ev['aborted']} aborted, {ev['empty']} empty"
+        )
+        if ev["held_by"] is None:
+            return (
+                f"{_txn_where(ev)}: not held: last stable offset = log end offset "
+                f"{ev['log_end_offset']} ({counts})"
+            )
+        since = f" since {with_iso(ev['held_since'])}" if ev["held_since"] is not None else ""
+        return (
+            f"{_txn_where(ev)}: read_committed consumers held at offset "
+            f"{ev['last_stable_offset']}{since} by producer {ev['held_by']} (log end offset "
+            f"{ev['log_end_offset']}; {counts})"
+        )
+    if t == "open_transaction":
+        since = f" at {with_iso(ev['first_timestamp'])}" if ev["first_timestamp"] >= 0 else ""
+        age = f"open {_span(ev['age_ms'])}, " if ev["age_ms"] is not None else ""
+        coord = (
+            f"transactional id {_q(ev['transactional_id'])} {ev['coordinator_state']}"
+            if ev["transactional_id"] is not None
+            else "no transactional id found"
+        )
+        head = (
+            f"{_txn_where(ev)}: producer {ev['producer_id']} epoch {ev['producer_epoch']} open "
+            f"since offset {ev['first_offset']}{since} ({age}{ev['records']} records, "
+            f"{ev['bytes']} bytes, idle {_span(ev['idle_ms'])}; {coord})"
+        )
+        if ev["status"] == "hanging":
+            return f"{head}; HANGING ({ev['why']}): {ev['abort_command']}"
+        if ev["status"] == "unjudged":
+            return f"{head}; not judged ({ev['why']})"
+        return f"{head}; open ({ev['why']})"
+    if t == "producer":
+        start = ev["current_txn_start_offset"]
+        return (
+            f"{_txn_where(ev)}: producer {ev['producer_id']} epoch {ev['producer_epoch']} "
+            f"last sequence {ev['last_sequence']} last timestamp "
+            f"{with_iso(ev['last_timestamp'])} coordinator epoch {ev['coordinator_epoch']} "
+            f"transaction start offset {start if start >= 0 else 'none'}"
+        )
+    if t == "summary":
+        return (
+            f"total: {ev['partitions']} partitions, {ev['open']} open transactions, "
+            f"{ev['hanging']} hanging, {ev['unjudged']} not judged (judged at "
+            f"{with_iso(ev['judged_at'])}, {ev['judged_by']}; max transaction timeout "
+            f"{_span(ev['max_transaction_timeout_ms'])})"
+        )
+    return None
+
+
 def stats_line(ev: dict) -> str:
     return " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type")
 
@@ -539,6 +616,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "restore": restore_line,
     "seek": seek_line,
     "offsets": offsets_line,
+    "txn": txn_line,
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
     "stats": local_stats_line,

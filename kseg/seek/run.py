@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from kseg.events import Event
 from kseg.outcome import BadOption, Outcome
-from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
+from kseg.seek.seek import EARLIEST, LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from kseg.seek.seek07 import seek_offset07, seek_time07
 from kseg.seek.timeexpr import parse_time
 from kseg.storage.tree import Selection
@@ -47,6 +47,7 @@ class SeekRun:
         data_only: bool = False,
         fill_latest: bool = False,
         topic: str | None = None,
+        read_committed: bool = False,
     ) -> None:
         self.targets = sel.required_targets("seek in")
         self.topic = topic  # the --topic regex: which internal topics reset-csv may name
@@ -54,11 +55,15 @@ class SeekRun:
         self.target, self.offset = target, offset
         self.data_only = data_only
         self.fill_latest = fill_latest and target is not None
+        # ListOffsets under read_committed: latest is the last stable offset (one replay of the
+        # partition's transactions, kseg.storage.txn_replay)
+        self.read_committed = read_committed
         self.outcome = Outcome.OK
 
     def events(self) -> Iterator[dict]:
         for t in self.targets:
             pdir = t.partition_dir
+            lso = None
             try:
                 if t.kafka07:  # byte offsets; time by segment mtimes (0.7's rule)
                     res = (
@@ -67,8 +72,9 @@ class SeekRun:
                         else seek_offset07(pdir, self.offset)
                     )
                 else:
+                    lso = self._lso(pdir) if self.read_committed else None
                     res = (
-                        seek_time(pdir, self.target, data_only=self.data_only)
+                        seek_time(pdir, self.target, data_only=self.data_only, lso=lso)
                         if self.target is not None
                         else seek_offset(pdir, self.offset)
                     )
@@ -92,12 +98,21 @@ class SeekRun:
             ev = Event(res.to_event(), about=pdir)
             if self.fill_latest and ev["offset"] is None and res.error is None:
                 latest = seek_time07 if t.kafka07 else seek_time
-                ev["offset"] = latest(pdir, LATEST).offset
+                ev["offset"] = lso if lso is not None else latest(pdir, LATEST).offset
             if t.kafka07 and self.target is not None and self.target >= 0:
                 ev["time_basis"] = "segment_mtime"  # 0.7: no timestamps, file mtimes only
             if self.several:
                 ev["log_dir"] = str(t.log_dir)
             yield ev
+
+    def _lso(self, pdir) -> int | None:
+        """The partition's last stable offset (None when there is nothing to replay); the replay
+        stops where Kafka's recovery would (its end, then the log end, is the LSO)."""
+        from kseg.storage.txn_replay import replay_transactions
+
+        if self.target == EARLIEST:
+            return None  # earliest is the same under both isolation levels
+        return replay_transactions(pdir).last_stable_offset
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` events (topic, partition, offset), one per topic-partition however many

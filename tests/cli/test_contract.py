@@ -33,6 +33,7 @@ PATH_COMMANDS = [
     ["seek", "--offset", "0"],
     ["index", "check"],
     ["index", "rebuild", "--dry-run"],
+    ["txn"],
 ]
 SPARK_COMMANDS = [["spark", "stats"], ["spark", "verify"], ["spark", "export", "--out", "/tmp/x"]]
 
@@ -719,6 +720,7 @@ def test_shell_completion():
         ["demo"],
         ["index", "rebuild"],
         ["index", "check"],
+        ["txn"],
         ["spark", "export"],
         ["spark", "verify"],
         ["spark", "stats"],

@@ -23,7 +23,17 @@ def test_version_is_the_roots_eager_option():
 def test_every_command_is_on_the_app():
     root = click_root()
     names = root.list_commands(None)
-    assert names == ["dump", "verify", "restore", "salvage", "seek", "demo", "offsets", "stats"] + [
+    assert names == [
+        "dump",
+        "verify",
+        "restore",
+        "salvage",
+        "seek",
+        "demo",
+        "offsets",
+        "stats",
+        "txn",
+    ] + [
         "index",
         "spark",
     ]
@@ -52,6 +62,7 @@ SERVED = [
     ("index", "rebuild", "P", "--dry-run", "--preallocate", "--backup", "/tmp/b"),
     ("stats", "P", "--by", "hour", "-f", "csv"),
     ("offsets", "P", "-g", "billing", "--at", "-2h", "--lag"),
+    ("txn", "P", "--at", "-2h", "--max-transaction-timeout", "30", "--producers", "-f", "csv"),
     ("restore", "/nonexistent/q", "--force"),
     ("salvage", "P", "--dry-run", "-f", "json", "--topic", "t"),
     ("salvage", "P", "Q", "--to", "/tmp/spare", "--kafka-version", "3.9"),

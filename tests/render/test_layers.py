@@ -49,6 +49,7 @@ def _modules(sub: str) -> list[Path]:
         ("seek", CLI | {"kseg.render"}),
         ("offsets", CLI | {"kseg.render"}),
         ("stats", CLI | {"kseg.render"}),
+        ("txn", CLI | {"kseg.render"}),
         ("render", CLI),
         ("spark", CLI),
         ("outcome", CLI | {"kseg.render"}),

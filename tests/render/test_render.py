@@ -52,6 +52,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "stats",
         "dump --count",
         "salvage",
+        "txn",
     }
     salvaged = {
         "type": "summary",

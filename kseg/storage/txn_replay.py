@@ -1,0 +1,292 @@
+"""One replay of a partition's transactions, by Kafka's rules: what `kseg txn` reports and what
+`--isolation read_committed` leaves out.
+
+The replay walks batch headers only (a control batch's first record is read, to tell COMMIT from
+ABORT) through kseg.format.txn_state.TxnTracker, the one copy of Kafka's transaction rules, and
+keeps what Kafka's ProducerStateManager keeps per producer (epoch, last sequence, last timestamp,
+coordinator epoch, the open transaction's first offset): what `kafka-transactions.sh
+describe-producers` shows of a live partition.
+
+The last stable offset is Kafka's (UnifiedLog.lastStableOffset): the first offset of the
+earliest open transaction, never below the log start offset, else the high watermark. Offline
+the high watermark is unknown: the log end offset stands in (as if every replica had caught up).
+
+The replay stops at the first entry Kafka's recovery would stop at (a torn or garbage tail, a
+batch failing its CRC): what follows is what Kafka truncates, and `error` says where.
+
+Memory: per producer seen (Kafka keeps as much) and 32 bytes per aborted transaction (three
+arrays, not an object each); nothing per batch or record.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from kseg.format import batch as v2
+from kseg.format.errors import CRC_MISMATCH, CorruptionError
+from kseg.format.producer_snapshot import read_snapshot
+from kseg.format.txn_index import AbortedTxn
+from kseg.format.txn_state import TxnTracker
+from kseg.storage import files as F
+from kseg.storage.partition import Partition
+from kseg.storage.side_files import read_side_file
+
+# what a header row (kseg.format.log.walk_headers) does not carry, read from the batch itself
+_BASE_TS = struct.Struct(">q")
+_EPOCH_SEQ = struct.Struct(">hi")
+_BASE_TS_POS = v2.FIELD_POS["base_timestamp"]
+_EPOCH_POS = v2.FIELD_POS["producer_epoch"]
+
+
+class OpenTxn(NamedTuple):
+    """A transaction open at the end of the data replayed."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int  # its first data batch's base offset (seeded: may be below the log start)
+    first_timestamp: int  # that batch's first (base) timestamp; -1 unknown (seeded from a snapshot)
+    last_offset: int  # its last data batch so far
+    last_timestamp: int  # that batch's max timestamp
+    records: int  # so far, of what the log holds
+    bytes: int
+    file: str  # the `.log` holding its first batch ("" when seeded from a snapshot)
+
+
+class ProducerState(NamedTuple):
+    """A producer as Kafka's ProducerStateManager holds it (describe-producers' columns)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1: no open transaction
+
+
+class AbortedRanges:
+    """Every aborted transaction (producer id, first offset, last offset = its ABORT marker) and
+    the last stable offset when it was aborted, by first offset, as `.txnindex` entries."""
+
+    __slots__ = ("pid", "first", "last", "lso")
+
+    def __init__(self) -> None:
+        self.pid, self.first, self.last, self.lso = array("q"), array("q"), array("q"), array("q")
+
+    def add(self, a: AbortedTxn) -> None:
+        self.pid.append(a.producer_id)
+        self.first.append(a.first_offset)
+        self.last.append(a.last_offset)
+        self.lso.append(a.last_stable_offset)
+
+    def sort(self) -> None:
+        """By first offset (markers come in last-offset order): the consumer's order."""
+        if all(self.first[i] <= self.first[i + 1] for i in range(len(self.first) - 1)):
+            return
+        order = sorted(range(len(self.first)), key=self.first.__getitem__)
+        for name in self.__slots__:
+            col = getattr(self, name)
+            setattr(self, name, array("q", (col[i] for i in order)))
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def __iter__(self) -> Iterator[AbortedTxn]:
+        for i in range(len(self.first)):
+            yield AbortedTxn(self.pid[i], self.first[i], self.last[i], self.lso[i])
+
+
+class TxnReplay(NamedTuple):
+    log_start_offset: int
+    log_end_offset: int  # next offset after the last batch replayed
+    last_stable_offset: int
+    open: tuple[OpenTxn, ...]  # by first offset
+    committed: int  # transactions closed by a COMMIT marker
+    aborted: int  # ... by an ABORT marker
+    empty: int  # markers that closed no open transaction
+    producers: tuple[ProducerState, ...]  # by producer id
+    data_end_time: int  # the greatest batch max timestamp replayed (-1: none)
+    error: CorruptionError | None  # the replay stopped here; what follows is unread
+    aborted_ranges: AbortedRanges
+
+    def holding(self) -> OpenTxn | None:
+        """The open transaction the last stable offset waits on (None: nothing held)."""
+        if self.last_stable_offset >= self.log_end_offset or not self.open:
+            return None
+        return self.open[0]
+
+
+class _Open:
+    """An open transaction as the replay grows it (a slotted accumulator, one per open one)."""
+
+    __slots__ = ("epoch", "first", "first_ts", "last", "last_ts", "records", "bytes", "file")
+
+    def __init__(self, epoch, first, first_ts, file) -> None:
+        self.epoch, self.first, self.first_ts, self.file = epoch, first, first_ts, file
+        self.last, self.last_ts, self.records, self.bytes = first, -1, 0, 0
+
+
+def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None) -> TxnReplay:
+    """Replay ``pdir``'s transactions (only offsets below ``upto`` when given: the partition as
+    it stood then), from the producer snapshot at its first segment when there is one (a log
+    whose earlier segments retention deleted may start mid-transaction), then every batch."""
+    part = pdir if isinstance(pdir, Partition) else Partition(pdir)
+    log_start = part.log_start_offset()
+    tracker = TxnTracker()
+    states: dict[int, list] = {}  # pid -> [epoch, last seq, last ts, coordinator epoch]
+    opened: dict[int, _Open] = {}
+    aborted = AbortedRanges()
+    committed = n_aborted = empty = 0
+    data_end = -1
+    end = log_start if not part.segments else part.segments[0].base_offset
+    error = None
+    if part.segments:
+        for e in _seed(part.segments[0].log):
+            states[e.producer_id] = [
+                e.producer_epoch, e.last_sequence, e.timestamp, e.coordinator_epoch
+            ]  # fmt: skip
+            if e.current_txn_first_offset >= 0 and (
+                upto is None or e.current_txn_first_offset < upto
+            ):
+                tracker.ongoing[e.producer_id] = e.current_txn_first_offset
+                opened[e.producer_id] = _Open(e.producer_epoch, e.current_txn_first_offset, -1, "")
+    for seg in part.segments:
+        if upto is not None and seg.base_offset >= upto:
+            break
+        try:
+            with seg.mapped(sequential=True) as buf:
+                for h in seg.walk_headers(buf):
+                    pos, size, magic, first, last, max_ts, count, attrs, pid, ok, _ple = h
+                    if upto is not None and first >= upto:
+                        break
+                    if not ok:
+                        raise CorruptionError(
+                            f"batch at byte {pos} fails its CRC check",
+                            kind=CRC_MISMATCH,
+                            position=pos,
+                        )
+                    end = last + 1
+                    data_end = max(data_end, max_ts)
+                    if magic < v2.MAGIC or pid < 0:
+                        continue
+                    epoch, base_seq = _EPOCH_SEQ.unpack_from(buf, pos + _EPOCH_POS)
+                    st = states.get(pid)
+                    if st is None:
+                        st = states[pid] = [epoch, -1, -1, -1]
+                    st[0] = epoch
+                    st[2] = max_ts
+                    if attrs & v2.ATTR_CONTROL:
+                        ctl = v2.RecordBatch(buf, pos).control_record(end_txn=True)
+                        if ctl is None:
+                            continue  # an empty control batch: Kafka skips it too
+                        commit = ctl.type == 1
+                        mark, closed = tracker.on_end_marker(pid, first, commit)
+                        st[3] = ctl.coordinator_epoch
+                        opened.pop(pid, None)
+                        if not closed:
+                            empty += 1
+                        elif commit:
+                            committed += 1
+                        else:
+                            n_aborted += 1
+                            aborted.add(mark)
+                        continue
+                    if base_seq != v2.NO_SEQUENCE:
+                        st[1] = _last_sequence(base_seq, last - first)
+                    if attrs & v2.ATTR_TRANSACTIONAL:
+                        tracker.on_data_batch(pid, first, True)
+                        o = opened.get(pid)
+                        if o is None:
+                            ts = _BASE_TS.unpack_from(buf, pos + _BASE_TS_POS)[0]
+                            o = opened[pid] = _Open(epoch, first, ts, seg.log.name)
+                        o.epoch, o.last, o.last_ts = epoch, last, max_ts
+                        o.records += count
+                        o.bytes += size
+        except CorruptionError as exc:
+            error = exc.in_file(seg.log)
+            break
+        except OSError as exc:
+            error = CorruptionError(f"unreadable: {exc.strerror or exc}", position=0).in_file(
+                seg.log
+            )
+            break
+    aborted.sort()
+    opens = tuple(
+        sorted(
+            (
+                OpenTxn(pid, o.epoch, o.first, o.first_ts, o.last, o.last_ts, o.records, o.bytes,
+                        o.file)
+                for pid, o in opened.items()
+            ),
+            key=lambda t: (t.first_offset, t.producer_id),
+        )
+    )  # fmt: skip
+    lso = end if not opens else max(min(opens[0].first_offset, end), log_start)
+    producers = tuple(
+        ProducerState(pid, st[0], st[1], st[2], st[3], opened[pid].first if pid in opened else -1)
+        for pid, st in sorted(states.items())
+    )
+    return TxnReplay(
+        log_start, end, lso, opens, committed, n_aborted, empty, producers, data_end, error,
+        aborted,
+    )  # fmt: skip
+
+
+def _seed(first_log: Path):
+    """The producer snapshot taken at the first segment's roll (none, or unreadable: verify
+    reports it; the replay then starts from the log alone)."""
+    try:
+        return read_snapshot(read_side_file(first_log.with_suffix(".snapshot"), F.SNAPSHOT)).entries
+    except (OSError, CorruptionError):
+        return ()
+
+
+def _last_sequence(base: int, delta: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at 2^31 - 1."""
+    s = base + delta
+    return s - (1 << 31) if s > 0x7FFFFFFF else s
+
+
+class ReadCommitted:
+    """Kafka's consumer under READ_COMMITTED (clients' CompletedFetch): aborted transactions by
+    first offset; before each batch with a producer id, those whose first offset is at or below
+    its last offset add their producer id to the aborted set; an ABORT marker removes its
+    producer id; control batches are never returned, nor a transactional batch of a producer in
+    the set; nothing at or past the last stable offset (the fetch's upper bound).
+
+    ``fetch_offset``: where the walk starts. As the broker sends only aborted transactions whose
+    last offset is at or past the fetch offset, earlier ones are left out. Call ``keeps`` for every
+    batch from there in log order, also those that are not shown."""
+
+    __slots__ = ("lso", "_ranges", "_next", "_set")
+
+    def __init__(self, replay: TxnReplay, fetch_offset: int | None = None) -> None:
+        self.lso = replay.last_stable_offset
+        r = replay.aborted_ranges
+        start = fetch_offset if fetch_offset is not None else replay.log_start_offset
+        # the broker's choice, then the consumer's order (by first offset)
+        self._ranges = [(r.first[i], r.pid[i]) for i in range(len(r)) if r.last[i] >= start]
+        self._next = 0
+        self._set: set[int] = set()
+
+    def keeps(
+        self, producer_id: int, last_offset: int, attributes: int, abort_marker: bool = False
+    ) -> bool:
+        """Whether a read_committed consumer returns the batch (``abort_marker``: a control
+        batch holding an ABORT marker). Its first offset at or past the LSO: never."""
+        if producer_id >= 0:
+            ranges, i = self._ranges, self._next
+            while i < len(ranges) and ranges[i][0] <= last_offset:
+                self._set.add(ranges[i][1])
+                i += 1
+            self._next = i
+        if attributes & v2.ATTR_CONTROL:
+            if abort_marker:
+                self._set.discard(producer_id)
+            return False
+        if last_offset >= self.lso:
+            return False
+        return not (attributes & v2.ATTR_TRANSACTIONAL and producer_id in self._set)

@@ -1,0 +1,1 @@
+"""`kseg txn`: open and hanging transactions, offline (kseg.txn.run)."""

@@ -1,0 +1,188 @@
+"""The transaction coordinator's state, offline: `__transaction_state` replayed from the roots as
+the coordinator loads it (TransactionStateManager.loadTransactionMetadata): in log order the
+latest value of each transactional id wins, a tombstone (null value) removes the id; as of a
+time, only records written at or before it count (kseg.offsets.as_of).
+
+Which partitions are read, and which replica, are `kseg offsets`' choices
+(kseg.offsets.placement): every `__transaction_state` partition under the roots, the replica
+with the greatest log end offset, the roots of one cluster only. The partition a transactional
+id maps to cannot be told from a producer id, so a producer id is known to have no transactional
+id only when every partition of the topic was read (its count from KRaft metadata; unknown
+without it: then the partitions present are taken as all of them, and a notice says so).
+
+A damaged partition is replayed up to the damage (Kafka's recovery truncates there); a record
+that does not decode is skipped. Both are failures (invalid data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from kseg.format.errors import CorruptionError
+from kseg.offsets.as_of import counts_at
+from kseg.offsets.placement import best_replica, check_one_cluster, offsets_replicas
+from kseg.offsets.placement import partition_count as topic_partition_count
+from kseg.outcome import Outcome
+from kseg.storage.partition import Partition
+from kseg.storage.tree import Selection
+
+TOPIC = "__transaction_state"
+DEAD = "Dead"
+
+
+class TxnMeta(NamedTuple):
+    """A transactional id as the coordinator holds it (describe-transactions' columns)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str  # kseg.format.schemas.txn.STATES' name
+    timeout_ms: int
+    partitions: tuple[tuple[str, int], ...]  # (topic, partition), as the record lists them
+    start_timestamp: int  # TransactionStartTimestampMs (-1: no transaction)
+    last_update_timestamp: int
+    coordinator: str  # the `__transaction_state-<n>` dir it was read from
+
+    def event(self) -> dict:
+        return {
+            "type": "transactional_id",
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "state": self.state,
+            "timeout_ms": self.timeout_ms,
+            "partitions": [f"{t}-{p}" for t, p in self.partitions],
+            "start_timestamp": self.start_timestamp,
+            "last_update_timestamp": self.last_update_timestamp,
+            "coordinator_partition": self.coordinator,
+        }
+
+
+class Coordinator:
+    """What the coordinator(s) under the roots hold, as of ``at``. ``replay()`` (a generator of
+    messages) fills it; what it found is in ``outcome``."""
+
+    def __init__(self, sel: Selection, at: int | None = None) -> None:
+        self.sel = sel
+        self.at = at
+        self.ids: dict[str, TxnMeta] = {}
+        self.read: list[Path] = []  # the replicas read, one per partition
+        self.complete = False  # every partition of the topic read: an absent producer id is absent
+        self.last_time = -1  # the latest record time counted
+        self.caveat: str | None = None  # what a verdict without a transactional id rests on
+        self.outcome = Outcome.OK
+
+    @property
+    def present(self) -> bool:
+        return bool(self.read)
+
+    def by_producer(self) -> dict[int, TxnMeta]:
+        """Producer id -> its transactional id, as ListTransactions answers find-hanging: every
+        id but those in state Dead (being expired); a later id wins a producer id twice."""
+        out: dict[int, TxnMeta] = {}
+        for m in sorted(self.ids.values(), key=lambda m: m.last_update_timestamp):
+            if m.state != DEAD:
+                out[m.producer_id] = m
+        return out
+
+    def replay(self) -> Iterator[dict]:
+        """Failures and notices on the way; what the verdicts rest on is kept in ``caveat``
+        (said by the run only when a verdict depends on it)."""
+        replicas = offsets_replicas(self.sel, TOPIC)
+        roots = ", ".join(str(r) for r in self.sel.log_dirs) or "the input"
+        if not replicas:
+            self.caveat = (
+                f"no {TOPIC} partition under {roots}: transactional ids unknown, hanging "
+                f"transactions not judged (give the roots of the brokers holding {TOPIC})"
+            )
+            return
+        check_one_cluster(replicas, roots, TOPIC)
+        count = topic_partition_count(self.sel, TOPIC)
+        if count.count is None:
+            self.complete = True
+            self.caveat = (
+                f"partition count of {TOPIC} unknown ({count.source}): the {len(replicas)} "
+                "present are taken as all of them (a producer id found in none has no "
+                "transactional id)"
+            )
+        else:
+            missing = sorted(set(range(count.count)) - set(replicas))
+            self.complete = not missing
+            if missing:
+                shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+                self.caveat = (
+                    f"{TOPIC} has {count.count} partitions ({count.source}); {len(missing)} are "
+                    f"not under the roots ({shown}): a producer id found in none of the others "
+                    "is not judged"
+                )
+        for p in sorted(replicas):
+            pdir, note = best_replica(replicas[p])
+            if note:
+                yield {"type": "notice", "message": note}
+            self.read.append(pdir)
+            yield from self._replay_partition(pdir)
+
+    def _replay_partition(self, pdir: Path) -> Iterator[dict]:
+        from kseg.format.coordinator import transaction_state
+
+        try:
+            segments = Partition(pdir).segments
+        except OSError as exc:
+            self.outcome |= Outcome.UNREADABLE
+            yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
+            return
+        for seg in segments:
+            try:
+                for batch in seg.batches(validate=True):
+                    if getattr(batch, "is_control", False):
+                        continue
+                    for rec in batch.records():
+                        ts = rec.timestamp if rec.timestamp is not None else -1
+                        ts = ts if ts >= 0 else self.last_time
+                        if not counts_at(ts, self.at):
+                            continue
+                        self.last_time = max(self.last_time, ts)
+                        d = yield from self._decoded(transaction_state, rec, batch, seg.log)
+                        if d is not None:
+                            self._apply(d, pdir.name)
+            except CorruptionError as exc:
+                self.outcome |= Outcome.INVALID_DATA
+                yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
+                       "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
+                return
+            except OSError as exc:
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
+                return
+
+    def _decoded(self, decode, rec, batch, log: Path) -> Generator[dict, None, dict | None]:
+        try:
+            return decode(rec.key, rec.value)
+        except CorruptionError as exc:
+            self.outcome |= Outcome.INVALID_DATA
+            exc.position, exc.offset = batch.position, rec.offset
+            yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
+                   f"{rec.offset} skipped)"}  # fmt: skip
+            return None
+
+    def _apply(self, d: dict, coordinator: str) -> None:
+        tid = d["transactional_id"]
+        if d.get("tombstone"):
+            self.ids.pop(tid, None)
+            return
+        parts = tuple(
+            (p["topic"], n) for p in d["transaction_partitions"] or () for n in p["partition_ids"]
+        )
+        self.ids[tid] = TxnMeta(
+            tid,
+            d["producer_id"],
+            d["producer_epoch"],
+            d["state"],
+            d["transaction_timeout_ms"],
+            parts,
+            d["transaction_start_timestamp_ms"],
+            d["transaction_last_update_timestamp_ms"],
+            coordinator,
+        )
