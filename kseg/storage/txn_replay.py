@@ -176,6 +176,8 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
                     st = states.get(pid)
                     if st is None:
                         st = states[pid] = [epoch, -1, -1, -1]
+                    elif st[0] != epoch:  # Kafka forgets the old epoch's batches (last seq)
+                        st[1] = -1
                     st[0] = epoch
                     st[2] = max_ts
                     if attrs & v2.ATTR_CONTROL:
