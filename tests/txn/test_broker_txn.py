@@ -75,6 +75,9 @@ class TxnRun:
     abort_proc: subprocess.CompletedProcess | None = None
     abort_problem: str = ""  # why the abort command was not run
     ends_aborted: tuple[int, int] = (-1, -1)  # after the abort, start 3
+    describe_aborted: list[dict] = field(default_factory=list)  # describe-producers then
+    find_hanging_aborted: list[dict] = field(default_factory=list)
+    judged_aborted: int = -1
     aborted_root: Path | None = None  # the data dir after start 3 (a copy)
     seconds: dict[str, float] = field(default_factory=dict)  # phase timings
 
@@ -198,6 +201,17 @@ def _txn_tool(broker: Broker, *args: str) -> str:
     ).stdout
 
 
+def _describe_producers(broker: Broker) -> list[dict[str, str]]:
+    out = _txn_tool(broker, "describe-producers", "--topic", TOPIC, "--partition", "0")
+    return _table(out, "ProducerId")
+
+
+def _find_hanging(broker: Broker) -> list[dict[str, str]]:
+    # every open transaction a candidate (idle more than 0 minutes): the coordinator decides
+    out = _txn_tool(broker, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0")
+    return _table(out, "Topic")
+
+
 def _markers(broker: Broker, pdir: Path) -> dict[str, int]:
     """COMMIT and ABORT markers in the partition, as kafka-dump-log.sh decodes them."""
     logs = sorted(str(f) for f in pdir.glob("*.log"))
@@ -266,17 +280,9 @@ def kafka_txn(kafka_home, tmp_path_factory) -> TxnRun:
             _abandoned(broker, "txn-live", 600_000, b"ongoing")  # open, Ongoing at its coordinator
             run.ends_hanging = _ends(broker)
             _consume(run, "hanging")
-            run.describe_producers = _table(
-                _txn_tool(broker, "describe-producers", "--topic", TOPIC, "--partition", "0"),
-                "ProducerId",
-            )
+            run.describe_producers = _describe_producers(broker)
             run.judged_at = int(time.time() * 1000)
-            run.find_hanging = _table(
-                _txn_tool(
-                    broker, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0"
-                ),  # fmt: skip
-                "Topic",
-            )
+            run.find_hanging = _find_hanging(broker)
             lap("kafka tools")
         run.hanging_root = work / "hanging"
         shutil.copytree(broker.data, run.hanging_root)
@@ -309,7 +315,10 @@ def kafka_txn(kafka_home, tmp_path_factory) -> TxnRun:
                 if run.ends_aborted[1] > run.hanging_at or time.monotonic() > deadline:
                     break
                 time.sleep(0.25)
-            lap("abort")
+            run.describe_aborted = _describe_producers(broker)
+            run.judged_aborted = int(time.time() * 1000)
+            run.find_hanging_aborted = _find_hanging(broker)
+            lap("abort and kafka tools")
         run.aborted_root = work / "aborted"
         shutil.copytree(broker.data, run.aborted_root)
         lap("stop 3")
@@ -444,42 +453,54 @@ def test_txn_partition_is_the_brokers_view(kafka_txn):
     )  # fmt: skip
 
 
-def test_txn_producers_are_describe_producers(kafka_txn):
-    """Every producer's state (epoch bumps of Transaction V2 and of the coordinator's timeout
-    abort included) as `kafka-transactions.sh describe-producers` showed it."""
-
+def _kafka_producers(rows: list[dict[str, str]]) -> dict[int, tuple]:
     def start(v: str) -> int:
         return -1 if v == "None" else int(v)
 
-    kafka = {
+    return {
         int(r["ProducerId"]): (int(r["ProducerEpoch"]), int(r["LastSequence"]),
                                int(r["LastTimestamp"]), int(r["LatestCoordinatorEpoch"]),
                                start(r["CurrentTransactionStartOffset"]))
-        for r in kafka_txn.describe_producers
+        for r in rows
     }  # fmt: skip
-    assert len(kafka) == 7 and kafka[HANG_PID][4] == kafka_txn.hanging_at
-    ev = _txn_events(kafka_txn.txn_proc)
-    ours = {
+
+
+def _kseg_producers(ev: dict[str, list[dict]]) -> dict[int, tuple]:
+    return {
         e["producer_id"]: (e["producer_epoch"], e["last_sequence"], e["last_timestamp"],
                            e["coordinator_epoch"], e["current_txn_start_offset"])
         for e in ev.get("producer", [])
         if e["topic"] == TOPIC and e["partition"] == 0
     }  # fmt: skip
-    assert ours == kafka
+
+
+def test_txn_producers_are_describe_producers(kafka_txn):
+    """Every producer's state (epoch bumps of Transaction V2 and of the coordinator's timeout
+    abort included) as `kafka-transactions.sh describe-producers` showed it."""
+
+    kafka = _kafka_producers(kafka_txn.describe_producers)
+    assert len(kafka) == 7 and kafka[HANG_PID][4] == kafka_txn.hanging_at
+    assert _kseg_producers(_txn_events(kafka_txn.txn_proc)) == kafka
 
 
 def test_the_abort_command_kseg_prints_unsticks_read_committed(kafka_txn):
     """Run against the live broker, kseg's abort command aborts the hanging transaction: the
     last stable offset moves on to the ongoing transaction's start, and kseg txn on the data
-    afterwards finds nothing hanging (exit 0) and one more aborted transaction."""
+    afterwards finds nothing hanging (exit 0), as find-hanging then, one more aborted
+    transaction, and the producers describe-producers then showed (the marker's coordinator
+    epoch on the aborted one)."""
     assert not kafka_txn.abort_problem, kafka_txn.abort_problem
     proc = kafka_txn.abort_proc
     assert proc.returncode == 0, f"{shlex.join(kafka_txn.abort_command)}:\n{proc.stderr[-3000:]}"
     leo, lso = kafka_txn.ends_aborted
     assert lso == kafka_txn.ends_hanging[0] - 1 > kafka_txn.hanging_at  # the live one's start
-    after = _kseg_txn(kafka_txn.aborted_root, int(time.time() * 1000))
+    assert kafka_txn.find_hanging_aborted == []
+    after = _kseg_txn(kafka_txn.aborted_root, kafka_txn.judged_aborted)
     ev = _txn_events(after)
     assert after.returncode == 0, after.stdout.decode()[-2000:]
+    kafka = _kafka_producers(kafka_txn.describe_aborted)
+    assert kafka[HANG_PID][3:] == (0, -1)  # the abort marker's coordinator epoch; nothing open
+    assert _kseg_producers(ev) == kafka
     (p,) = [e for e in ev["partition"] if e["topic"] == TOPIC]
     assert (p["log_end_offset"], p["last_stable_offset"]) == (leo, lso)
     assert (p["open"], p["hanging"], p["aborted"]) == (1, 0, kafka_txn.markers["ABORT"] + 1)
