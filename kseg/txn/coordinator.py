@@ -45,20 +45,6 @@ class TxnMeta(NamedTuple):
     last_update_timestamp: int
     coordinator: str  # the `__transaction_state-<n>` dir it was read from
 
-    def event(self) -> dict:
-        return {
-            "type": "transactional_id",
-            "transactional_id": self.transactional_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "state": self.state,
-            "timeout_ms": self.timeout_ms,
-            "partitions": [f"{t}-{p}" for t, p in self.partitions],
-            "start_timestamp": self.start_timestamp,
-            "last_update_timestamp": self.last_update_timestamp,
-            "coordinator_partition": self.coordinator,
-        }
-
 
 class Coordinator:
     """What the coordinator(s) under the roots hold, as of ``at``. ``replay()`` (a generator of
