@@ -144,8 +144,9 @@ class TxnRun:
         name = F.parse_partition_dir(pdir.name)
         if name is not None and name.state is not None:
             return None  # a dir Kafka deletes or moves (-delete, -future, -stray): no live log
-        if t.kafka07:
-            return None  # Kafka 0.7 knew no transactions
+        if t.kafka07:  # Kafka 0.7 knew no transactions
+            yield {"type": "notice", "message": f"{pdir}: a Kafka 0.7 log: no transactions"}
+            return None
         upto = None
         try:
             if self.at is not None:
