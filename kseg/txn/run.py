@@ -28,15 +28,7 @@ from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.tree import Selection
 from kseg.txn.coordinator import Coordinator
-from kseg.txn.hanging import (
-    DEFAULT_MAX_TIMEOUT_MINUTES,
-    HANGING,
-    OPEN,
-    RULES,
-    UNJUDGED,
-    abort_command,
-    judge,
-)
+from kseg.txn.hanging import DEFAULT_MAX_TIMEOUT_MINUTES, HANGING, UNJUDGED, abort_command, judge
 
 DEFAULT_MAX_TIMEOUT_MS = DEFAULT_MAX_TIMEOUT_MINUTES * 60_000
 
@@ -280,14 +272,3 @@ class TxnRun:
                     },
                     about=p.pdir,
                 )
-
-
-__all__ = [
-    "DEFAULT_MAX_TIMEOUT_MS",
-    "HANGING",
-    "OPEN",
-    "RULES",
-    "UNJUDGED",
-    "TxnRun",
-    "judged_time",
-]
