@@ -201,3 +201,14 @@ def test_dump_says_where_the_replay_stopped(damaged, args):
 def test_seek_says_where_the_replay_stopped(damaged):
     rc, evs = _json("seek", damaged, "--time", "latest", "--isolation", "read_committed")
     assert rc == 4 and [e["offset"] for e in evs if e["type"] == "seek"] == [0]
+
+
+def test_dump_a_root_replays_each_partition(root):
+    """A root: each partition its own replay (payments: 15 records a read_committed consumer
+    gets; audit: control batches only, none)."""
+    root, _ = root
+    rc, evs = _json("dump", root, "--isolation", "read_committed", "--count")
+    assert rc == 0
+    counts = {e["topic"]: e["matches"] for e in evs if e["type"] == "match_count"}
+    assert counts == {"payments": 15, "audit": 0}
+    assert [e["matches"] for e in evs if e["type"] == "match_total"] == [15]
