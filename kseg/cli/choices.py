@@ -49,3 +49,8 @@ class Decoder(str, Enum):
     cluster_metadata = "cluster-metadata"
     remote_log_metadata = "remote-log-metadata"
     none = "none"
+
+
+class Isolation(str, Enum):
+    read_uncommitted = "read_uncommitted"
+    read_committed = "read_committed"

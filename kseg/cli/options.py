@@ -10,6 +10,7 @@ import typer
 
 # the choices are declared in kseg.cli.choices; commands name them through this module
 from kseg.cli.choices import Decoder as Decoder
+from kseg.cli.choices import Isolation as Isolation
 from kseg.cli.choices import OutputFormat as OutputFormat
 from kseg.cli.choices import Payload as Payload
 from kseg.cli.choices import SeekFormat as SeekFormat
@@ -172,6 +173,13 @@ StatsResyncOpt = Annotated[
         "--resync",
         help="Go on past damage: skip each unreadable byte range (a failure line naming it and"
         " the offsets it held) and count the intact batches after it.",
+    ),
+]
+IsolationOpt = Annotated[
+    Isolation,
+    typer.Option(
+        help="read_committed: only what a read_committed consumer gets (no aborted transaction,"
+        " no control batch, nothing at or past the last stable offset).",
     ),
 ]
 CountOpt = Annotated[

@@ -106,6 +106,7 @@ def dump_log(
         runs = None
         if json_lines is not None:
             runs = json_lines.kernel_batches(opts)
+    committed = opts.committed  # read_committed: the batches a consumer is handed
     # --resync: the offset before the first entry (entries found by a resync hold higher ones)
     last = -1 if seg is None else seg.base_offset - 1
     doubt = False  # the last range skipped was ambiguous (as walk_resync tracks it)
@@ -122,6 +123,8 @@ def dump_log(
                 )  # fmt: skip
                 return
             for entry in iter_entries(buf, start, end, source=name, validate=opts.resync):
+                if committed is not None and not committed.keeps_entry(entry):
+                    continue
                 if (yield from shown_entry_events(
                     entry, name, opts, limit_end, budget, make_event, span, lines
                 )):  # fmt: skip

@@ -54,6 +54,10 @@ class DumpOptions(NamedTuple):
     # go on past damage (kseg.format.resync): CRCs checked, each unreadable range a ``skipped``
     # event (kseg.dump.error_events.skipped_event), the intact entries after it shown
     resync: bool = False
+    # "read_committed": only what a read_committed consumer is handed (kseg.storage.isolation);
+    # ``committed`` is the partition's Committed, set per partition by kseg.dump.plan
+    isolation: str = "read_uncommitted"
+    committed: object = None
 
 
 def search_options(key, value, header, key_eq, value_contains, format_string):

@@ -12,9 +12,11 @@ each partition dir, root or file given dumped in order within one --limit (or co
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 from kseg import kernel
+from kseg.dump.error_events import error_event
 from kseg.dump.files import RECORD_KINDS, dump_file, dump_partition
 from kseg.dump.options import DumpOptions
 from kseg.dump.selection import Budget
@@ -64,15 +66,52 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
         if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
             # a data file outside any <topic>-<partition> dir (not a root's own file): null
             tags = {"topic": None, "partition": None, **tags}
+        mine = opts
+        if opts.isolation == "read_committed":  # kseg.storage.isolation
+            mine, problem = isolated(item, opts)
+            if problem is not None:
+                yield [{**problem, **tags}]
+                if mine is None:
+                    continue
         if item.kind == tree.FILE:
-            yield from dump_file(item.path, opts, budget, tags)
+            yield from dump_file(item.path, mine, budget, tags)
         elif item.kind == tree.PARTITION:
-            yield from dump_partition(item.path, opts, budget, tags)
+            yield from dump_partition(item.path, mine, budget, tags)
         else:
             for f in tree.root_files(item.path):
-                yield from dump_file(f, opts, budget, tags)
+                yield from dump_file(f, mine, budget, tags)
         if budget.spent:
             return
+
+
+def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
+    """``opts`` with the item's read_committed view (kseg.storage.isolation), and an error event
+    or None: one replay of its partition's transactions (a file inside a partition dir: that
+    partition's; a segment outside any: the file alone; a root's own files, KRaft snapshots: no
+    transaction, control batches left out). A replay stopped by damage: its error (the LSO is at
+    most there: nothing past it is shown). A partition that cannot be replayed: its error, and
+    None for the options (nothing shown of it)."""
+    from kseg.storage.isolation import Committed, committed_for
+
+    try:
+        if item.kind == tree.PARTITION:
+            committed = committed_for(item.path)
+        elif item.kind == tree.FILE and F.file_kind(item.path).kind == F.LOG:
+            if item.name is not None:
+                committed = committed_for(item.path.parent)
+            else:
+                committed = committed_for(item.path, loose=True)
+        else:
+            committed = Committed(1 << 63)
+    except OSError as exc:
+        return None, error_event(exc, str(item.path))
+    problem = None
+    if committed.error is not None:
+        problem = error_event(committed.error, str(item.path))
+        problem["message"] += (
+            " (read_committed: the transaction replay stops here, as Kafka's recovery would; nothing from here on is shown)"
+        )
+    return opts._replace(committed=committed), problem
 
 
 def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
@@ -110,14 +149,21 @@ def _count_places(sel, opts: DumpOptions, budget: Budget) -> Iterator[tuple]:
     alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
     item only without --topic/--partition), each such file on its own, as dump prints them."""
     for item in sel.items:
+        mine, first = opts, []
+        if opts.isolation == "read_committed":  # kseg.storage.isolation
+            mine, problem = isolated(item, opts)
+            if mine is None:
+                yield item, item.path, iter([[problem]])
+                continue
+            first = [[problem]] if problem is not None else []
         if item.kind == tree.FILE:
-            yield item, item.path, dump_file(item.path, opts, budget)
+            yield item, item.path, chain(first, dump_file(item.path, mine, budget))
         elif item.kind == tree.PARTITION:
-            yield item, None, dump_partition(item.path, opts, budget)
+            yield item, None, chain(first, dump_partition(item.path, mine, budget))
         else:
             for f in tree.root_files(item.path):
                 if F.file_kind(f).kind in RECORD_KINDS:
-                    yield item, f, dump_file(f, opts, budget)
+                    yield item, f, dump_file(f, mine, budget)
 
 
 def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from kseg.events import Event
 from kseg.outcome import BadOption, Outcome
-from kseg.seek.seek import LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
+from kseg.seek.seek import EARLIEST, LATEST, SPECIAL_NAMES, reset_rows, seek_offset, seek_time
 from kseg.seek.seek07 import seek_offset07, seek_time07
 from kseg.seek.timeexpr import parse_time
 from kseg.storage.tree import Selection
@@ -47,6 +47,7 @@ class SeekRun:
         data_only: bool = False,
         fill_latest: bool = False,
         topic: str | None = None,
+        read_committed: bool = False,
     ) -> None:
         self.targets = sel.required_targets("seek in")
         self.topic = topic  # the --topic regex: which internal topics reset-csv may name
@@ -54,11 +55,15 @@ class SeekRun:
         self.target, self.offset = target, offset
         self.data_only = data_only
         self.fill_latest = fill_latest and target is not None
+        # ListOffsets under read_committed: latest is the last stable offset (one replay of the
+        # partition's transactions, kseg.storage.txn_replay)
+        self.read_committed = read_committed
         self.outcome = Outcome.OK
 
     def events(self) -> Iterator[dict]:
         for t in self.targets:
             pdir = t.partition_dir
+            lso = None
             try:
                 if t.kafka07:  # byte offsets; time by segment mtimes (0.7's rule)
                     res = (
@@ -67,8 +72,16 @@ class SeekRun:
                         else seek_offset07(pdir, self.offset)
                     )
                 else:
+                    lso, stopped = self._lso(pdir) if self.read_committed else (None, None)
+                    if stopped is not None:  # the LSO is at most there: said, exit 4
+                        self.outcome |= Outcome.INVALID_DATA
+                        yield {
+                            "type": "failure",
+                            "message": f"{stopped} (read_committed: the transaction replay "
+                            "stops here, as Kafka's recovery would)",
+                        }
                     res = (
-                        seek_time(pdir, self.target, data_only=self.data_only)
+                        seek_time(pdir, self.target, data_only=self.data_only, lso=lso)
                         if self.target is not None
                         else seek_offset(pdir, self.offset)
                     )
@@ -92,12 +105,22 @@ class SeekRun:
             ev = Event(res.to_event(), about=pdir)
             if self.fill_latest and ev["offset"] is None and res.error is None:
                 latest = seek_time07 if t.kafka07 else seek_time
-                ev["offset"] = latest(pdir, LATEST).offset
+                ev["offset"] = lso if lso is not None else latest(pdir, LATEST).offset
             if t.kafka07 and self.target is not None and self.target >= 0:
                 ev["time_basis"] = "segment_mtime"  # 0.7: no timestamps, file mtimes only
             if self.several:
                 ev["log_dir"] = str(t.log_dir)
             yield ev
+
+    def _lso(self, pdir) -> tuple[int | None, object]:
+        """The partition's last stable offset (None: earliest needs none) and where the replay
+        stopped (a CorruptionError: Kafka's recovery would truncate there), or None."""
+        from kseg.storage.txn_replay import replay_transactions
+
+        if self.target == EARLIEST:
+            return None, None  # earliest is the same under both isolation levels
+        replay = replay_transactions(pdir)
+        return replay.last_stable_offset, replay.error
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` events (topic, partition, offset), one per topic-partition however many

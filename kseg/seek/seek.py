@@ -60,7 +60,12 @@ def _epoch(entry) -> int | None:
     return e if e is not None and e >= 0 else None
 
 
-def seek_time(pdir: Path, target: int, *, data_only: bool = False) -> SeekResult:
+def seek_time(
+    pdir: Path, target: int, *, data_only: bool = False, lso: int | None = None
+) -> SeekResult:
+    """``lso``: answer as ListOffsets under read_committed does (Partition.fetchOffsetForTimestamp:
+    the last fetchable offset is the last stable offset): latest is ``lso``, and a time or
+    max-timestamp answer at or past it is no offset; earliest is unchanged."""
     part = Partition(pdir)
     found: dict = {}  # SeekResult's fields as the steps find them (kept when one then fails)
     error = None
@@ -82,6 +87,11 @@ def seek_time(pdir: Path, target: int, *, data_only: bool = False) -> SeekResult
             raise ValueError(f"unknown special target {target}")
     except CorruptionError as exc:
         error = exc
+    if lso is not None and target != EARLIEST:
+        if target == LATEST:
+            found["offset"] = lso
+        elif found.get("offset") is not None and found["offset"] >= lso:
+            found = {}
     return SeekResult(
         part.topic,
         part.partition,

@@ -208,15 +208,22 @@ def record_batches(
     to_offset: int | None = None,
     record_filter=None,
     resync: bool = False,
+    committed: tuple | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """``record_filter``: a kseg.dump.search.RecordFilter (rows of the records it keeps;
     control records never match; batches it rules out are not decoded). ``resync``: go on past
-    damage (see ``_entries``)."""
+    damage (see ``_entries``). ``committed``: the partition's read_committed view as plain data
+    (kseg.storage.isolation.Committed.to_data): only the batches it keeps (no control batch)."""
+    keeps = None
+    if committed is not None:
+        from kseg.storage.isolation import Committed
+
+        keeps = Committed.from_data(committed).keeps_entry
     schema = records_schema(include_headers, segment_columns)
     cols: dict[str, list] = {name: [] for name in schema.names}
     n = 0
     out_of_range = 0  # record timestamps no date can hold: null in the row, one warning a task
-    decode = None if record_filter is not None else kernel_arrow.spark_records(
+    decode = None if record_filter is not None or keeps is not None else kernel_arrow.spark_records(
         schema, topic=task.topic, partition=task.partition, path=task.path,
         include_headers=include_headers, segment_columns=segment_columns,
         include_control=include_control, from_time=from_time, to_time=to_time,
@@ -229,6 +236,8 @@ def record_batches(
                 cols = {name: [] for name in schema.names}
                 n = 0
             yield from entry
+            continue
+        if keeps is not None and not keeps(entry):
             continue
         is_v2 = isinstance(entry, RecordBatch)
         is_control = is_v2 and entry.is_control

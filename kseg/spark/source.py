@@ -10,7 +10,9 @@ partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode); problems
 (batches mode: columns problem_kind and problem, null on batch rows, and a row per problem met:
 what ends a segment's walk, a batch that does not decompress, an unreadable segment);
-indexIntervalBytes (segments/findings); resync (records mode, default off: go on past damage,
+indexIntervalBytes (segments/findings); isolation (records mode: read_uncommitted, the
+default, or read_committed: what a read_committed consumer gets, as `kseg dump --isolation`);
+resync (records mode, default off: go on past damage,
 each skipped range a warning in the executor's log, not a row; kseg.spark.arrow.skipped). Several paths: comma-separated, or a list in load().
 Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`): key, value
 (RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
@@ -137,6 +139,17 @@ class KsegReader(DataSourceReader):
         self.max_bytes = _int(options, "maxPartitionBytes") or planning.DEFAULT_MAX_BYTES
         self.index_interval_bytes = _int(options, "indexIntervalBytes") or 4096
         self.deep = _bool(options, "deep")
+        # read_committed: only what a read_committed consumer gets (kseg.storage.isolation); the
+        # driver replays each partition's transactions once and hands each task the result
+        isolation = (options.get("isolation") or "read_uncommitted").lower()
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(
+                f"kseg data source: option isolation: {isolation!r}: read_uncommitted or "
+                "read_committed"
+            )
+        if isolation == "read_committed" and self.mode != "records":
+            raise ValueError("kseg data source: isolation read_committed needs mode=records")
+        self.read_committed = isolation == "read_committed"
         self.pushed: dict = {}
         # record search: the options as given (plain data, pickled to the executors), checked
         # here so that a bad regex fails on the driver
@@ -187,12 +200,16 @@ class KsegReader(DataSourceReader):
             tasks = planning.plan(self.paths, prune, max_bytes=1 << 62)  # one task per segment
         else:  # records mode also reads Kafka 0.7 partitions
             tasks = planning.plan(self.paths, prune, self.max_bytes, kafka07=self.mode == "records")
+        if self.read_committed:
+            return _committed_partitions(tasks)
         return [InputPartition(t.to_dict()) for t in tasks]
 
     def read(self, partition) -> Iterator:
         if partition is None or partition.value is None:
             return  # Spark plans one empty partition when partitions() found nothing
-        task = Task(**partition.value)
+        value = dict(partition.value)
+        committed = value.pop("committed", None)  # read_committed: plain data, see partitions
+        task = Task(**value)
         if self.mode == "records" and task.kind == planning.KAFKA07:
             from kseg.spark.arrow import kafka07_record_batches
 
@@ -213,6 +230,7 @@ class KsegReader(DataSourceReader):
                 include_control=self.include_control,
                 record_filter=self._record_filter(),
                 resync=self.resync,
+                committed=committed,
                 **self.row_filter,
             )
         elif self.mode == "batches":
@@ -265,6 +283,25 @@ class KsegPushdownReader(KsegReader):
                 p[key] = v
         self.pushed = p
         return filters
+
+
+def _committed_partitions(tasks: list[Task]) -> list[InputPartition]:
+    """The tasks with their partition's read_committed view (kseg.storage.isolation.Committed as
+    plain data): one replay per partition, on the driver."""
+    from kseg.storage.isolation import committed_for
+    from kseg.storage.uri import as_path
+
+    views: dict[str, tuple] = {}
+    out = []
+    for t in tasks:
+        value = t.to_dict()
+        if t.kind != planning.KAFKA07:  # Kafka 0.7: no transaction
+            pdir = str(as_path(t.path).parent)
+            if pdir not in views:
+                views[pdir] = committed_for(as_path(pdir)).to_data()
+            value["committed"] = views[pdir]
+        out.append(InputPartition(value))
+    return out
 
 
 def _tighter(a, b, pick):

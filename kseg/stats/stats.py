@@ -247,6 +247,9 @@ class StatsOptions(NamedTuple):
     # go on past damage (kseg.format.resync): each unreadable range a failure line, counting
     # goes on after it; partition_stats gain skipped_bytes and skipped_ranges
     resync: bool = False
+    # count only what a read_committed consumer is handed (kseg.storage.isolation): aborted
+    # transactions, control batches and what lies at or past the last stable offset left out
+    read_committed: bool = False
 
 
 class StatsRun:
@@ -296,7 +299,7 @@ class StatsRun:
             part = PartitionCount(t, self.opts)
             yield from part.walk()
             self.outcome |= part.outcome
-            self.counted_batches += part.counts.batches
+            self.counted_batches += part.walked  # read_committed may count none of them
             ld = str(t.log_dir)
             if self.opts.timeline:
                 self.timelines.append(part.timeline)
@@ -392,6 +395,8 @@ class PartitionCount:
         self._seg_doubt = False  # the segment's last range skipped was ambiguous (the same)
         self.skipped_bytes = 0
         self.skipped_ranges = 0
+        self.committed = None  # read_committed: the partition's Committed (set by walk)
+        self.walked = 0  # batches walked (counted or, with read_committed, left out)
 
     def row(self) -> dict:
         return {
@@ -413,6 +418,16 @@ class PartitionCount:
         if t.name is not None:
             self.log_start_offset = _log_start(t)
             self.timeline.log_start_offset = self.log_start_offset
+        if self.opts.read_committed:
+            from kseg.storage.isolation import committed_for
+
+            try:  # a segment outside any partition dir: replayed alone
+                loose = t.name is None and len(t.logs) == 1 and t.logs[0].is_file()
+                self.committed = committed_for(t.logs[0] if loose else t.partition_dir, loose=loose)
+            except OSError as exc:
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": f"{exc.filename or t.partition_dir}: {exc}"}
+                return
         for log in t.logs:
             seg = Segment(log)
             self.segments += 1
@@ -526,6 +541,14 @@ class PartitionCount:
         pos, size, magic, base, last, max_ts, count, attrs, pid, ok, _ple = row
         if not ok:
             raise _CrcMismatch(pos)
+        self.walked += 1
+        committed = self.committed
+        if committed is not None and not (
+            committed.keeps(pid, last, attrs) if magic >= CURRENT_MAGIC else last < committed.lso
+        ):
+            if last > self._seg_last:
+                self._seg_last = last
+            return  # not what a read_committed consumer gets: not counted
         unc = 0
         if magic >= CURRENT_MAGIC:
             base_ts = _BASE_TIMESTAMP.unpack_from(buf, pos + _BASE_TIMESTAMP_POS)[0]

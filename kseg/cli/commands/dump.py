@@ -28,6 +28,7 @@ def dump(
     format_string: o.FormatStringOpt = None,
     quiet: o.QuietOpt = False,
     resync: o.ResyncOpt = False,
+    isolation: o.IsolationOpt = o.Isolation.read_uncommitted,
 ) -> int:
     """Decode every file of a Kafka data directory (read-only).
 
@@ -65,6 +66,7 @@ def dump(
         count=count,
         format_string=parts,
         resync=resync,
+        isolation=isolation.value,
     )
     run = DumpRun(paths, opts)
     track(run)

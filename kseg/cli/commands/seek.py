@@ -15,6 +15,7 @@ def seek(
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.SeekFormatOpt = o.SeekFormat.text,
+    isolation: o.IsolationOpt = o.Isolation.read_uncommitted,
 ) -> int:
     """Offset for a timestamp, exactly as the broker's ListOffsets answers it; or segment and
     byte position for an offset. Reads index tails, one time index, one offset index and a few batches.
@@ -45,8 +46,12 @@ def seek(
     csv = fmt is o.SeekFormat.reset_csv
     if csv and target is None:
         raise BadOption("reset-csv goes with --time", "--format")
+    committed = isolation is o.Isolation.read_committed
+    if committed and target is None:
+        raise BadOption("--isolation goes with --time (an offset's place has none)", "--isolation")
     run = SeekRun(
-        sel, target=target, offset=offset, data_only=data_only, fill_latest=csv, topic=topic
-    )
+        sel, target=target, offset=offset, data_only=data_only, fill_latest=csv, topic=topic,
+        read_committed=committed,
+    )  # fmt: skip
     track(run)
     return exit_status(finish("seek", run, run.reset_events() if csv else run.events(), fmt.value))

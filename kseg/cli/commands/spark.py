@@ -21,6 +21,8 @@ from kseg.cli.options import (
     FormatOpt,
     HeadersOpt,
     IntervalOpt,
+    Isolation,
+    IsolationOpt,
     MasterOpt,
     OutOpt,
     OutputFormat,
@@ -132,6 +134,7 @@ def spark_export(
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
     quiet: QuietOpt = False,
+    isolation: IsolationOpt = Isolation.read_uncommitted,
 ) -> int:
     """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
 
@@ -166,6 +169,8 @@ def spark_export(
                 topic=topic,
                 fromTime=from_ms,
                 toTime=to_ms,
+                # only when asked: today's options (and plans) otherwise
+                isolation=None if isolation is Isolation.read_uncommitted else isolation.value,
             )
     for message in unreadable:
         streams.say(message)

@@ -15,6 +15,7 @@ def stats(
     fmt: o.StatsFormatOpt = o.StatsFormat.text,
     quiet: o.QuietOpt = False,
     resync: o.StatsResyncOpt = False,
+    isolation: o.IsolationOpt = o.Isolation.read_uncommitted,
 ) -> int:
     """Records, batches, bytes, codecs, offset and time ranges, producers, transactional share
     per partition (and hour), topic and log dir, from one pass over batch headers.
@@ -33,7 +34,11 @@ def stats(
 
     check_plot(plot)  # a wrong name or no matplotlib fails before any work
     opts = StatsOptions(
-        by is o.StatsBy.hour, uncompressed, timeline=plot is not None, resync=resync
+        by is o.StatsBy.hour,
+        uncompressed,
+        timeline=plot is not None,
+        resync=resync,
+        read_committed=isolation is o.Isolation.read_committed,
     )
     run = StatsRun(selection(paths, topic, partition), opts)
     track(run)

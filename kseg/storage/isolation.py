@@ -1,0 +1,147 @@
+"""--isolation read_committed: which batches a read_committed consumer is handed, per partition.
+
+Kafka's fetch path under READ_COMMITTED: the broker reads nothing at or past the last stable
+offset and sends the aborted transactions the fetched range overlaps; the consumer
+(clients' CompletedFetch.nextFetchedRecord) sorts them by first offset and, for each batch with a
+producer id, adds the producer ids of those that begin at or before the batch's last offset
+(consumeAbortedTransactionsUpTo), removes the producer id at an ABORT control batch, and skips a
+transactional batch whose producer id is in that set (isBatchAborted); control records are
+never returned. Each fetch response starts that set afresh (the broker sends the aborted
+transactions with last offset >= the fetch offset).
+
+``Committed.keeps`` is that rule per batch, whatever batches were walked before it: a
+transactional batch of producer P is aborted when the aborted transaction of P that begins
+last at or before the batch's last offset ends (its ABORT marker) after it. A producer's
+aborted transactions never overlap (an ABORT closes the one open), so this is the set the
+consumer holds at that batch, from any fetch offset before it: a dump may start at an index
+entry, skip segments (--from-offset/--from-time) or skip damage (--resync) and still decide each
+batch as a consumer fetching it would.
+
+Offline the high watermark is unknown: the last stable offset is the first offset of the
+earliest open transaction, else the log end (kseg.storage.txn_replay).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from pathlib import Path
+
+from kseg.format.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL
+
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
+ISOLATIONS = (READ_UNCOMMITTED, READ_COMMITTED)
+
+
+class Committed:
+    """A partition as a read_committed consumer sees it: ``keeps`` per batch, ``lso``."""
+
+    __slots__ = ("lso", "_firsts", "_lasts", "aborted", "error")
+
+    def __init__(self, lso: int, aborted: Iterable = (), error=None) -> None:
+        """``aborted``: (producer id, first offset, last offset, ...) of every aborted
+        transaction (kseg.storage.txn_replay's AbortedRanges, or `.txnindex` entries); the last
+        offset is its ABORT marker's. ``error``: where the replay stopped (a CorruptionError:
+        Kafka's recovery would truncate there, so the LSO is at most there), or None."""
+        self.lso = lso
+        self.error = error
+        by_pid: dict[int, list[tuple[int, int]]] = {}
+        n = 0
+        for a in aborted:
+            by_pid.setdefault(a[0], []).append((a[1], a[2]))
+            n += 1
+        self.aborted = n
+        self._firsts: dict[int, list[int]] = {}
+        self._lasts: dict[int, list[int]] = {}
+        for pid, spans in by_pid.items():
+            spans.sort()
+            self._firsts[pid] = [f for f, _ in spans]
+            self._lasts[pid] = [last for _, last in spans]
+
+    def keeps(self, producer_id: int, last_offset: int, attributes: int) -> bool:
+        """Whether a read_committed consumer is handed this batch's records (``attributes``: a
+        v2 batch's; 0 for a legacy message)."""
+        if attributes & ATTR_CONTROL or last_offset >= self.lso:
+            return False
+        if not attributes & ATTR_TRANSACTIONAL:
+            return True
+        firsts = self._firsts.get(producer_id)
+        if firsts is None:
+            return True
+        i = bisect_right(firsts, last_offset) - 1
+        return i < 0 or self._lasts[producer_id][i] <= last_offset
+
+    def keeps_entry(self, entry) -> bool:
+        """``keeps`` for a top-level entry (kseg.format.batch.RecordBatch or a legacy message)."""
+        attrs = getattr(entry, "attributes", None)
+        if attrs is None or entry.magic < 2:  # a legacy message: no producer, no transaction
+            return entry.last_offset < self.lso
+        return self.keeps(entry.producer_id, entry.last_offset, attrs)
+
+    def to_data(self) -> tuple:
+        """Plain data (pickled to Spark's executors): ``from_data`` makes it again."""
+        spans = tuple(
+            (pid, f, last)
+            for pid, firsts in self._firsts.items()
+            for f, last in zip(firsts, self._lasts[pid], strict=True)
+        )
+        return (self.lso, spans)
+
+    @classmethod
+    def from_data(cls, data) -> Committed:
+        lso, spans = data
+        return cls(lso, spans)
+
+
+def committed_for(path: Path, *, loose: bool = False) -> Committed:
+    """The read_committed view of a partition dir (one replay of its transactions), or with
+    ``loose`` of one segment file replayed alone (a file outside any partition dir)."""
+    if loose:
+        return _replay_file(path)
+    from kseg.storage.txn_replay import replay_transactions
+
+    replay = replay_transactions(path)
+    return Committed(replay.last_stable_offset, replay.aborted_ranges, replay.error)
+
+
+def _replay_file(path: Path) -> Committed:
+    """A segment file replayed alone, by Kafka's rules (kseg.format.txn_state.TxnTracker): the
+    aborted transactions its markers close and its last stable offset. A walk stopped by damage
+    ends the replay there (what follows is unread, as Kafka's recovery would truncate it)."""
+    from kseg.format.control import ABORT, parse_key
+    from kseg.format.errors import CorruptionError
+    from kseg.format.log import iter_entries
+    from kseg.format.txn_state import TxnTracker
+    from kseg.storage.mapped import mapped
+
+    tracker = TxnTracker()
+    aborted = []
+    end = 0
+    error = None
+    with mapped(path, sequential=True) as buf:
+        try:
+            for entry in iter_entries(buf, 0, len(buf), source=str(path)):
+                end = max(end, entry.last_offset + 1)
+                attrs = getattr(entry, "attributes", None)
+                if attrs is None or entry.magic < 2 or entry.producer_id < 0:
+                    continue
+                if not attrs & ATTR_CONTROL:
+                    tracker.on_data_batch(
+                        entry.producer_id, entry.base_offset, bool(attrs & ATTR_TRANSACTIONAL)
+                    )
+                    continue
+                try:
+                    first = next(iter(entry.records()), None)
+                    ctype = None if first is None else parse_key(first.key)[1]
+                except CorruptionError:
+                    continue  # not a marker Kafka reads: nothing closes
+                if ctype not in (0, 1):
+                    continue
+                a = tracker.on_marker(entry.producer_id, entry.base_offset, ctype != ABORT)
+                if a is not None:
+                    aborted.append((a.producer_id, a.first_offset, a.last_offset))
+        except CorruptionError as exc:
+            error = exc.in_file(path)
+    lso = min(tracker.ongoing.values(), default=end)
+    return Committed(lso, aborted, error)
