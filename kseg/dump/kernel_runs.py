@@ -79,9 +79,16 @@ def kernel_runs(
     filtered = batches_only or selecting(opts)  # --batches-only: span has every batch shown
     windows = _KernelWindows(buf, start, limit_end)
     run = runs.run
+    committed = None if opts.committed is None else _Committed(buf, opts.committed)
     pos = start
     while pos < end:
         window = windows.end_from(pos)
+        if committed is not None and window > pos:
+            # read_committed: a run stops before the first batch left out, which is passed over
+            window, skip = committed.cut(pos, window)
+            if skip:
+                pos += skip
+                continue
         got = None
         if window > pos:
             left = budget.left
@@ -113,11 +120,54 @@ def kernel_runs(
         entry = next(iter_entries(buf, pos, end, source=name, validate=opts.resync), None)
         if entry is None:
             return
+        if committed is not None and not opts.committed.keeps_entry(entry):
+            pos += entry.size
+            continue
         if (yield from shown_entry_events(
             entry, name, opts, limit_end, budget, make_event, span, lines
         )):  # fmt: skip
             return
         pos += entry.size
+
+
+class _Committed:
+    """read_committed in kernel_runs: the kernel's header walk (kseg.storage.kernel_walk) says
+    which of the plain batches ahead a read_committed consumer gets (kseg.storage.isolation);
+    its rows are kept until the runs have passed them, so each batch is walked once more."""
+
+    def __init__(self, buf, committed) -> None:
+        self.buf = buf
+        self.committed = committed
+        self.rows: list[tuple[int, int, bool]] = []  # (position, size, kept), from self.i on
+        self.i = 0
+        self.walked = -1  # where the walk stopped (the rows cover [rows[i] position, walked))
+
+    def cut(self, pos: int, window: int) -> tuple[int, int]:
+        """(the window a run from ``pos`` may take, bytes to pass over at ``pos``): a run ends
+        before the first batch left out; that batch at ``pos`` itself is passed over; where the
+        walk found no plain batch (the core's entry) the window is ``pos``."""
+        rows, i = self.rows, self.i
+        while i < len(rows) and rows[i][0] < pos:
+            i += 1
+        if i >= len(rows) or rows[i][0] != pos:
+            keeps = self.committed.keeps
+            found, self.walked, _other = kernel_walk.walk_window(self.buf, pos, window)
+            rows = self.rows = [
+                (bpos, size, keeps(pid, last, attrs))
+                for bpos, size, _m, _b, last, _t, _n, attrs, pid, _ok, _ple in (
+                    kernel_walk.ROW.iter_unpack(found)
+                )
+            ]
+            i = 0
+        self.i = i
+        if i >= len(rows):
+            return pos, 0
+        if not rows[i][2]:
+            return window, rows[i][1]
+        for j in range(i + 1, len(rows)):
+            if not rows[j][2]:
+                return min(window, rows[j][0]), 0
+        return min(window, self.walked), 0
 
 
 def search_runs(

@@ -107,8 +107,6 @@ def dump_log(
         if json_lines is not None:
             runs = json_lines.kernel_batches(opts)
     committed = opts.committed  # read_committed: the batches a consumer is handed
-    if committed is not None:
-        runs = lines = None  # the kernel's runs render every batch: the core's loop decides
     # --resync: the offset before the first entry (entries found by a resync hold higher ones)
     last = -1 if seg is None else seg.base_offset - 1
     doubt = False  # the last range skipped was ambiguous (as walk_resync tracks it)

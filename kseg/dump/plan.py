@@ -12,6 +12,7 @@ each partition dir, root or file given dumped in order within one --limit (or co
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 from kseg import kernel
@@ -69,8 +70,9 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
         if opts.isolation == "read_committed":  # kseg.storage.isolation
             mine, problem = isolated(item, opts)
             if problem is not None:
-                yield [problem]
-                continue
+                yield [{**problem, **tags}]
+                if mine is None:
+                    continue
         if item.kind == tree.FILE:
             yield from dump_file(item.path, mine, budget, tags)
         elif item.kind == tree.PARTITION:
@@ -82,11 +84,13 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
             return
 
 
-def isolated(item, opts: DumpOptions) -> tuple[DumpOptions, dict | None]:
-    """``opts`` with the item's read_committed view (kseg.storage.isolation): one replay of its
-    partition's transactions (a file inside a partition dir: that partition's; a segment outside
-    any: the file alone; a root's own files, KRaft snapshots: no transaction, control batches
-    left out). A partition that cannot be replayed: an error event, nothing shown of it."""
+def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
+    """``opts`` with the item's read_committed view (kseg.storage.isolation), and an error event
+    or None: one replay of its partition's transactions (a file inside a partition dir: that
+    partition's; a segment outside any: the file alone; a root's own files, KRaft snapshots: no
+    transaction, control batches left out). A replay stopped by damage: its error (the LSO is at
+    most there: nothing past it is shown). A partition that cannot be replayed: its error, and
+    None for the options (nothing shown of it)."""
     from kseg.storage.isolation import Committed, committed_for
 
     try:
@@ -100,8 +104,14 @@ def isolated(item, opts: DumpOptions) -> tuple[DumpOptions, dict | None]:
         else:
             committed = Committed(1 << 63)
     except OSError as exc:
-        return opts, error_event(exc, str(item.path))
-    return opts._replace(committed=committed), None
+        return None, error_event(exc, str(item.path))
+    problem = None
+    if committed.error is not None:
+        problem = error_event(committed.error, str(item.path))
+        problem["message"] += (
+            " (read_committed: the transaction replay stops here, as Kafka's recovery would; nothing from here on is shown)"
+        )
+    return opts._replace(committed=committed), problem
 
 
 def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
@@ -139,16 +149,17 @@ def _count_places(sel, opts: DumpOptions, budget: Budget) -> Iterator[tuple]:
     alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
     item only without --topic/--partition), each such file on its own, as dump prints them."""
     for item in sel.items:
-        mine = opts
+        mine, first = opts, []
         if opts.isolation == "read_committed":  # kseg.storage.isolation
             mine, problem = isolated(item, opts)
-            if problem is not None:
+            if mine is None:
                 yield item, item.path, iter([[problem]])
                 continue
+            first = [[problem]] if problem is not None else []
         if item.kind == tree.FILE:
-            yield item, item.path, dump_file(item.path, mine, budget)
+            yield item, item.path, chain(first, dump_file(item.path, mine, budget))
         elif item.kind == tree.PARTITION:
-            yield item, None, dump_partition(item.path, mine, budget)
+            yield item, None, chain(first, dump_partition(item.path, mine, budget))
         else:
             for f in tree.root_files(item.path):
                 if F.file_kind(f).kind in RECORD_KINDS:

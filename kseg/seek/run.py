@@ -72,7 +72,14 @@ class SeekRun:
                         else seek_offset07(pdir, self.offset)
                     )
                 else:
-                    lso = self._lso(pdir) if self.read_committed else None
+                    lso, stopped = self._lso(pdir) if self.read_committed else (None, None)
+                    if stopped is not None:  # the LSO is at most there: said, exit 4
+                        self.outcome |= Outcome.INVALID_DATA
+                        yield {
+                            "type": "failure",
+                            "message": f"{stopped} (read_committed: the transaction replay "
+                            "stops here, as Kafka's recovery would)",
+                        }
                     res = (
                         seek_time(pdir, self.target, data_only=self.data_only, lso=lso)
                         if self.target is not None
@@ -105,14 +112,15 @@ class SeekRun:
                 ev["log_dir"] = str(t.log_dir)
             yield ev
 
-    def _lso(self, pdir) -> int | None:
-        """The partition's last stable offset (None when there is nothing to replay); the replay
-        stops where Kafka's recovery would (its end, then the log end, is the LSO)."""
+    def _lso(self, pdir) -> tuple[int | None, object]:
+        """The partition's last stable offset (None: earliest needs none) and where the replay
+        stopped (a CorruptionError: Kafka's recovery would truncate there), or None."""
         from kseg.storage.txn_replay import replay_transactions
 
         if self.target == EARLIEST:
-            return None  # earliest is the same under both isolation levels
-        return replay_transactions(pdir).last_stable_offset
+            return None, None  # earliest is the same under both isolation levels
+        replay = replay_transactions(pdir)
+        return replay.last_stable_offset, replay.error
 
     def reset_events(self) -> Iterator[dict]:
         """``reset`` events (topic, partition, offset), one per topic-partition however many

@@ -37,13 +37,15 @@ ISOLATIONS = (READ_UNCOMMITTED, READ_COMMITTED)
 class Committed:
     """A partition as a read_committed consumer sees it: ``keeps`` per batch, ``lso``."""
 
-    __slots__ = ("lso", "_firsts", "_lasts", "aborted")
+    __slots__ = ("lso", "_firsts", "_lasts", "aborted", "error")
 
-    def __init__(self, lso: int, aborted: Iterable = ()) -> None:
+    def __init__(self, lso: int, aborted: Iterable = (), error=None) -> None:
         """``aborted``: (producer id, first offset, last offset, ...) of every aborted
         transaction (kseg.storage.txn_replay's AbortedRanges, or `.txnindex` entries); the last
-        offset is its ABORT marker's."""
+        offset is its ABORT marker's. ``error``: where the replay stopped (a CorruptionError:
+        Kafka's recovery would truncate there, so the LSO is at most there), or None."""
         self.lso = lso
+        self.error = error
         by_pid: dict[int, list[tuple[int, int]]] = {}
         n = 0
         for a in aborted:
@@ -100,7 +102,7 @@ def committed_for(path: Path, *, loose: bool = False) -> Committed:
     from kseg.storage.txn_replay import replay_transactions
 
     replay = replay_transactions(path)
-    return Committed(replay.last_stable_offset, replay.aborted_ranges)
+    return Committed(replay.last_stable_offset, replay.aborted_ranges, replay.error)
 
 
 def _replay_file(path: Path) -> Committed:
@@ -116,6 +118,7 @@ def _replay_file(path: Path) -> Committed:
     tracker = TxnTracker()
     aborted = []
     end = 0
+    error = None
     with mapped(path, sequential=True) as buf:
         try:
             for entry in iter_entries(buf, 0, len(buf), source=str(path)):
@@ -138,7 +141,7 @@ def _replay_file(path: Path) -> Committed:
                 a = tracker.on_marker(entry.producer_id, entry.base_offset, ctype != ABORT)
                 if a is not None:
                     aborted.append((a.producer_id, a.first_offset, a.last_offset))
-        except CorruptionError:
-            pass
+        except CorruptionError as exc:
+            error = exc.in_file(path)
     lso = min(tracker.ongoing.values(), default=end)
-    return Committed(lso, aborted)
+    return Committed(lso, aborted, error)

@@ -32,6 +32,24 @@ TOPIC = "__transaction_state"
 DEAD = "Dead"
 
 
+def _beside(log_dirs: list[Path]) -> dict[int, list[Path]]:
+    """`__transaction_state` partitions in the log dirs of the inputs (partition dirs given by
+    path: their coordinator is beside them, in the same log.dirs root)."""
+    from kseg.storage import files as F
+
+    out: dict[int, list[Path]] = {}
+    for d in log_dirs:
+        try:
+            dirs = sorted(x for x in d.glob(f"{TOPIC}-*") if x.is_dir())
+        except OSError:
+            continue
+        for x in dirs:
+            name = F.parse_partition_dir(x.name)
+            if name is not None and name.state is None and name.topic == TOPIC:
+                out.setdefault(name.partition, []).append(x)
+    return out
+
+
 class TxnMeta(NamedTuple):
     """A transactional id as the coordinator holds it (describe-transactions' columns)."""
 
@@ -44,20 +62,6 @@ class TxnMeta(NamedTuple):
     start_timestamp: int  # TransactionStartTimestampMs (-1: no transaction)
     last_update_timestamp: int
     coordinator: str  # the `__transaction_state-<n>` dir it was read from
-
-    def event(self) -> dict:
-        return {
-            "type": "transactional_id",
-            "transactional_id": self.transactional_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "state": self.state,
-            "timeout_ms": self.timeout_ms,
-            "partitions": [f"{t}-{p}" for t, p in self.partitions],
-            "start_timestamp": self.start_timestamp,
-            "last_update_timestamp": self.last_update_timestamp,
-            "coordinator_partition": self.coordinator,
-        }
 
 
 class Coordinator:
@@ -90,7 +94,7 @@ class Coordinator:
     def replay(self) -> Iterator[dict]:
         """Failures and notices on the way; what the verdicts rest on is kept in ``caveat``
         (said by the run only when a verdict depends on it)."""
-        replicas = offsets_replicas(self.sel, TOPIC)
+        replicas = offsets_replicas(self.sel, TOPIC) or _beside(self.sel.log_dirs)
         roots = ", ".join(str(r) for r in self.sel.log_dirs) or "the input"
         if not replicas:
             self.caveat = (

@@ -28,15 +28,7 @@ from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.tree import Selection
 from kseg.txn.coordinator import Coordinator
-from kseg.txn.hanging import (
-    DEFAULT_MAX_TIMEOUT_MINUTES,
-    HANGING,
-    OPEN,
-    RULES,
-    UNJUDGED,
-    abort_command,
-    judge,
-)
+from kseg.txn.hanging import DEFAULT_MAX_TIMEOUT_MINUTES, HANGING, UNJUDGED, abort_command, judge
 
 DEFAULT_MAX_TIMEOUT_MS = DEFAULT_MAX_TIMEOUT_MINUTES * 60_000
 
@@ -144,8 +136,9 @@ class TxnRun:
         name = F.parse_partition_dir(pdir.name)
         if name is not None and name.state is not None:
             return None  # a dir Kafka deletes or moves (-delete, -future, -stray): no live log
-        if t.kafka07:
-            return None  # Kafka 0.7 knew no transactions
+        if t.kafka07:  # Kafka 0.7 knew no transactions
+            yield {"type": "notice", "message": f"{pdir}: a Kafka 0.7 log: no transactions"}
+            return None
         upto = None
         try:
             if self.at is not None:
@@ -279,14 +272,3 @@ class TxnRun:
                     },
                     about=p.pdir,
                 )
-
-
-__all__ = [
-    "DEFAULT_MAX_TIMEOUT_MS",
-    "HANGING",
-    "OPEN",
-    "RULES",
-    "UNJUDGED",
-    "TxnRun",
-    "judged_time",
-]

@@ -167,3 +167,48 @@ def test_dump_from_time_reaches_past_a_skipped_abort(tmp_path):
         assert proc.returncode == 0 and proc.stdout == b"kept\n", proc.stderr
     proc = run_kseg("dump", pdir, "--isolation", "read_committed", "--format-string", "%k\\n")
     assert proc.stdout == b"old\nkept\n"
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """payments-0 with a byte of its fourth batch's records flipped (a CRC mismatch before tx-a's
+    COMMIT): the replay stops there, with tx-a open, so the LSO is 0."""
+    pdir = tmp_path / "payments-0"
+    build_payments(pdir)
+    log = sorted(pdir.glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    data[300] ^= 0xFF
+    log.write_bytes(bytes(data))
+    return pdir
+
+
+@pytest.mark.parametrize("args", [("-f", "json"), ("--count", "-f", "json")])
+def test_dump_says_where_the_replay_stopped(damaged, args):
+    """Damage stops the replay (as Kafka's recovery would truncate): one error event saying so
+    (exit 4), and nothing shown from the LSO on; without --isolation the dump is as before."""
+    proc = run_kseg("dump", damaged, "--isolation", "read_committed", *args)
+    assert proc.returncode == 4
+    evs = events(proc.stdout)
+    errors = [e for e in evs if e["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["kind"] == "crc_mismatch"
+    assert "transaction replay stops here" in errors[0]["message"]
+    assert not [e for e in evs if e["type"] in ("record", "batch")]
+    if "--count" in args:
+        assert [e["matches"] for e in evs if e["type"] == "match_count"] == [0]
+    assert run_kseg("dump", damaged, *args).returncode == 4
+
+
+def test_seek_says_where_the_replay_stopped(damaged):
+    rc, evs = _json("seek", damaged, "--time", "latest", "--isolation", "read_committed")
+    assert rc == 4 and [e["offset"] for e in evs if e["type"] == "seek"] == [0]
+
+
+def test_dump_a_root_replays_each_partition(root):
+    """A root: each partition its own replay (payments: 15 records a read_committed consumer
+    gets; audit: control batches only, none)."""
+    root, _ = root
+    rc, evs = _json("dump", root, "--isolation", "read_committed", "--count")
+    assert rc == 0
+    counts = {e["topic"]: e["matches"] for e in evs if e["type"] == "match_count"}
+    assert counts == {"payments": 15, "audit": 0}
+    assert [e["matches"] for e in evs if e["type"] == "match_total"] == [15]

@@ -116,22 +116,39 @@ PROGRAM = [
     ("txn", 13, 2, None),  # open at the end: the LSO
     ("plain", 2, None),
 ]
+# aborted plain batches between kept ones, in one run of the kernel's (no control or compressed
+# batch between them): the run must stop before each
+RUN = [
+    ("txn", 11, 1, None),
+    ("txn", 12, 2, None),
+    ("plain", 1, None),
+    ("txn", 12, 1, None),
+    ("idem", 1),
+    ("end", 12, False),
+    ("end", 11, True),
+]
 NO_OPTIONS = dict(
     from_offset=None, to_offset=None, from_time=None, limit=None, key=None, count=False
 )
 
 
 @settings(
-    max_examples=40,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(st.lists(STEP, min_size=1, max_size=20), OPTIONS)
-@example(PROGRAM, NO_OPTIONS)
-@example(PROGRAM, {**NO_OPTIONS, "from_offset": 4})  # mid-partition, past the first ABORT
-@example(PROGRAM, {**NO_OPTIONS, "from_time": T0 + 5000, "key": "^x"})
-@example(PROGRAM, {**NO_OPTIONS, "count": True, "to_offset": 9})
-def test_read_committed_dump_is_the_consumers_view(steps, o):
+@given(st.lists(STEP, min_size=1, max_size=20), st.booleans(), OPTIONS)
+@example(PROGRAM, False, NO_OPTIONS)
+@example(RUN, False, NO_OPTIONS)
+@example(RUN, False, {**NO_OPTIONS, "limit": 2})
+@example(PROGRAM, False, {**NO_OPTIONS, "from_offset": 4})  # mid-partition, past an ABORT
+@example(PROGRAM, False, {**NO_OPTIONS, "from_time": T0 + 5000, "key": "^x"})
+@example(PROGRAM, False, {**NO_OPTIONS, "count": True, "to_offset": 9})
+def test_read_committed_dump_is_the_consumers_view(steps, close_all, o):
+    """``close_all``: every transaction ends (randomly committed or aborted): no LSO before the
+    end."""
+    if close_all:
+        steps = steps + [("end", pid, (len(steps) + pid) % 2 == 0) for pid in TXN_PIDS]
     check(steps, o)
 
 

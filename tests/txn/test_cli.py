@@ -179,3 +179,12 @@ def test_a_damaged_segment_stops_the_replay_exit_4_one_line(fixture_root, tmp_pa
     pay = next(e for e in events(proc.stdout) if e.get("topic") == "payments")
     assert pay["log_end_offset"] < expected["log_end_offset"]
     assert [e["hanging"] for e in events(proc.stdout) if e["type"] == "summary"] == [0]
+
+
+def test_kafka07_logs_have_no_transactions(log07):
+    proc = run_kseg("txn", log07, "-f", "json")
+    assert proc.returncode == 0
+    assert [e["partitions"] for e in events(proc.stdout) if e["type"] == "summary"] == [0]
+    assert f"kseg: {log07 / 'events-0'}: a Kafka 0.7 log: no transactions" in (
+        proc.stderr.decode().splitlines()
+    )

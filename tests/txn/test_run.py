@@ -356,3 +356,12 @@ def test_missing_coordinator_partitions_leave_a_candidate_unjudged(tmp_path):
     ), notices
     summary = all_evs[-1]
     assert (summary["hanging"], summary["unjudged"]) == (1, 1)
+
+
+def test_a_partition_dir_given_by_path_finds_its_coordinator_beside_it(root):
+    run = TxnRun(_sel(root / "orders-0"))
+    evs = _events(run)
+    assert [e["hanging_rule"] for e in evs if e["type"] == "open_transaction"] == [
+        "no_transactional_id", None, "partition_not_in_transaction"
+    ]  # fmt: skip
+    assert run.coordinator.read == [root / "__transaction_state-0"]
