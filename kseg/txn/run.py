@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg.events import Event
+from kseg.format.timestamps import with_iso
 from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.tree import Selection
@@ -160,6 +161,16 @@ class TxnRun:
             self.outcome |= Outcome.INVALID_DATA
             yield {"type": "failure", "message": f"{replay.error}; transactions after it are not "
                    "replayed (Kafka's recovery would truncate there)"}  # fmt: skip
+        if self.at is not None and replay.log_end_offset <= replay.log_start_offset:
+            # nothing of the log is from T or before: the producer state it starts with (its
+            # snapshot) holds writes made after T, so the partition at T is not in the data
+            later = max((s.last_timestamp for s in replay.producers), default=-1)
+            if later > self.at:
+                yield {"type": "notice", "message": f"{pdir}: --at {with_iso(self.at)} is "
+                       f"before the producer state at its log start offset "
+                       f"{replay.log_start_offset} (a write at {with_iso(later)}): the partition as it stood then is not in the data "
+                       "(its older segments are deleted); left out"}  # fmt: skip
+                return None
         self.data_end = max(self.data_end, replay.data_end_time)
         topic = name.topic if name is not None else None
         closed = replay.committed + replay.aborted + replay.empty

@@ -1,0 +1,49 @@
+"""`kseg txn` as a new operator tries it: combinations found wanting in the trial of issue #30
+(through the real entry point)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kseg.fixtures.transactions import MINUTE, T0, build_root
+from tests.helpers import events, run_kseg
+
+
+@pytest.fixture(scope="module")
+def fixture_root(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("txntrial") / "logs"
+    return root, build_root(root)
+
+
+def _deleted_first_segment(root: Path, dest: Path) -> Path:
+    """payments-0 whose first segment was deleted by retention: its log starts at offset 15,
+    mid-transaction (tx-span opened at 13); the producer snapshot at 15 says so."""
+    pdir = dest / "payments-0"
+    shutil.copytree(root / "payments-0", pdir)
+    for f in pdir.glob("00000000000000000000.*"):
+        f.unlink()
+    return pdir
+
+
+def test_at_before_the_log_start_state_is_not_made_up(fixture_root, tmp_path):
+    """--at earlier than the producer state the log starts with (the snapshot at the log start
+    holds writes after T): the partition as it stood then is not in the data; said, never a
+    negative idle time."""
+    root, _ = fixture_root
+    pdir = _deleted_first_segment(root, tmp_path)
+    proc = run_kseg("txn", tmp_path, "-f", "json", "--at", str(T0 + MINUTE))
+    assert proc.returncode == 0, proc.stderr
+    evs = events(proc.stdout)
+    assert all(e.get("idle_ms") is None or e["idle_ms"] >= 0 for e in evs)
+    assert [e for e in evs if e["type"] == "open_transaction"] == []
+    err = proc.stderr.decode()
+    (line,) = [x for x in err.splitlines() if str(pdir) in x]
+    assert "not in the data" in line and "log start offset 15" in line
+    # at a time the log covers, the snapshot's open transaction is shown as before
+    proc = run_kseg("txn", tmp_path, "-f", "json", "--at", str(T0 + 2 * MINUTE + 2))
+    opens = [e for e in events(proc.stdout) if e["type"] == "open_transaction"]
+    assert [(e["producer_id"], e["first_offset"]) for e in opens] == [(1003, 13)]
+    assert opens[0]["idle_ms"] >= 0
