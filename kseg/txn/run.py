@@ -7,7 +7,8 @@ each open transaction judged as `kafka-transactions.sh find-hanging` judges it
 
 Which partitions: every live partition selected, an internal topic's (`__consumer_offsets`,
 `__transaction_state`, ...) only when its log holds transactional batches (`__consumer_offsets`
-does: TxnOffsetCommit), as find-hanging lists no internal topic unless asked by --topic.
+does: TxnOffsetCommit), as find-hanging lists no internal topic unless asked by --topic;
+``internal``: asked for (by --topic, or its partition dir given by path): shown all the same.
 
 ``at``: the partition as it stood at T, its offsets below seek's answer for T+1 (the first
 offset written after T), and the coordinator's records written at or before T. Time answers (a
@@ -69,6 +70,7 @@ class TxnRun:
         producers: bool = False,
         coordinator_sel: Selection | None = None,
         bootstrap: str | None = None,
+        internal: bool = False,
     ) -> None:
         self.targets = sel.required_targets("replay transactions in")
         self.several = sel.several_log_dirs
@@ -77,6 +79,7 @@ class TxnRun:
         self.producers = producers
         self.coordinator = Coordinator(coordinator_sel or sel, at)
         self.bootstrap = bootstrap
+        self.internal = internal
         self.outcome = Outcome.OK
         self.data_end = -1
         self.judged_at: int | None = None
@@ -174,8 +177,9 @@ class TxnRun:
         self.data_end = max(self.data_end, replay.data_end_time)
         topic = name.topic if name is not None else None
         closed = replay.committed + replay.aborted + replay.empty
-        if topic is not None and topic.startswith("__") and not replay.open and not closed:
-            return None  # an internal topic without transactions
+        quiet = not replay.open and not closed
+        if topic is not None and topic.startswith("__") and quiet and not self.internal:
+            return None  # an internal topic without transactions, not asked for
         if not self.producers:  # keep only the open transactions' producers
             pids = {o.producer_id for o in replay.open}
             replay = replay._replace(

@@ -47,3 +47,23 @@ def test_at_before_the_log_start_state_is_not_made_up(fixture_root, tmp_path):
     opens = [e for e in events(proc.stdout) if e["type"] == "open_transaction"]
     assert [(e["producer_id"], e["first_offset"]) for e in opens] == [(1003, 13)]
     assert opens[0]["idle_ms"] >= 0
+
+
+@pytest.mark.parametrize("how", ["path", "topic"])
+def test_an_internal_topic_asked_for_is_shown(fixture_root, how):
+    """An internal topic without transactions is left out of a root's answer, but one asked for
+    (its partition dir given by path, or --topic) is answered, not met with 0 partitions."""
+    root, _ = fixture_root
+    args = [root / "__transaction_state-0"] if how == "path" else [root, "--topic", "^__trans"]
+    proc = run_kseg("txn", *args, "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    evs = events(proc.stdout)
+    (part,) = [e for e in evs if e["type"] == "partition"]
+    assert (part["topic"], part["open"], part["last_stable_offset"]) == (
+        "__transaction_state", 0, part["log_end_offset"]
+    )  # fmt: skip
+    assert [e["partitions"] for e in evs if e["type"] == "summary"] == [1]
+    # a root's answer leaves it out (it holds no transaction)
+    proc = run_kseg("txn", root, "-f", "json", "--partition", "0")
+    topics = {e["topic"] for e in events(proc.stdout) if e["type"] == "partition"}
+    assert topics == {"payments", "audit"}
