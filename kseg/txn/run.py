@@ -160,6 +160,9 @@ class TxnRun:
             self.outcome |= Outcome.UNREADABLE
             yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
             return None
+        if replay.seed_error is not None:  # verify: a warning; Kafka rebuilds from the log
+            yield {"type": "notice", "message": f"{replay.seed_error}; the replay starts from "
+                   "the log alone, as Kafka's recovery does"}  # fmt: skip
         if replay.error is not None:
             self.outcome |= Outcome.INVALID_DATA
             yield {"type": "failure", "message": f"{replay.error}; transactions after it are not "

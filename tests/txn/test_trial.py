@@ -67,3 +67,20 @@ def test_an_internal_topic_asked_for_is_shown(fixture_root, how):
     proc = run_kseg("txn", root, "-f", "json", "--partition", "0")
     topics = {e["topic"] for e in events(proc.stdout) if e["type"] == "partition"}
     assert topics == {"payments", "audit"}
+
+
+def test_an_unreadable_producer_snapshot_is_said(fixture_root, tmp_path):
+    """The snapshot a log starting mid-transaction needs fails its CRC: the replay starts from
+    the log alone (as Kafka's recovery does), and one stderr line names the file and byte."""
+    root, _ = fixture_root
+    pdir = _deleted_first_segment(root, tmp_path)
+    snap = pdir / "00000000000000000015.snapshot"
+    data = bytearray(snap.read_bytes())
+    data[4] ^= 0xFF  # inside the stored CRC
+    snap.write_bytes(bytes(data))
+    proc = run_kseg("txn", tmp_path, "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.decode().splitlines() if str(snap) in x]
+    assert len(lines) == 1 and lines[0].startswith(f"kseg: {snap}: byte 2: "), lines
+    assert "the replay starts from the log alone" in lines[0]
+    assert [e["type"] for e in events(proc.stdout)][-1] == "summary"
