@@ -84,3 +84,19 @@ def test_an_unreadable_producer_snapshot_is_said(fixture_root, tmp_path):
     assert len(lines) == 1 and lines[0].startswith(f"kseg: {snap}: byte 2: "), lines
     assert "the replay starts from the log alone" in lines[0]
     assert [e["type"] for e in events(proc.stdout)][-1] == "summary"
+
+
+def test_the_abort_command_quotes_the_bootstrap_server(fixture_root):
+    """The printed command is pasted into a shell: --bootstrap-server is quoted as the topic
+    is (a plain host:port list stays as typed)."""
+    import shlex
+
+    root, _ = fixture_root
+    for given in ("b1:9092,b2:9092", "b1:9092; touch x"):
+        proc = run_kseg("txn", root, "-f", "json", "--bootstrap-server", given)
+        cmds = [e["abort_command"] for e in events(proc.stdout) if e.get("abort_command")]
+        assert cmds and all(shlex.split(c)[2] == given for c in cmds), cmds
+    assert (
+        "--bootstrap-server b1:9092,b2:9092 abort"
+        in run_kseg("txn", root, "--bootstrap-server", "b1:9092,b2:9092").stdout.decode()
+    )
