@@ -179,12 +179,20 @@ def write_text_chunks(
     chunks: Iterable[list[dict]], out: BinaryIO, line=text_line
 ) -> Iterator[list[dict]]:
     write = out.write
+    dumping = None  # the file of the last `Dumping` line: a problem under it need not name it
     for chunk in chunks:
         for ev in chunk:
             if type(ev) is StreamedEvent:  # a record of many headers, in pieces
                 for piece in streamed_text(ev):
                     write(piece.encode("utf-8", "replace"))
                 write(b"\n")
+                continue
+            t = ev["type"]
+            if t == "file":
+                dumping = ev["file"]
+            elif t == "error" and line is text_line and ev.get("file") not in (None, dumping):
+                text = error_line(ev)  # before its file's `Dumping` line (read_committed's)
+                write(text.encode("utf-8", "replace") + b"\n")
                 continue
             text = line(ev)
             if text is not None:

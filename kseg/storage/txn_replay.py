@@ -111,6 +111,9 @@ class TxnReplay(NamedTuple):
     data_end_time: int  # the greatest batch max timestamp replayed (-1: none)
     error: CorruptionError | None  # the replay stopped here; what follows is unread
     aborted_ranges: AbortedRanges
+    # the producer snapshot at the log start could not be read: the replay starts from the log
+    # alone (as Kafka's recovery does)
+    seed_error: CorruptionError | None = None
 
     def holding(self) -> OpenTxn | None:
         """The open transaction the last stable offset waits on (None: nothing held)."""
@@ -142,9 +145,10 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
     committed = n_aborted = empty = 0
     data_end = -1
     end = log_start if not part.segments else part.segments[0].base_offset
-    error = None
+    error = seed_error = None
     if part.segments:
-        for e in _seed(part.segments[0].log):
+        seed, seed_error = _seed(part.segments[0].log)
+        for e in seed:
             states[e.producer_id] = [
                 e.producer_epoch, e.last_sequence, e.timestamp, e.coordinator_epoch
             ]  # fmt: skip
@@ -233,17 +237,22 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
     )
     return TxnReplay(
         log_start, end, lso, opens, committed, n_aborted, empty, producers, data_end, error,
-        aborted,
+        aborted, seed_error,
     )  # fmt: skip
 
 
 def _seed(first_log: Path):
-    """The producer snapshot taken at the first segment's roll (none, or unreadable: verify
-    reports it; the replay then starts from the log alone)."""
+    """The producer snapshot taken at the first segment's roll and what kept it from being read
+    (none: no problem; unreadable: the replay then starts from the log alone)."""
+    path = first_log.with_suffix(".snapshot")
     try:
-        return read_snapshot(read_side_file(first_log.with_suffix(".snapshot"), F.SNAPSHOT)).entries
-    except (OSError, CorruptionError):
-        return ()
+        return read_snapshot(read_side_file(path, F.SNAPSHOT)).entries, None
+    except FileNotFoundError:
+        return (), None
+    except CorruptionError as exc:
+        return (), exc.in_file(path)
+    except OSError as exc:
+        return (), CorruptionError(f"{exc.strerror or exc}", kind="unreadable", file=str(path))
 
 
 def _last_sequence(base: int, delta: int) -> int:

@@ -88,9 +88,11 @@ def abort_command(
     coordinator_epoch: int,
     bootstrap: str | None = None,
 ) -> str:
-    """The `kafka-transactions.sh abort` command line for the transaction (see the module)."""
+    """The `kafka-transactions.sh abort` command line for the transaction (see the module);
+    the values quoted for a shell (a plain host:port list and topic stay as typed)."""
+    server = shlex.quote(bootstrap) if bootstrap else BOOTSTRAP
     return (
-        f"kafka-transactions.sh --bootstrap-server {bootstrap or BOOTSTRAP} abort --topic "
+        f"kafka-transactions.sh --bootstrap-server {server} abort --topic "
         f"{shlex.quote(topic)} --partition {partition} --producer-id {producer_id} "
         f"--producer-epoch {producer_epoch} --coordinator-epoch {max(coordinator_epoch, 0)}"
     )

@@ -7,7 +7,8 @@ each open transaction judged as `kafka-transactions.sh find-hanging` judges it
 
 Which partitions: every live partition selected, an internal topic's (`__consumer_offsets`,
 `__transaction_state`, ...) only when its log holds transactional batches (`__consumer_offsets`
-does: TxnOffsetCommit), as find-hanging lists no internal topic unless asked by --topic.
+does: TxnOffsetCommit), as find-hanging lists no internal topic unless asked by --topic;
+``internal``: asked for (by --topic, or its partition dir given by path): shown all the same.
 
 ``at``: the partition as it stood at T, its offsets below seek's answer for T+1 (the first
 offset written after T), and the coordinator's records written at or before T. Time answers (a
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kseg.events import Event
+from kseg.format.timestamps import with_iso
 from kseg.outcome import Outcome
 from kseg.storage import files as F
 from kseg.storage.tree import Selection
@@ -68,6 +70,7 @@ class TxnRun:
         producers: bool = False,
         coordinator_sel: Selection | None = None,
         bootstrap: str | None = None,
+        internal: bool = False,
     ) -> None:
         self.targets = sel.required_targets("replay transactions in")
         self.several = sel.several_log_dirs
@@ -76,6 +79,7 @@ class TxnRun:
         self.producers = producers
         self.coordinator = Coordinator(coordinator_sel or sel, at)
         self.bootstrap = bootstrap
+        self.internal = internal
         self.outcome = Outcome.OK
         self.data_end = -1
         self.judged_at: int | None = None
@@ -156,15 +160,29 @@ class TxnRun:
             self.outcome |= Outcome.UNREADABLE
             yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
             return None
+        if replay.seed_error is not None:  # verify: a warning; Kafka rebuilds from the log
+            yield {"type": "notice", "message": f"{replay.seed_error}; the replay starts from "
+                   "the log alone, as Kafka's recovery does"}  # fmt: skip
         if replay.error is not None:
             self.outcome |= Outcome.INVALID_DATA
             yield {"type": "failure", "message": f"{replay.error}; transactions after it are not "
                    "replayed (Kafka's recovery would truncate there)"}  # fmt: skip
+        if self.at is not None and replay.log_end_offset <= replay.log_start_offset:
+            # nothing of the log is from T or before: the producer state it starts with (its
+            # snapshot) holds writes made after T, so the partition at T is not in the data
+            later = max((s.last_timestamp for s in replay.producers), default=-1)
+            if later > self.at:
+                yield {"type": "notice", "message": f"{pdir}: --at {with_iso(self.at)} is "
+                       f"before the producer state at its log start offset "
+                       f"{replay.log_start_offset} (a write at {with_iso(later)}): the partition as it stood then is not in the data "
+                       "(its older segments are deleted); left out"}  # fmt: skip
+                return None
         self.data_end = max(self.data_end, replay.data_end_time)
         topic = name.topic if name is not None else None
         closed = replay.committed + replay.aborted + replay.empty
-        if topic is not None and topic.startswith("__") and not replay.open and not closed:
-            return None  # an internal topic without transactions
+        quiet = not replay.open and not closed
+        if topic is not None and topic.startswith("__") and quiet and not self.internal:
+            return None  # an internal topic without transactions, not asked for
         if not self.producers:  # keep only the open transactions' producers
             pids = {o.producer_id for o in replay.open}
             replay = replay._replace(

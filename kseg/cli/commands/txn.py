@@ -40,14 +40,21 @@ def txn(
 
     now_ms = parse_option_time(now, "--now")  # None: judged at the end of the data
     at_ms = parse_option_time(at, "--at", now_ms)
+    sel = selection(paths, topic, partition)
+    given = {p.resolve() for p in paths}
+    # an internal topic is answered when asked for: by --topic, or a partition given by path
+    asked = topic is not None or any(
+        it.name is not None and it.path.resolve() in given for it in sel.items
+    )
     run = TxnRun(
-        selection(paths, topic, partition),
+        sel,
         at=at_ms,
         now=now_ms,
         max_timeout_ms=max_transaction_timeout * 60_000,
         producers=producers,
         coordinator_sel=selection(paths, None, None) if topic or partition is not None else None,
         bootstrap=bootstrap_server,
+        internal=asked,
     )
     track(run)
     return exit_status(finish("txn", run, run.events(), fmt.value))
