@@ -174,14 +174,17 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
                         continue
                     epoch, base_seq = _EPOCH_SEQ.unpack_from(buf, pos + _EPOCH_POS)
                     st = states.get(pid)
-                    if st is None:
-                        st = states[pid] = [epoch, -1, -1, -1]
-                    st[0] = epoch
-                    st[2] = max_ts
+                    if st is None:  # ProducerStateEntry.empty
+                        st = states[pid] = [v2.NO_PRODUCER_EPOCH, -1, -1, -1]
+                    ctl = None
                     if attrs & v2.ATTR_CONTROL:
                         ctl = v2.RecordBatch(buf, pos).control_record(end_txn=True)
                         if ctl is None:
-                            continue  # an empty control batch: Kafka skips it too
+                            continue  # an empty control batch: Kafka's append changes nothing
+                    if st[0] != epoch:  # maybeUpdateProducerEpoch: the batch metadata cleared
+                        st[0], st[1] = epoch, -1
+                    st[2] = max_ts
+                    if ctl is not None:
                         commit = ctl.type == 1
                         mark, closed = tracker.on_end_marker(pid, first, commit)
                         st[3] = ctl.coordinator_epoch
@@ -194,8 +197,9 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
                             n_aborted += 1
                             aborted.add(mark)
                         continue
-                    if base_seq != v2.NO_SEQUENCE:
-                        st[1] = _last_sequence(base_seq, last - first)
+                    st[1] = (
+                        -1 if base_seq == v2.NO_SEQUENCE else _last_sequence(base_seq, last - first)
+                    )
                     if attrs & v2.ATTR_TRANSACTIONAL:
                         tracker.on_data_batch(pid, first, True)
                         o = opened.get(pid)
