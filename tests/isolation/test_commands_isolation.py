@@ -1,5 +1,5 @@
 """--isolation read_committed beyond dump: the per-batch rule (kseg.storage.isolation.Committed)
-equals Kafka's streamed consumer (kseg.storage.txn_replay.ReadCommitted) from any fetch offset;
+equals Kafka's streamed consumer (tests.isolation.model.ReadCommitted) from any fetch offset;
 seek's latest is the last stable offset and a time answer at or past it is none (ListOffsets
 under READ_COMMITTED); stats counts what the consumer gets. Through the real `kseg`."""
 
@@ -19,10 +19,10 @@ from kseg.format.batch import ATTR_CONTROL
 from kseg.format.record import Record
 from kseg.storage.isolation import committed_for
 from kseg.storage.partition import Partition
-from kseg.storage.txn_replay import ReadCommitted, replay_transactions
+from kseg.storage.txn_replay import replay_transactions
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_kseg
-from tests.isolation.model import batches, consumer, write_partition
+from tests.isolation.model import ReadCommitted, batches, consumer, write_partition
 from tests.isolation.test_dump_isolation import STEP, dump
 
 

@@ -8,7 +8,8 @@ import pytest
 from kseg.fixtures.transactions import build_root
 from kseg.format import batch as v2
 from kseg.storage.segment import read_batches
-from kseg.storage.txn_replay import ReadCommitted, replay_transactions
+from kseg.storage.txn_replay import replay_transactions
+from tests.isolation.model import ReadCommitted
 
 
 @pytest.fixture(scope="module")
