@@ -137,3 +137,21 @@ def test_producer_state_follows_kafkas_entry_rules(tmp_path):
     assert states[8][1:5] == (0, 0, 1500, -1)  # the empty control batch left it as it was
     assert states[9][1:3] == (1, -1)
     assert r.error is None
+
+
+@pytest.mark.parametrize("name", ["dev-txn-py-0", "dev-txn-java-0"])
+def test_replay_producers_equal_the_brokers_snapshot_at_the_log_end(real_root, name):
+    """Kafka 4.1.0 wrote a producer snapshot at each partition's log end on shutdown: its own
+    ProducerStateManager state. The replay of the whole log gives the same producers (the Java
+    client's TV2 markers bump the epoch: LastSequence -1 after the last one)."""
+    from kseg.format.producer_snapshot import read_snapshot
+
+    pdir = real_root / "kafka-4.1.0-dev" / "data" / name
+    r = replay_transactions(pdir)
+    (snap,) = [s for s in pdir.glob("*.snapshot") if int(s.stem) == r.log_end_offset]
+    broker = [
+        (e.producer_id, e.producer_epoch, e.last_sequence, e.timestamp, e.coordinator_epoch,
+         e.current_txn_first_offset)
+        for e in read_snapshot(snap.read_bytes()).entries
+    ]  # fmt: skip
+    assert [tuple(p) for p in r.producers] == sorted(broker)
