@@ -203,6 +203,17 @@ def test_seek_says_where_the_replay_stopped(damaged):
     assert rc == 4 and [e["offset"] for e in evs if e["type"] == "seek"] == [0]
 
 
+@pytest.mark.parametrize("resync", [False, True])
+def test_stats_says_where_the_replay_stopped(damaged, resync):
+    """stats as dump: the replay stopped by damage is said (the LSO is at most there, so nothing
+    past it is counted, also with --resync, which otherwise counts on after the damage)."""
+    args = ("--resync",) if resync else ()
+    proc = run_kseg("stats", damaged, "--isolation", "read_committed", *args)
+    assert proc.returncode == 4
+    assert b"transaction replay stops here" in proc.stderr
+    assert b"nothing from here on is counted" in proc.stderr
+
+
 def test_dump_a_root_replays_each_partition(root):
     """A root: each partition its own replay (payments: 15 records a read_committed consumer
     gets; audit: control batches only, none)."""
