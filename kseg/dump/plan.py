@@ -91,7 +91,7 @@ def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
     transaction, control batches left out). A replay stopped by damage: its error (the LSO is at
     most there: nothing past it is shown). A partition that cannot be replayed: its error, and
     None for the options (nothing shown of it)."""
-    from kseg.storage.isolation import Committed, committed_for
+    from kseg.storage.isolation import Committed, committed_for, replay_stopped
 
     try:
         if item.kind == tree.PARTITION:
@@ -108,9 +108,7 @@ def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
     problem = None
     if committed.error is not None:
         problem = error_event(committed.error, str(item.path))
-        problem["message"] += (
-            " (read_committed: the transaction replay stops here, as Kafka's recovery would; nothing from here on is shown)"
-        )
+        problem["message"] += replay_stopped("shown")
     return opts._replace(committed=committed), problem
 
 

@@ -6,11 +6,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from kseg.format.errors import CorruptionError
 from kseg.offsets.as_of import counts_at
 from kseg.offsets.expiry import DEFAULT_RETENTION_MS, expiry_time, mark_expired
 from kseg.offsets.groups import Group
@@ -24,13 +22,13 @@ from kseg.offsets.placement import (
 )
 from kseg.offsets.replay import Replay, replay_batch
 from kseg.offsets.share_state import share_offsets
+from kseg.offsets.walk import CoordinatorWalk
 from kseg.outcome import Outcome
 from kseg.storage import files as F
-from kseg.storage.partition import Partition
 from kseg.storage.tree import Selection
 
 
-class OffsetsRun:
+class OffsetsRun(CoordinatorWalk):
     """``kseg offsets``: one group's committed offsets at ``at`` (``group``), or every group
     (``list_groups``). Events: ``group``, ``offset``, messages; what was found in ``outcome``."""
 
@@ -265,43 +263,6 @@ class OffsetsRun:
 
         yield from self._walk(pdir, each)
         return got
-
-    def _walk(self, pdir: Path, each: Callable[[Any, Path], Iterator[dict]]) -> Iterator[dict]:
-        """``each(batch, log)`` over every batch of ``pdir``'s segments, in order. A partition or
-        segment that cannot be read ends the walk with a failure (8); so does corruption (4):
-        Kafka's recovery truncates there, so what follows is not loaded (the answer comes from the
-        records before it, and says where)."""
-        try:
-            segments = Partition(pdir).segments
-        except OSError as exc:
-            self.outcome |= Outcome.UNREADABLE
-            yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
-            return
-        for seg in segments:
-            try:
-                for batch in seg.batches(validate=True):
-                    yield from each(batch, seg.log)
-            except CorruptionError as exc:
-                self.outcome |= Outcome.INVALID_DATA
-                yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
-                       "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
-                return
-            except OSError as exc:
-                self.outcome |= Outcome.UNREADABLE
-                yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
-                return
-
-    def _decoded(self, decode, rec, batch, log: Path) -> Generator[dict, None, dict | None]:
-        """``decode(key, value)`` of one record; a record that does not decode is a failure (4)
-        and None: it is skipped, the replay goes on."""
-        try:
-            return decode(rec.key, rec.value)
-        except CorruptionError as exc:
-            self.outcome |= Outcome.INVALID_DATA
-            exc.position, exc.offset = batch.position, rec.offset
-            yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
-                   f"{rec.offset} skipped)"}  # fmt: skip
-            return None
 
     def _log_ends(self, g: Group) -> Iterator[dict]:
         """Log end offset at ``at`` of each topic-partition the group committed, from the data

@@ -419,7 +419,7 @@ class PartitionCount:
             self.log_start_offset = _log_start(t)
             self.timeline.log_start_offset = self.log_start_offset
         if self.opts.read_committed:
-            from kseg.storage.isolation import committed_for
+            from kseg.storage.isolation import committed_for, replay_stopped
 
             try:  # a segment outside any partition dir: replayed alone
                 loose = t.name is None and len(t.logs) == 1 and t.logs[0].is_file()
@@ -428,6 +428,10 @@ class PartitionCount:
                 self.outcome |= Outcome.UNREADABLE
                 yield {"type": "failure", "message": f"{exc.filename or t.partition_dir}: {exc}"}
                 return
+            if self.committed.error is not None:  # the LSO is at most there: said, as dump does
+                self.outcome |= Outcome.INVALID_DATA
+                msg = f"{self.committed.error}{replay_stopped('counted')}"
+                yield {"type": "failure", "message": msg}
         for log in t.logs:
             seg = Segment(log)
             self.segments += 1

@@ -94,6 +94,15 @@ class Committed:
         return cls(lso, spans)
 
 
+def replay_stopped(what: str) -> str:
+    """What a read_committed command adds to the error where the replay stopped (``what``: shown,
+    counted): the LSO is at most there."""
+    return (
+        " (read_committed: the transaction replay stops here, as Kafka's recovery would; nothing "
+        f"from here on is {what})"
+    )
+
+
 def committed_for(path: Path, *, loose: bool = False) -> Committed:
     """The read_committed view of a partition dir (one replay of its transactions), or with
     ``loose`` of one segment file replayed alone (a file outside any partition dir)."""

@@ -178,16 +178,17 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
                         continue
                     epoch, base_seq = _EPOCH_SEQ.unpack_from(buf, pos + _EPOCH_POS)
                     st = states.get(pid)
-                    if st is None:
-                        st = states[pid] = [epoch, -1, -1, -1]
-                    elif st[0] != epoch:  # Kafka forgets the old epoch's batches (last seq)
-                        st[1] = -1
-                    st[0] = epoch
-                    st[2] = max_ts
+                    if st is None:  # ProducerStateEntry.empty
+                        st = states[pid] = [v2.NO_PRODUCER_EPOCH, -1, -1, -1]
+                    ctl = None
                     if attrs & v2.ATTR_CONTROL:
                         ctl = v2.RecordBatch(buf, pos).control_record(end_txn=True)
                         if ctl is None:
-                            continue  # an empty control batch: Kafka skips it too
+                            continue  # an empty control batch: Kafka's append changes nothing
+                    if st[0] != epoch:  # maybeUpdateProducerEpoch: the batch metadata cleared
+                        st[0], st[1] = epoch, -1
+                    st[2] = max_ts
+                    if ctl is not None:
                         commit = ctl.type == 1
                         mark, closed = tracker.on_end_marker(pid, first, commit)
                         st[3] = ctl.coordinator_epoch
@@ -200,8 +201,9 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
                             n_aborted += 1
                             aborted.add(mark)
                         continue
-                    if base_seq != v2.NO_SEQUENCE:
-                        st[1] = _last_sequence(base_seq, last - first)
+                    st[1] = (
+                        -1 if base_seq == v2.NO_SEQUENCE else _last_sequence(base_seq, last - first)
+                    )
                     if attrs & v2.ATTR_TRANSACTIONAL:
                         tracker.on_data_batch(pid, first, True)
                         o = opened.get(pid)
@@ -259,45 +261,3 @@ def _last_sequence(base: int, delta: int) -> int:
     """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at 2^31 - 1."""
     s = base + delta
     return s - (1 << 31) if s > 0x7FFFFFFF else s
-
-
-class ReadCommitted:
-    """Kafka's consumer under READ_COMMITTED (clients' CompletedFetch): aborted transactions by
-    first offset; before each batch with a producer id, those whose first offset is at or below
-    its last offset add their producer id to the aborted set; an ABORT marker removes its
-    producer id; control batches are never returned, nor a transactional batch of a producer in
-    the set; nothing at or past the last stable offset (the fetch's upper bound).
-
-    ``fetch_offset``: where the walk starts. As the broker sends only aborted transactions whose
-    last offset is at or past the fetch offset, earlier ones are left out. Call ``keeps`` for every
-    batch from there in log order, also those that are not shown."""
-
-    __slots__ = ("lso", "_ranges", "_next", "_set")
-
-    def __init__(self, replay: TxnReplay, fetch_offset: int | None = None) -> None:
-        self.lso = replay.last_stable_offset
-        r = replay.aborted_ranges
-        start = fetch_offset if fetch_offset is not None else replay.log_start_offset
-        # the broker's choice, then the consumer's order (by first offset)
-        self._ranges = [(r.first[i], r.pid[i]) for i in range(len(r)) if r.last[i] >= start]
-        self._next = 0
-        self._set: set[int] = set()
-
-    def keeps(
-        self, producer_id: int, last_offset: int, attributes: int, abort_marker: bool = False
-    ) -> bool:
-        """Whether a read_committed consumer returns the batch (``abort_marker``: a control
-        batch holding an ABORT marker). Its first offset at or past the LSO: never."""
-        if producer_id >= 0:
-            ranges, i = self._ranges, self._next
-            while i < len(ranges) and ranges[i][0] <= last_offset:
-                self._set.add(ranges[i][1])
-                i += 1
-            self._next = i
-        if attributes & v2.ATTR_CONTROL:
-            if abort_marker:
-                self._set.discard(producer_id)
-            return False
-        if last_offset >= self.lso:
-            return False
-        return not (attributes & v2.ATTR_TRANSACTIONAL and producer_id in self._set)

@@ -252,12 +252,14 @@ class LogWriter:
         aborted = self._txns.on_marker(producer_id, base, commit)
         if aborted is not None:
             self._segment.aborted.append(aborted)
+        # ProducerStateEntry.update: a marker adds no batch; a new epoch clears the batches kept
+        same = entry is not None and entry.producer_epoch == producer_epoch
         self._producers[producer_id] = ProducerEntry(
             producer_id,
             producer_epoch,
-            entry.last_sequence if entry else -1,
-            base,
-            0,
+            entry.last_sequence if same else -1,
+            entry.last_offset if same else -1,
+            entry.offset_delta if same else 0,
             ts,
             coordinator_epoch,
             -1,

@@ -16,16 +16,15 @@ that does not decode is skipped. Both are failures (invalid data).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kseg.format.errors import CorruptionError
 from kseg.offsets.as_of import counts_at
 from kseg.offsets.placement import best_replica, check_one_cluster, offsets_replicas
 from kseg.offsets.placement import partition_count as topic_partition_count
+from kseg.offsets.walk import CoordinatorWalk
 from kseg.outcome import Outcome
-from kseg.storage.partition import Partition
 from kseg.storage.tree import Selection
 
 TOPIC = "__transaction_state"
@@ -64,7 +63,7 @@ class TxnMeta(NamedTuple):
     coordinator: str  # the `__transaction_state-<n>` dir it was read from
 
 
-class Coordinator:
+class Coordinator(CoordinatorWalk):
     """What the coordinator(s) under the roots hold, as of ``at``. ``replay()`` (a generator of
     messages) fills it; what it found is in ``outcome``."""
 
@@ -131,45 +130,20 @@ class Coordinator:
     def _replay_partition(self, pdir: Path) -> Iterator[dict]:
         from kseg.format.coordinator import transaction_state
 
-        try:
-            segments = Partition(pdir).segments
-        except OSError as exc:
-            self.outcome |= Outcome.UNREADABLE
-            yield {"type": "failure", "message": f"{exc.filename or pdir}: {exc.strerror or exc}"}
-            return
-        for seg in segments:
-            try:
-                for batch in seg.batches(validate=True):
-                    if getattr(batch, "is_control", False):
-                        continue
-                    for rec in batch.records():
-                        ts = rec.timestamp if rec.timestamp is not None else -1
-                        ts = ts if ts >= 0 else self.last_time
-                        if not counts_at(ts, self.at):
-                            continue
-                        self.last_time = max(self.last_time, ts)
-                        d = yield from self._decoded(transaction_state, rec, batch, seg.log)
-                        if d is not None:
-                            self._apply(d, pdir.name)
-            except CorruptionError as exc:
-                self.outcome |= Outcome.INVALID_DATA
-                yield {"type": "failure", "message": f"{exc.in_file(seg.log)}; records after it "
-                       "are not replayed (Kafka's recovery would truncate there)"}  # fmt: skip
+        def each(batch, log: Path) -> Iterator[dict]:
+            if getattr(batch, "is_control", False):
                 return
-            except OSError as exc:
-                self.outcome |= Outcome.UNREADABLE
-                yield {"type": "failure", "message": f"{exc.filename or seg.log}: {exc.strerror}"}
-                return
+            for rec in batch.records():
+                ts = rec.timestamp if rec.timestamp is not None else -1
+                ts = ts if ts >= 0 else self.last_time
+                if not counts_at(ts, self.at):
+                    continue
+                self.last_time = max(self.last_time, ts)
+                d = yield from self._decoded(transaction_state, rec, batch, log)
+                if d is not None:
+                    self._apply(d, pdir.name)
 
-    def _decoded(self, decode, rec, batch, log: Path) -> Generator[dict, None, dict | None]:
-        try:
-            return decode(rec.key, rec.value)
-        except CorruptionError as exc:
-            self.outcome |= Outcome.INVALID_DATA
-            exc.position, exc.offset = batch.position, rec.offset
-            yield {"type": "failure", "message": f"{exc.in_file(log)} (record at offset "
-                   f"{rec.offset} skipped)"}  # fmt: skip
-            return None
+        yield from self._walk(pdir, each)
 
     def _apply(self, d: dict, coordinator: str) -> None:
         tid = d["transactional_id"]

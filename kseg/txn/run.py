@@ -7,7 +7,8 @@ each open transaction judged as `kafka-transactions.sh find-hanging` judges it
 
 Which partitions: every live partition selected, an internal topic's (`__consumer_offsets`,
 `__transaction_state`, ...) only when its log holds transactional batches (`__consumer_offsets`
-does: TxnOffsetCommit), as find-hanging lists no internal topic unless asked by --topic;
+does: TxnOffsetCommit). find-hanging searches internal topics too (listTopics with
+listInternal): one without transactions has no candidate, so only its row is left out.
 ``internal``: asked for (by --topic, or its partition dir given by path): shown all the same.
 
 ``at``: the partition as it stood at T, its offsets below seek's answer for T+1 (the first

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kseg.format import batch as v2
 from kseg.format.record import Record
 from kseg.storage.writer import LogWriter
 
@@ -113,3 +114,46 @@ def consumer(bs: list[dict]) -> list[dict]:
         if not b["is_control"]:
             kept.append(b)
     return kept
+
+
+class ReadCommitted:
+    """The streamed reference model the library's stateless per-batch rule
+    (kseg.storage.isolation.Committed) is tested against; only tests use it. Kafka's consumer
+    under READ_COMMITTED (clients' CompletedFetch): aborted transactions by first offset; before each batch with a producer id, those whose first offset is at or below
+    its last offset add their producer id to the aborted set; an ABORT marker removes its
+    producer id; control batches are never returned, nor a transactional batch of a producer in
+    the set; nothing at or past the last stable offset (the fetch's upper bound).
+
+    ``fetch_offset``: where the walk starts. As the broker sends only aborted transactions whose
+    last offset is at or past the fetch offset, earlier ones are left out. Call ``keeps`` for every
+    batch from there in log order, also those that are not shown."""
+
+    __slots__ = ("lso", "_ranges", "_next", "_set")
+
+    def __init__(self, replay, fetch_offset: int | None = None) -> None:
+        self.lso = replay.last_stable_offset
+        r = replay.aborted_ranges
+        start = fetch_offset if fetch_offset is not None else replay.log_start_offset
+        # the broker's choice, then the consumer's order (by first offset)
+        self._ranges = [(r.first[i], r.pid[i]) for i in range(len(r)) if r.last[i] >= start]
+        self._next = 0
+        self._set: set[int] = set()
+
+    def keeps(
+        self, producer_id: int, last_offset: int, attributes: int, abort_marker: bool = False
+    ) -> bool:
+        """Whether a read_committed consumer returns the batch (``abort_marker``: a control
+        batch holding an ABORT marker). Its first offset at or past the LSO: never."""
+        if producer_id >= 0:
+            ranges, i = self._ranges, self._next
+            while i < len(ranges) and ranges[i][0] <= last_offset:
+                self._set.add(ranges[i][1])
+                i += 1
+            self._next = i
+        if attributes & v2.ATTR_CONTROL:
+            if abort_marker:
+                self._set.discard(producer_id)
+            return False
+        if last_offset >= self.lso:
+            return False
+        return not (attributes & v2.ATTR_TRANSACTIONAL and producer_id in self._set)

@@ -1,5 +1,5 @@
 """--isolation read_committed beyond dump: the per-batch rule (kseg.storage.isolation.Committed)
-equals Kafka's streamed consumer (kseg.storage.txn_replay.ReadCommitted) from any fetch offset;
+equals Kafka's streamed consumer (tests.isolation.model.ReadCommitted) from any fetch offset;
 seek's latest is the last stable offset and a time answer at or past it is none (ListOffsets
 under READ_COMMITTED); stats counts what the consumer gets. Through the real `kseg`."""
 
@@ -19,10 +19,10 @@ from kseg.format.batch import ATTR_CONTROL
 from kseg.format.record import Record
 from kseg.storage.isolation import committed_for
 from kseg.storage.partition import Partition
-from kseg.storage.txn_replay import ReadCommitted, replay_transactions
+from kseg.storage.txn_replay import replay_transactions
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_kseg
-from tests.isolation.model import batches, consumer, write_partition
+from tests.isolation.model import ReadCommitted, batches, consumer, write_partition
 from tests.isolation.test_dump_isolation import STEP, dump
 
 
@@ -201,6 +201,17 @@ def test_dump_says_where_the_replay_stopped(damaged, args):
 def test_seek_says_where_the_replay_stopped(damaged):
     rc, evs = _json("seek", damaged, "--time", "latest", "--isolation", "read_committed")
     assert rc == 4 and [e["offset"] for e in evs if e["type"] == "seek"] == [0]
+
+
+@pytest.mark.parametrize("resync", [False, True])
+def test_stats_says_where_the_replay_stopped(damaged, resync):
+    """stats as dump: the replay stopped by damage is said (the LSO is at most there, so nothing
+    past it is counted, also with --resync, which otherwise counts on after the damage)."""
+    args = ("--resync",) if resync else ()
+    proc = run_kseg("stats", damaged, "--isolation", "read_committed", *args)
+    assert proc.returncode == 4
+    assert b"transaction replay stops here" in proc.stderr
+    assert b"nothing from here on is counted" in proc.stderr
 
 
 def test_dump_a_root_replays_each_partition(root):

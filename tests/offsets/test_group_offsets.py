@@ -167,16 +167,16 @@ def test_real_41_partition_count_from_kraft_metadata(real_root):
 
 def test_real_41_only_the_mapped_partition_is_read(real_root, tmp_path, monkeypatch):
     import kseg.offsets.placement as placement
-    import kseg.offsets.run as run
+    import kseg.offsets.walk as walk
 
     read = []
-    real = run.Partition
+    real = walk.Partition
 
     def spy(pdir, *a, **kw):
         read.append(Path(pdir).name)
         return real(pdir, *a, **kw)
 
-    monkeypatch.setattr(run, "Partition", spy)  # the replay's reads
+    monkeypatch.setattr(walk, "Partition", spy)  # the replay's reads
     monkeypatch.setattr(placement, "Partition", spy)  # the choice between replicas
     _run(real_root / "kafka-4.1.0-dev" / "data", "dev-g-java")
     assert read == ["__consumer_offsets-1"]

@@ -152,3 +152,22 @@ def test_file_kinds_and_partition_names():
     p = parse_partition_dir("t-3.0123456789abcdef0123456789abcdef-delete")
     assert (p.topic, p.partition, p.state) == ("t", 3, "delete")
     assert parse_partition_dir("notapartition") is None
+
+
+def test_snapshot_after_a_marker_is_kafkas_producer_entry(tmp_path):
+    """A marker adds no batch to the producer's entry (ProducerStateEntry.update): the snapshot
+    keeps the last data batch's sequence, offset and delta; a marker with a new epoch (Transaction
+    V2's bump) clears them to -1, -1, 0, as Kafka 4.1.0 wrote for dev-txn-java-0."""
+    with kseg.LogWriter(tmp_path / "t-0", clock=lambda: 1000) as w:
+        w.append([kseg.Record(b"k", b"v", 1000)] * 3, producer_id=6, producer_epoch=0,
+                 base_sequence=0, transactional=True)  # fmt: skip
+        w.append_control(commit=True, producer_id=6, producer_epoch=0, coordinator_epoch=1)
+        w.roll()
+        w.append([kseg.Record(b"k", b"v", 1000)] * 2, producer_id=6, producer_epoch=0,
+                 base_sequence=3, transactional=True)  # fmt: skip
+        w.append_control(commit=True, producer_id=6, producer_epoch=1, coordinator_epoch=1)
+    snaps = sorted((tmp_path / "t-0").glob("*.snapshot"))
+    first, last = (read_snapshot(s.read_bytes()).entries for s in (snaps[0], snaps[-1]))
+    assert int(snaps[0].stem) == 4  # taken at the roll: the state after offsets 0-3
+    assert [tuple(e)[:5] for e in first] == [(6, 0, 2, 2, 2)]
+    assert [tuple(e)[:5] for e in last] == [(6, 1, -1, -1, 0)]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kseg.fixtures.transactions import build_root
-from kseg.format import batch as v2
 from kseg.storage.segment import read_batches
-from kseg.storage.txn_replay import ReadCommitted, replay_transactions
+from kseg.storage.txn_replay import replay_transactions
+from tests.isolation.model import ReadCommitted
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,9 @@ def test_replay_finds_what_the_fixture_wrote(root):
     assert r.error is None
     states = {p.producer_id: p for p in r.producers}
     assert states[1005].producer_epoch == 1 and states[1005].coordinator_epoch == 4
-    # its last word is the epoch-2 COMMIT: Kafka forgets epoch 1's batches (test_replay_epoch.py)
+    # epoch 2 came with the last COMMIT: no batch since (Kafka clears the batch metadata)
     assert states[1006].producer_epoch == 2 and states[1006].last_sequence == -1
+    assert states[1005].producer_epoch == 1 and states[1005].last_sequence == -1
     assert states[1004].current_txn_start_offset == exp["open"][1004][0]
     assert states[2000].current_txn_start_offset == -1
 
@@ -87,7 +88,6 @@ def test_read_committed_equals_the_plain_model(root, fetch_offset):
                 kept.extend(x.offset for x in b.records() if x.offset >= (fetch_offset or 0))
     want = [o for o in _model(pdir, r) if fetch_offset is None or o >= fetch_offset]
     assert kept == want
-    assert v2.ATTR_CONTROL  # the rule's inputs come from the format core
 
 
 @pytest.mark.parametrize("name", ["dev-txn-py-0", "dev-txn-java-0"])
@@ -109,3 +109,47 @@ def test_replay_agrees_with_a_real_brokers_txnindex(real_root, name):
     )
     assert list(r.aborted_ranges) == written
     assert r.error is None and r.open == () and r.last_stable_offset == r.log_end_offset
+
+
+def test_producer_state_follows_kafkas_entry_rules(tmp_path):
+    """ProducerStateEntry: a marker with a new epoch (Transaction V2's bump) clears the batch
+    metadata, so LastSequence is -1 until the next data batch (maybeUpdateProducerEpoch); an
+    empty control batch (a cleaned transaction's marker) changes nothing
+    (ProducerAppendInfo.append); a batch without sequence has lastSequence -1."""
+    from kseg.format.record import Record
+    from kseg.storage.writer import LogWriter
+
+    with LogWriter(tmp_path / "t-0", clock=lambda: 1000) as w:
+        w.append([Record(b"k", b"v", 1000)] * 3, producer_id=7, producer_epoch=0,
+                 base_sequence=0, transactional=True)  # fmt: skip
+        w.append_control(commit=True, producer_id=7, producer_epoch=1, coordinator_epoch=2,
+                         timestamp=2000)  # fmt: skip
+        w.append([Record(b"k", b"v", 1500)], producer_id=8, producer_epoch=0, base_sequence=0)
+        w.append([], producer_id=8, producer_epoch=5, control=True, last_offset=w.next_offset,
+                 log_append_time=9000)  # fmt: skip
+        w.append([Record(b"k", b"v", 3000)], producer_id=9, producer_epoch=0, base_sequence=4)
+        w.append([Record(b"k", b"v", 3500)], producer_id=9, producer_epoch=1)
+    r = replay_transactions(tmp_path / "t-0")
+    states = {p.producer_id: p for p in r.producers}
+    assert states[7][1:5] == (1, -1, 2000, 2)  # epoch, last sequence, last timestamp, coord epoch
+    assert states[8][1:5] == (0, 0, 1500, -1)  # the empty control batch left it as it was
+    assert states[9][1:3] == (1, -1)
+    assert r.error is None
+
+
+@pytest.mark.parametrize("name", ["dev-txn-py-0", "dev-txn-java-0"])
+def test_replay_producers_equal_the_brokers_snapshot_at_the_log_end(real_root, name):
+    """Kafka 4.1.0 wrote a producer snapshot at each partition's log end on shutdown: its own
+    ProducerStateManager state. The replay of the whole log gives the same producers (the Java
+    client's TV2 markers bump the epoch: LastSequence -1 after the last one)."""
+    from kseg.format.producer_snapshot import read_snapshot
+
+    pdir = real_root / "kafka-4.1.0-dev" / "data" / name
+    r = replay_transactions(pdir)
+    (snap,) = [s for s in pdir.glob("*.snapshot") if int(s.stem) == r.log_end_offset]
+    broker = [
+        (e.producer_id, e.producer_epoch, e.last_sequence, e.timestamp, e.coordinator_epoch,
+         e.current_txn_first_offset)
+        for e in read_snapshot(snap.read_bytes()).entries
+    ]  # fmt: skip
+    assert [tuple(p) for p in r.producers] == sorted(broker)

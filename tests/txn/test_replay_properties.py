@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from kseg.fixtures.tree import FixedClock
 from kseg.format.record import Record
 from kseg.storage.segment import read_batches
-from kseg.storage.txn_replay import ReadCommitted, replay_transactions
+from kseg.storage.txn_replay import replay_transactions
 from kseg.storage.writer import LogWriter
+from tests.isolation.model import ReadCommitted
 
 PIDS = (11, 12, 13)
 OP = st.tuples(
