@@ -143,7 +143,16 @@ class Coordinator(CoordinatorWalk):
                 if d is not None:
                     self._apply(d, pdir.name)
 
+        before = self.outcome
         yield from self._walk(pdir, each)
+        if self.outcome != before:
+            # a record the walk could not read may have held the transactional id a verdict
+            # "no transactional id" would miss: such a verdict is not given on a guess
+            self.complete = False
+            self.caveat = (
+                f"{pdir.name} was not read whole (damaged or unreadable, said above): a producer "
+                "id found in none of the records read is not judged"
+            )
 
     def _apply(self, d: dict, coordinator: str) -> None:
         tid = d["transactional_id"]

@@ -100,3 +100,21 @@ def test_the_abort_command_quotes_the_bootstrap_server(fixture_root):
         "--bootstrap-server b1:9092,b2:9092 abort"
         in run_kseg("txn", root, "--bootstrap-server", "b1:9092,b2:9092").stdout.decode()
     )
+
+
+def test_a_damaged_coordinator_log_judges_no_missing_transactional_id(fixture_root, tmp_path):
+    fixture_root, _ = fixture_root
+    """`__transaction_state` cut inside its last batch (the one holding every id's latest
+    state): its replay stops there, as Kafka's recovery would, and a producer id found in
+    none of the records read is not called hanging on that partial view (it is unjudged)."""
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root, root)
+    log = root / "__transaction_state-0" / "00000000000000000000.log"
+    log.write_bytes(log.read_bytes()[:-10])
+    r = run_kseg("txn", root, "-f", "json")
+    assert r.returncode == 4, r.stderr  # the damage
+    opened = {e["producer_id"]: e for e in events(r.stdout) if e["type"] == "open_transaction"}
+    assert opened[9009]["status"] == "unjudged" and opened[9009]["hanging"] is False
+    err = r.stderr.decode()
+    assert "__transaction_state-0 was not read whole" in err
+    assert "00000000000000000000.log" in err and "byte" in err
