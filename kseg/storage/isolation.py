@@ -106,51 +106,7 @@ def replay_stopped(what: str) -> str:
 def committed_for(path: Path, *, loose: bool = False) -> Committed:
     """The read_committed view of a partition dir (one replay of its transactions), or with
     ``loose`` of one segment file replayed alone (a file outside any partition dir)."""
-    if loose:
-        return _replay_file(path)
-    from kseg.storage.txn_replay import replay_transactions
+    from kseg.storage.txn_replay import replay_file, replay_transactions
 
-    replay = replay_transactions(path)
+    replay = replay_file(path) if loose else replay_transactions(path)
     return Committed(replay.last_stable_offset, replay.aborted_ranges, replay.error)
-
-
-def _replay_file(path: Path) -> Committed:
-    """A segment file replayed alone, by Kafka's rules (kseg.format.txn_state.TxnTracker): the
-    aborted transactions its markers close and its last stable offset. A walk stopped by damage
-    ends the replay there (what follows is unread, as Kafka's recovery would truncate it)."""
-    from kseg.format.control import ABORT, parse_key
-    from kseg.format.errors import CorruptionError
-    from kseg.format.log import iter_entries
-    from kseg.format.txn_state import TxnTracker
-    from kseg.storage.mapped import mapped
-
-    tracker = TxnTracker()
-    aborted = []
-    end = 0
-    error = None
-    with mapped(path, sequential=True) as buf:
-        try:
-            for entry in iter_entries(buf, 0, len(buf), source=str(path)):
-                end = max(end, entry.last_offset + 1)
-                attrs = getattr(entry, "attributes", None)
-                if attrs is None or entry.magic < 2 or entry.producer_id < 0:
-                    continue
-                if not attrs & ATTR_CONTROL:
-                    tracker.on_data_batch(
-                        entry.producer_id, entry.base_offset, bool(attrs & ATTR_TRANSACTIONAL)
-                    )
-                    continue
-                try:
-                    first = next(iter(entry.records()), None)
-                    ctype = None if first is None else parse_key(first.key)[1]
-                except CorruptionError:
-                    continue  # not a marker Kafka reads: nothing closes
-                if ctype not in (0, 1):
-                    continue
-                a = tracker.on_marker(entry.producer_id, entry.base_offset, ctype != ABORT)
-                if a is not None:
-                    aborted.append((a.producer_id, a.first_offset, a.last_offset))
-        except CorruptionError as exc:
-            error = exc.in_file(path)
-    lso = min(tracker.ongoing.values(), default=end)
-    return Committed(lso, aborted, error)

@@ -137,17 +137,47 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
     it stood then), from the producer snapshot at its first segment when there is one (a log
     whose earlier segments retention deleted may start mid-transaction), then every batch."""
     part = pdir if isinstance(pdir, Partition) else Partition(pdir)
-    log_start = part.log_start_offset()
+    first_log = part.segments[0].log if part.segments else None
+    return _replay(part.segments, part.log_start_offset(), first_log, upto)
+
+
+def replay_file(path: str | Path) -> TxnReplay:
+    """One segment file outside any partition dir, replayed alone: no producer snapshot, no log
+    start checkpoint (its first batch starts the log)."""
+    return _replay([_Loose(Path(path))], 0, None, None)
+
+
+class _Loose:
+    """A `.log` of any name as the replay walks a Segment (kseg.storage.segment)."""
+
+    base_offset = 0
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    def mapped(self, *, sequential: bool = False):
+        from kseg.storage.mapped import mapped
+
+        return mapped(self.log, sequential=sequential)
+
+    def walk_headers(self, buf):
+        from kseg.storage.kernel_walk import walk_headers
+
+        return walk_headers(buf)
+
+
+def _replay(segments, log_start: int, first_log: Path | None, upto: int | None) -> TxnReplay:
+    """The replay of ``segments`` in order, seeded from ``first_log``'s producer snapshot."""
     tracker = TxnTracker()
     states: dict[int, list] = {}  # pid -> [epoch, last seq, last ts, coordinator epoch]
     opened: dict[int, _Open] = {}
     aborted = AbortedRanges()
     committed = n_aborted = empty = 0
     data_end = -1
-    end = log_start if not part.segments else part.segments[0].base_offset
+    end = log_start if not segments else segments[0].base_offset
     error = seed_error = None
-    if part.segments:
-        seed, seed_error = _seed(part.segments[0].log)
+    if first_log is not None:
+        seed, seed_error = _seed(first_log)
         for e in seed:
             states[e.producer_id] = [
                 e.producer_epoch, e.last_sequence, e.timestamp, e.coordinator_epoch
@@ -157,7 +187,7 @@ def replay_transactions(pdir: str | Path | Partition, *, upto: int | None = None
             ):
                 tracker.ongoing[e.producer_id] = e.current_txn_first_offset
                 opened[e.producer_id] = _Open(e.producer_epoch, e.current_txn_first_offset, -1, "")
-    for seg in part.segments:
+    for seg in segments:
         if upto is not None and seg.base_offset >= upto:
             break
         try:
