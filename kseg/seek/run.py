@@ -74,11 +74,12 @@ class SeekRun:
                 else:
                     lso, stopped = self._lso(pdir) if self.read_committed else (None, None)
                     if stopped is not None:  # the LSO is at most there: said, exit 4
+                        from kseg.storage.isolation import replay_stopped
+
                         self.outcome |= Outcome.INVALID_DATA
                         yield {
                             "type": "failure",
-                            "message": f"{stopped} (read_committed: the transaction replay "
-                            "stops here, as Kafka's recovery would)",
+                            "message": f"{stopped}{replay_stopped()}",
                         }
                     res = (
                         seek_time(pdir, self.target, data_only=self.data_only, lso=lso)

@@ -547,9 +547,7 @@ class PartitionCount:
             raise _CrcMismatch(pos)
         self.walked += 1
         committed = self.committed
-        if committed is not None and not (
-            committed.keeps(pid, last, attrs) if magic >= CURRENT_MAGIC else last < committed.lso
-        ):
+        if committed is not None and not committed.keeps_row(magic, pid, last, attrs):
             if last > self._seg_last:
                 self._seg_last = last
             return  # not what a read_committed consumer gets: not counted

@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from pathlib import Path
 
-from kseg.format.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL
+from kseg.format.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, MAGIC
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -75,9 +75,16 @@ class Committed:
     def keeps_entry(self, entry) -> bool:
         """``keeps`` for a top-level entry (kseg.format.batch.RecordBatch or a legacy message)."""
         attrs = getattr(entry, "attributes", None)
-        if attrs is None or entry.magic < 2:  # a legacy message: no producer, no transaction
-            return entry.last_offset < self.lso
-        return self.keeps(entry.producer_id, entry.last_offset, attrs)
+        if attrs is None:
+            return entry.last_offset < self.lso  # a legacy message
+        return self.keeps_row(entry.magic, entry.producer_id, entry.last_offset, attrs)
+
+    def keeps_row(self, magic: int, producer_id: int, last_offset: int, attributes: int) -> bool:
+        """``keeps`` for any magic, as a header walk's row gives it: a legacy message (magic 0/1)
+        has no producer and no transaction, only the LSO bounds it."""
+        if magic < MAGIC:
+            return last_offset < self.lso
+        return self.keeps(producer_id, last_offset, attributes)
 
     def to_data(self) -> tuple:
         """Plain data (pickled to Spark's executors): ``from_data`` makes it again."""
@@ -94,13 +101,11 @@ class Committed:
         return cls(lso, spans)
 
 
-def replay_stopped(what: str) -> str:
+def replay_stopped(what: str | None = None) -> str:
     """What a read_committed command adds to the error where the replay stopped (``what``: shown,
-    counted): the LSO is at most there."""
-    return (
-        " (read_committed: the transaction replay stops here, as Kafka's recovery would; nothing "
-        f"from here on is {what})"
-    )
+    counted; None: an answer, as seek's, not a walk): the LSO is at most there."""
+    said = " (read_committed: the transaction replay stops here, as Kafka's recovery would"
+    return f"{said})" if what is None else f"{said}; nothing from here on is {what})"
 
 
 def committed_for(path: Path, *, loose: bool = False) -> Committed:
