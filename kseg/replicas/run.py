@@ -15,7 +15,7 @@ from pathlib import Path
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.compare import Comparison, compare
 from kseg.replicas.leader import choose
-from kseg.replicas.model import Replica, load_replica
+from kseg.replicas.model import Replica, leading_epochs, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
 from kseg.storage.tree import Selection, Target
@@ -129,10 +129,11 @@ class ReplicasRun:
         if lead.damage is not None or not lead.starts:
             rows[0]["status"] = DAMAGED
             worst = DAMAGED
+        lead_epochs = leading_epochs(lead, replicas)
         for r in replicas:
             if r is lead:
                 continue
-            rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+            rj = rejoin(lead_epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
                         r.log_end_offset)  # fmt: skip
             cmp = compare(lead, r, rj.truncate_to, rj.fully)
             status = status_of(r, lead, rj, cmp)
