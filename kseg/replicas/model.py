@@ -19,6 +19,7 @@ from kseg.storage.tree import Target
 from kseg.verify import findings as K
 
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
 class Replica(NamedTuple):
@@ -30,6 +31,9 @@ class Replica(NamedTuple):
     epochs: tuple[EpochEntry, ...]  # the leader-epoch cache after load
     checkpoint: tuple[EpochEntry, ...]  # leader-epoch-checkpoint as written
     high_watermark: int | None  # its root's replication-offset-checkpoint
+    # its root's cleaner-offset-checkpoint: below it the log cleaner has rewritten the batches,
+    # which each replica's cleaner does on its own, so they may differ without diverging
+    cleaned_to: int | None
     clean_shutdown: bool
     damage: str | None  # the first damage found ("file: byte N: kind: detail")
     epoch_note: str | None  # the first batch whose epoch contradicts the checkpoint
@@ -53,9 +57,10 @@ def node_id(root: Path) -> int | None:
     return None
 
 
-def high_watermark(root: Path, topic: str, partition: int) -> int | None:
+def root_checkpoint(root: Path, name: str, topic: str, partition: int) -> int | None:
+    """The partition's entry in the root's checkpoint file ``name`` (None: none, unreadable)."""
     try:
-        data = read_side_file(root / REPLICATION_CHECKPOINT, F.OFFSET_CHECKPOINT)
+        data = read_side_file(root / name, F.OFFSET_CHECKPOINT)
         entries = read_offset_checkpoint(data) if data.strip() else []
     except (OSError, CorruptionError):
         return None
@@ -166,7 +171,8 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         end,
         epochs,
         checkpoint,
-        high_watermark(target.log_dir, topic, partition),
+        root_checkpoint(target.log_dir, REPLICATION_CHECKPOINT, topic, partition),
+        root_checkpoint(target.log_dir, CLEANER_CHECKPOINT, topic, partition),
         report.clean_shutdown,
         damage,
         epoch_note,

@@ -199,6 +199,7 @@ def _replica_event(topic, partition, r: Replica, role, rj: Rejoin | None, cmp, s
         "log_start_offset": r.log_start_offset,
         "log_end_offset": r.log_end_offset,
         "high_watermark": r.high_watermark,
+        "cleaned_to": r.cleaned_to,
         "latest_epoch": r.latest_epoch,
         "epochs": [[e.epoch, e.start_offset] for e in r.epochs],
         "divergence": None if div is None else div._asdict(),
