@@ -35,6 +35,7 @@ class Replica(NamedTuple):
     # which each replica's cleaner does on its own, so they may differ without diverging
     cleaned_to: int | None
     clean_shutdown: bool
+    last_batch_epoch: int | None  # the partition leader epoch of the last batch below the end
     damage: str | None  # the first damage found ("file: byte N: kind: detail")
     epoch_note: str | None  # the first batch whose epoch contradicts the checkpoint
     starts: bool  # False: Kafka would not start on it (kseg verify says why)
@@ -137,6 +138,24 @@ def _clean_end(report) -> int | None:
     return end
 
 
+def _last_batch_epoch(part, end: int) -> int | None:
+    """The leader epoch of the batch holding offset ``end - 1`` (None: none there, or no v2
+    batch), walked from the offset index's entry for it."""
+    seg = part.segment_for(end - 1)
+    if seg is None or end <= seg.base_offset:
+        return None
+    epoch = None
+    with seg.mapped(sequential=True) as buf:
+        try:
+            for row in seg.walk_headers(buf, part.start_position(seg, end - 1, buf)):
+                if row[3] >= end:
+                    break
+                epoch = row[10] if row[2] >= 2 else None
+        except CorruptionError:
+            pass
+    return epoch
+
+
 def load_replica(target: Target, topic: str, partition: int) -> Replica:
     """``target``'s replica as Kafka loads it. Raises OSError when it cannot be read."""
     from kseg.storage.partition import Partition
@@ -174,6 +193,7 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         root_checkpoint(target.log_dir, REPLICATION_CHECKPOINT, topic, partition),
         root_checkpoint(target.log_dir, CLEANER_CHECKPOINT, topic, partition),
         report.clean_shutdown,
+        _last_batch_epoch(part, end),
         damage,
         epoch_note,
         starts,

@@ -201,6 +201,7 @@ def _replica_event(topic, partition, r: Replica, role, rj: Rejoin | None, cmp, s
         "high_watermark": r.high_watermark,
         "cleaned_to": r.cleaned_to,
         "latest_epoch": r.latest_epoch,
+        "last_batch_epoch": r.last_batch_epoch,
         "epochs": [[e.epoch, e.start_offset] for e in r.epochs],
         "divergence": None if div is None else div._asdict(),
         "truncate_to": None if rj is None else rj.truncate_to,

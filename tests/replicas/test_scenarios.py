@@ -49,6 +49,8 @@ def test_twice_divergence_names_both_epochs(tmp_path):
     assert row["divergence"] == {"offset": 5, "epoch": 0, "leader_epoch": 1}
     assert (row["lost_first_offset"], row["lost_last_offset"]) == (5, 29)
     assert row["epochs"] == [[0, 0], [2, 10], [4, 20]]
+    assert row["last_batch_epoch"] == 4
+    assert by_root(evs)["broker-3"]["last_batch_epoch"] == 5
 
 
 def test_damaged_batch_is_named(tmp_path):
