@@ -19,6 +19,7 @@ from kseg.storage.tree import Target
 from kseg.verify import findings as K
 
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
 class Replica(NamedTuple):
@@ -30,7 +31,11 @@ class Replica(NamedTuple):
     epochs: tuple[EpochEntry, ...]  # the leader-epoch cache after load
     checkpoint: tuple[EpochEntry, ...]  # leader-epoch-checkpoint as written
     high_watermark: int | None  # its root's replication-offset-checkpoint
+    # its root's cleaner-offset-checkpoint: below it the log cleaner has rewritten the batches,
+    # which each replica's cleaner does on its own, so they may differ without diverging
+    cleaned_to: int | None
     clean_shutdown: bool
+    last_batch_epoch: int | None  # the partition leader epoch of the last batch below the end
     damage: str | None  # the first damage found ("file: byte N: kind: detail")
     epoch_note: str | None  # the first batch whose epoch contradicts the checkpoint
     starts: bool  # False: Kafka would not start on it (kseg verify says why)
@@ -53,9 +58,10 @@ def node_id(root: Path) -> int | None:
     return None
 
 
-def high_watermark(root: Path, topic: str, partition: int) -> int | None:
+def root_checkpoint(root: Path, name: str, topic: str, partition: int) -> int | None:
+    """The partition's entry in the root's checkpoint file ``name`` (None: none, unreadable)."""
     try:
-        data = read_side_file(root / REPLICATION_CHECKPOINT, F.OFFSET_CHECKPOINT)
+        data = read_side_file(root / name, F.OFFSET_CHECKPOINT)
         entries = read_offset_checkpoint(data) if data.strip() else []
     except (OSError, CorruptionError):
         return None
@@ -132,6 +138,24 @@ def _clean_end(report) -> int | None:
     return end
 
 
+def _last_batch_epoch(part, end: int) -> int | None:
+    """The leader epoch of the batch holding offset ``end - 1`` (None: none there, or no v2
+    batch), walked from the offset index's entry for it."""
+    seg = part.segment_for(end - 1)
+    if seg is None or end <= seg.base_offset:
+        return None
+    epoch = None
+    with seg.mapped(sequential=True) as buf:
+        try:
+            for row in seg.walk_headers(buf, part.start_position(seg, end - 1, buf)):
+                if row[3] >= end:
+                    break
+                epoch = row[10] if row[2] >= 2 else None
+        except CorruptionError:
+            pass
+    return epoch
+
+
 def load_replica(target: Target, topic: str, partition: int) -> Replica:
     """``target``'s replica as Kafka loads it. Raises OSError when it cannot be read."""
     from kseg.storage.partition import Partition
@@ -166,8 +190,10 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         end,
         epochs,
         checkpoint,
-        high_watermark(target.log_dir, topic, partition),
+        root_checkpoint(target.log_dir, REPLICATION_CHECKPOINT, topic, partition),
+        root_checkpoint(target.log_dir, CLEANER_CHECKPOINT, topic, partition),
         report.clean_shutdown,
+        _last_batch_epoch(part, end),
         damage,
         epoch_note,
         starts,
