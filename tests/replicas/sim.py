@@ -50,6 +50,7 @@ class Node:
     cache: list[tuple[int, int]] = field(default_factory=list)
     live: bool = True
     clean: bool = True  # how it last stopped
+    torn: int = 0  # it crashed while writing its last batch: the bytes of it missing on disk
 
     @property
     def end(self) -> int:
@@ -131,31 +132,62 @@ class Cluster:
                 assign(node.cache, b.epoch, b.base)
         self.history.append(f"replicate {who} +{batches} -> {node.end}")
 
-    def crash(self, who: int, clean: bool) -> None:
+    def crash(self, who: int, clean: bool, torn: int = 0) -> None:
+        """``who`` stops; crashing (not ``clean``) with ``torn``, while its last batch was
+        written: that many bytes of it (at least 1, less than all) never reached the disk."""
         node = self.nodes[who]
         if not node.live:
             return
         node.live, node.clean = False, clean
+        node.torn = torn if torn and not clean and node.log else 0
         if self.leader == who:
             self.leader = None
-        self.history.append(f"stop {who}" + ("" if clean else " (crash)"))
+        self.history.append(f"stop {who}" + ("" if clean else " (crash)") + (
+            f" torn {node.torn}" if node.torn else ""))  # fmt: skip
 
     def restart(self, who: int) -> None:
         node = self.nodes[who]
         if node.live:
             return
         node.live, node.clean = True, True
+        if node.torn:  # recovery drops the torn batch
+            node.log.pop()
+            node.torn = 0
         truncate_from_end(node.cache, node.end)  # LogLoader
         self.history.append(f"start {who}")
 
-    def write(self, directory: Path, tag: str = "e") -> list[Path]:
+    def write(self, directory: Path, tag: str = "e", **kw) -> list[Path]:
         """Each replica as a broker root ``broker-<i>`` under ``directory``; the roots."""
         roots = []
         for i, node in enumerate(self.nodes):
             root = directory / f"broker-{i}"
-            R.write_root(root, i, spec(node, tag))
+            pdir = R.write_root(root, i, spec(node, tag), **kw)
+            if node.torn:
+                tear(pdir, node.torn)
             roots.append(root)
         return roots
+
+
+def tear(pdir: Path, torn: int) -> None:
+    """Cut the last batch of ``pdir`` short (at least one byte kept, at least one gone)."""
+    from kseg.storage.segment import read_batches
+
+    log = sorted(pdir.glob("*.log"))[-1]
+    last = None
+    for b in read_batches(log, validate=False):
+        last = (b.position, b.size)
+    assert last is not None, f"{log}: no batch to tear"
+    pos, size = last
+    with open(log, "r+b") as f:
+        f.truncate(pos + 1 + (torn - 1) % (size - 1))
+
+
+def loaded(node: Node) -> Node:
+    """``node`` as Kafka loads it: recovery drops a torn batch, the cache is cut at the end."""
+    log = node.log[:-1] if node.torn else list(node.log)
+    view = Node(log, list(node.cache), node.live, node.clean)
+    truncate_from_end(view.cache, view.end)
+    return view
 
 
 def spec(node: Node, tag: str = "e") -> R.ReplicaSpec:

@@ -25,7 +25,7 @@ from kseg.replicas.rejoin import (
 )
 from kseg.replicas.run import ReplicasRun
 from kseg.storage.tree import InputError, resolve
-from tests.replicas.sim import Cluster, Node, expect
+from tests.replicas.sim import Cluster, Node, expect, loaded
 from tests.replicas.sim import assign as sim_assign
 
 
@@ -37,32 +37,35 @@ def fast(examples: int) -> settings:
 
 # a round: a leader elected (which live replica, cleanly or not, how far the epoch jumps), its
 # appends (batch sizes), how many batches each replica then fetches, and what happens to each
-# replica after (0: nothing, 1: stops cleanly, 2: crashes, 3: starts again)
+# replica after (0: nothing, 1: stops cleanly, 2: crashes, 3: starts again, 4: crashes while
+# writing: its last batch torn)
 rounds = st.tuples(
     st.integers(0, 2),
     st.booleans(),
     st.integers(1, 2),
     st.lists(st.integers(1, 4), min_size=1, max_size=4),
     st.lists(st.integers(0, 4), min_size=3, max_size=3),
-    st.lists(st.sampled_from([0, 0, 0, 1, 2, 3]), min_size=3, max_size=3),
+    st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 3, 4]), min_size=3, max_size=3),
+    st.integers(1, 200),  # how many bytes of a torn batch reach the disk
 )
 histories = st.tuples(
     st.integers(2, 3), st.lists(rounds, min_size=2, max_size=5), st.integers(0, 2), st.booleans()
 )
+segment_bytes = st.sampled_from([1 << 30, 400])  # one segment, or a few batches each
 # --leader the replica the simulation made leader last, or kseg's own choice
 
 
 def simulate(history) -> Cluster:
     n, rounds_, pick, clean = history
     c = Cluster([Node() for _ in range(n)])
-    for who, clean_, skip, sizes, fetches, fates in rounds_:
+    for who, clean_, skip, sizes, fetches, fates, torn in rounds_:
         c.elect(who, clean_, skip)
         c.append(sizes)
         for i in range(n):
             c.replicate_to(i, fetches[i])
         for i in range(n):
-            if fates[i] in (1, 2):
-                c.crash(i, fates[i] == 1)
+            if fates[i] in (1, 2, 4):
+                c.crash(i, fates[i] == 1, torn if fates[i] == 4 else 0)
             elif fates[i] == 3:
                 c.restart(i)
     if not c.live():
@@ -74,14 +77,9 @@ def simulate(history) -> Cluster:
 def explain(c: Cluster) -> str:
     lines = list(c.history)
     for i, node in enumerate(c.nodes):
-        lines.append(f"broker-{i}: {[tuple(b) for b in node.log]} cache {node.cache}")
+        torn = f" (last batch torn: {node.torn} bytes)" if node.torn else ""
+        lines.append(f"broker-{i}: {[tuple(b) for b in node.log]} cache {node.cache}{torn}")
     return "\n".join(lines)
-
-
-def loaded_epoch(node: Node) -> int:
-    """The latest epoch of a replica's cache once Kafka loads it (truncateFromEnd(log end)
-    drops an entry made at the log end by a leader that wrote nothing since)."""
-    return max((e for e, start in node.cache if start < node.end), default=-1)
 
 
 def rows_of(events):
@@ -89,47 +87,57 @@ def rows_of(events):
 
 
 @fast(40)
-@given(histories, st.booleans())
-def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader):
+@given(histories, st.booleans(), segment_bytes)
+def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader, seg):
     """Whichever replica leads (made leader with a new epoch), every other one truncates to
     the end of the batches it shares with the leader, loses exactly its batches after them,
-    and is in_sync, behind or diverged as its log is the leader's, a prefix of it, or neither."""
+    and is in_sync, behind or diverged as its log is the leader's, a prefix of it, or neither;
+    a replica with a torn last batch (a crash) is damaged, and compared as Kafka recovers it."""
     c = simulate(history)
     with tempfile.TemporaryDirectory() as tmp:
-        roots = c.write(Path(tmp))
+        roots = c.write(Path(tmp), segment_bytes=seg)
         run = ReplicasRun(resolve([Path(tmp)]), leader=roots[c.leader] if given_leader else None)
         evs = list(run.events())
     rows = rows_of(evs)
     head = next(e for e in evs if e["type"] == "partition")
     why = explain(c)
+    nodes = [loaded(n) for n in c.nodes]
+    torn = [n.torn > 0 for n in c.nodes]
     if not given_leader:  # kseg's choice: the greatest latest epoch once loaded, then log end
         c.leader = int(Path(head["leader"]).name.split("-")[1])
-        latest = [(loaded_epoch(n), n.end, -i) for i, n in enumerate(c.nodes)]
+        latest = [(n.cache[-1][0] if n.cache else -1, n.end, -i) for i, n in enumerate(nodes)]
         assert latest[c.leader] == max(latest), why
-    lead = c.nodes[c.leader]
+    lead = nodes[c.leader]
     assert rows[f"broker-{c.leader}"]["role"] == "leader"
-    diverged = False
+    assert rows[f"broker-{c.leader}"]["status"] == ("damaged" if torn[c.leader] else "leader")
+    statuses = {"damaged"} if torn[c.leader] else set()
     total = 0
     firsts = []
-    for i, node in enumerate(c.nodes):
+    for i, node in enumerate(nodes):
+        row = rows[f"broker-{i}"]
+        assert (row["log_end_offset"], row["epochs"]) == (node.end, [list(e) for e in node.cache])
+        assert (row["damage"] is not None) == torn[i], f"broker-{i}: {row['damage']}\n{why}"
         if i == c.leader:
             continue
-        row, want = rows[f"broker-{i}"], expect(lead, node)
+        want = expect(lead, node)
+        status = "damaged" if torn[i] else want.status
         got = (row["truncate_to"], row["lost_records"], row["status"])
-        assert got == want[:3], f"broker-{i}: {got} != {want}\n{why}"
+        assert got == (*want[:2], status), f"broker-{i}: {got} != {want}\n{why}"
         assert row["truncate_fully"] is False
         div = row["divergence"]
         assert (div and div["offset"]) == want.divergence, f"broker-{i}: {div}\n{why}"
-        event(want.status)
+        event(status)
         event(f"epochs in its log: {len({b.epoch for b in node.log})}")
-        diverged |= want.status == "diverged"
+        statuses.add(status)
         total += want.lost_records
         if want.divergence is not None:
             firsts.append(want.divergence)
-    assert head["status"] == ("diverged" if diverged else "consistent"), why
+    worst = next((s for s in ("damaged", "diverged") if s in statuses), "consistent")
+    assert head["status"] == worst, why
     assert head["lost_records"] == total
     assert head["first_divergence"] == (min(firsts) if firsts else None)
-    assert run.outcome == (Outcome.INVALID_DATA if diverged else Outcome.OK)
+    bad = worst != "consistent"
+    assert run.outcome == (Outcome.INVALID_DATA if bad else Outcome.OK)
 
 
 def test_leader_that_wrote_nothing_in_its_epoch(tmp_path):
@@ -252,7 +260,7 @@ def test_end_offset_for_as_the_javadoc(pairs, requested, beyond):
     assert got == brute_end_offset_for(cache, requested, log_end)
 
 
-def loaded(pairs, start: int, end: int) -> tuple[EpochEntry, ...]:
+def loaded_cache(pairs, start: int, end: int) -> tuple[EpochEntry, ...]:
     """A cache as loading a log over [start, end) leaves it."""
     return truncate_from_start(truncate_from_end(as_entries(java_cache(pairs)), end), start)
 
@@ -270,8 +278,8 @@ def test_rejoin_stays_within_the_follower_log(leader, follower):
     follower kept."""
     lp, ls, le = leader
     fp, fs, fe = follower
-    lead = loaded(lp, ls, le)
-    epochs = loaded(fp, fs, fe)
+    lead = loaded_cache(lp, ls, le)
+    epochs = loaded_cache(fp, fs, fe)
     rj = rejoin(lead, ls, le, epochs, fe)
     assert len(rj.steps) <= len(epochs) + 1
     if rj.fully:
@@ -285,7 +293,7 @@ def test_rejoin_stays_within_the_follower_log(leader, follower):
 @given(logs)
 def test_rejoin_against_itself_truncates_nothing(log):
     pairs, start, end = log
-    epochs = loaded(pairs, start, end)
+    epochs = loaded_cache(pairs, start, end)
     for lead in (epochs, (*epochs, EpochEntry(99, end))):  # loaded, or leading (makeLeader)
         rj = rejoin(lead, start, end, epochs, end)
         assert (rj.truncate_to, rj.fully) == (end, False)
