@@ -200,6 +200,7 @@ class Expect(NamedTuple):
     lost_records: int
     status: str  # in_sync | behind | diverged
     divergence: int | None
+    lost: tuple[Batch, ...]  # the follower's batches the leader does not hold, that it loses
 
 
 def expect(leader: Node, follower: Node) -> Expect:
@@ -207,8 +208,9 @@ def expect(leader: Node, follower: Node) -> Expect:
     keep = common_batches(follower.log, leader.log)
     upto = follower.log[keep - 1].end if keep else 0
     held = set(leader.log)
-    lost = sum(b.count for b in follower.log[keep:] if b not in held)
+    gone = tuple(b for b in follower.log[keep:] if b not in held)
+    lost = sum(b.count for b in gone)
     if keep == len(follower.log):
         status = "in_sync" if keep == len(leader.log) else "behind"
-        return Expect(upto, lost, status, None)
-    return Expect(upto, lost, "diverged", upto)
+        return Expect(upto, lost, status, None, gone)
+    return Expect(upto, lost, "diverged", upto, gone)

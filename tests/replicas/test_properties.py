@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kseg.fixtures import replicas as R
 from kseg.format.checkpoint import EpochEntry
+from kseg.format.errors import CorruptionError
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.rejoin import (
     assigned,
@@ -24,6 +25,7 @@ from kseg.replicas.rejoin import (
     truncate_from_start,
 )
 from kseg.replicas.run import ReplicasRun
+from kseg.storage.segment import read_batches
 from kseg.storage.tree import InputError, resolve
 from tests.replicas.sim import Cluster, Node, expect, loaded
 from tests.replicas.sim import assign as sim_assign
@@ -82,6 +84,18 @@ def explain(c: Cluster) -> str:
     return "\n".join(lines)
 
 
+def batch_sizes(pdir: Path) -> dict[int, int]:
+    """Base offset -> bytes of each whole batch on disk (not a torn one)."""
+    out = {}
+    for log in sorted(pdir.glob("*.log")):
+        try:
+            for b in read_batches(log, validate=False):
+                out[b.base_offset] = b.size
+        except CorruptionError:
+            pass  # the torn last batch
+    return out
+
+
 def rows_of(events):
     return {Path(e["log_dir"]).name: e for e in events if e["type"] == "replica"}
 
@@ -98,6 +112,7 @@ def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader, seg):
         roots = c.write(Path(tmp), segment_bytes=seg)
         run = ReplicasRun(resolve([Path(tmp)]), leader=roots[c.leader] if given_leader else None)
         evs = list(run.events())
+        sizes = [batch_sizes(root / "orders-0") for root in roots]
     rows = rows_of(evs)
     head = next(e for e in evs if e["type"] == "partition")
     why = explain(c)
@@ -124,6 +139,13 @@ def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader, seg):
         got = (row["truncate_to"], row["lost_records"], row["status"])
         assert got == (*want[:2], status), f"broker-{i}: {got} != {want}\n{why}"
         assert row["truncate_fully"] is False
+        lost = want.lost
+        assert (row["lost_batches"], row["lost_bytes"]) == (
+            len(lost), sum(sizes[i][b.base] for b in lost)), f"broker-{i}: {row}\n{why}"  # fmt: skip
+        first, last = (lost[0].base, lost[-1].end - 1) if lost else (None, None)
+        assert (row["lost_first_offset"], row["lost_last_offset"]) == (first, last)
+        ts = (R.T0 + (lost[0].end - 1) * 1000, R.T0 + last * 1000) if lost else (None, None)
+        assert (row["lost_first_timestamp"], row["lost_last_timestamp"]) == ts
         div = row["divergence"]
         assert (div and div["offset"]) == want.divergence, f"broker-{i}: {div}\n{why}"
         event(status)
@@ -135,6 +157,7 @@ def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader, seg):
     worst = next((s for s in ("damaged", "diverged") if s in statuses), "consistent")
     assert head["status"] == worst, why
     assert head["lost_records"] == total
+    assert head["lost_bytes"] == sum(r["lost_bytes"] for r in rows.values())
     assert head["first_divergence"] == (min(firsts) if firsts else None)
     bad = worst != "consistent"
     assert run.outcome == (Outcome.INVALID_DATA if bad else Outcome.OK)
