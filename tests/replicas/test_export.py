@@ -1,0 +1,319 @@
+"""`--export-lost`'s writer (kseg.replicas.export): the lost batches of a partition written as a
+partition dir Kafka loads (verbatim bytes, re-indexed), as ``kseg dump -f json``'s record lines
+and as the Spark export's Parquet rows; refusals; the input never changes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kseg.format.batch import RecordBatch
+from kseg.format.log import iter_entries
+from kseg.format.record import Record
+from kseg.outcome import BadOption
+from kseg.replicas import export as X
+from kseg.replicas.export import RangeMismatch, export_lost
+from kseg.storage.tree import segment_logs
+from kseg.storage.writer import LogWriter
+from tests.helpers import events, run_kseg
+
+TOPIC, PART = "orders", 3
+T0 = 1_700_000_000_000
+
+
+class LostRange(NamedTuple):  # kseg.replicas.compare.LostRange's shape (the lead's core)
+    log: Path
+    start: int
+    end: int
+    first_offset: int
+    last_offset: int
+
+
+class Batch(NamedTuple):
+    log: Path
+    position: int
+    size: int
+    base: int
+    last: int
+    control: bool
+
+
+class Source(NamedTuple):
+    pdir: Path
+    batches: list[Batch]
+    dump: dict[int, dict]  # offset -> `kseg dump -f json`'s record event
+
+
+def write_source(pdir: Path) -> None:
+    """Several segments; headers (a null and a binary value), gzip/zstd/lz4 batches, two
+    transactions (one committed, one aborted) with their markers, an idempotent producer, three
+    leader epochs, a binary value."""
+    clock = itertools.count(T0, 1000).__next__
+    with LogWriter(pdir, segment_bytes=600, clock=clock) as w:
+        hs = [("trace", b"abc"), ("bin", b"\xff\x00\x01"), ("none", None)]
+        w.append([Record(b"k0", b"v0", None, hs, None)])
+        w.append([Record(f"k{i}".encode(), b"gz" * i, None, [], None) for i in range(1, 5)],
+                 compression="gzip")  # fmt: skip
+        w.append([Record(None, b"zstd-%d" % i, None, [("h", b"%d" % i)], None) for i in range(3)],
+                 compression="zstd")  # fmt: skip
+        w.append([Record(b"t1", b"a", None, [("tx", b"1")], None), Record(b"t2", b"b", None, [],
+                 None)], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)  # fmt: skip
+        w.append([Record(b"p", b"plain", None, [], None)], partition_leader_epoch=1)
+        w.append_control(commit=True, producer_id=7, producer_epoch=0, partition_leader_epoch=1)
+        w.append([Record(b"x%d" % i, b"abort-me", None, [], None) for i in range(3)],
+                 producer_id=8, producer_epoch=0, base_sequence=0, transactional=True,
+                 compression="lz4", partition_leader_epoch=1)  # fmt: skip
+        w.append([Record(b"mid", b"between", None, [("k", b"")], None)], partition_leader_epoch=1)
+        w.append_control(commit=False, producer_id=8, producer_epoch=0, partition_leader_epoch=1)
+        for i in range(4):
+            w.append([Record(b"i%d" % i, b"idem" * 20, None, [], None)], producer_id=9,
+                     producer_epoch=0, base_sequence=i, partition_leader_epoch=3)  # fmt: skip
+        w.append([Record(b"bin", b"\x00\xff\xfe binary", None, [], None)], partition_leader_epoch=3)
+        w.append([Record(None, None, None, [], None)], partition_leader_epoch=3)
+
+
+def batches_of(pdir: Path) -> list[Batch]:
+    out = []
+    for log in segment_logs(pdir):
+        data = log.read_bytes()
+        for e in iter_entries(data, validate=True):
+            control = isinstance(e, RecordBatch) and e.is_control
+            out.append(Batch(log, e.position, e.size, e.base_offset, e.last_offset, control))
+    return out
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Source:
+    pdir = tmp_path_factory.mktemp("src") / f"{TOPIC}-{PART}"
+    write_source(pdir)
+    proc = run_kseg("dump", pdir, "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    dump = {e["offset"]: e for e in events(proc.stdout) if e["type"] == "record"}
+    return Source(pdir, batches_of(pdir), dump)
+
+
+def test_the_source_has_every_shape(source):
+    logs = {b.log for b in source.batches}
+    assert len(logs) >= 3
+    assert sum(b.control for b in source.batches) == 2
+    assert any(e["headers"] for e in source.dump.values())
+
+
+def lost_ranges(batches: list[Batch], runs: list[tuple[int, int]]) -> list[LostRange]:
+    """Runs of batch indices as LostRanges: a run's batches of one `.log` are one range."""
+    out = []
+    for i, j in runs:
+        for log, group in itertools.groupby(batches[i : j + 1], key=lambda b: b.log):
+            g = list(group)
+            out.append(LostRange(log, g[0].position, g[-1].position + g[-1].size, g[0].base,
+                                 g[-1].last))  # fmt: skip
+    return out
+
+
+def tree_hash(path: Path) -> dict[str, object]:
+    return {
+        p.name: tree_hash(p)
+        if p.is_dir()
+        else (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(path.iterdir())
+    }
+
+
+def _bytes(shown, encoding) -> bytes | None:
+    if shown is None:
+        return None
+    return base64.b64decode(shown) if encoding == "base64" else shown.encode()
+
+
+def check_export(source: Source, runs: list[tuple[int, int]], dest: Path) -> X.ExportResult:
+    """Export the runs of batches and hold the result to the source, byte for byte."""
+    ranges = lost_ranges(source.batches, runs)
+    got = export_lost(source.pdir, ranges, dest, topic=TOPIC, partition=PART)
+    chosen = [b for i, j in runs for b in source.batches[i : j + 1]]
+    assert got.dir == dest / f"{TOPIC}-{PART}"
+    assert (got.batches, got.bytes) == (len(chosen), sum(b.size for b in chosen))
+    # one segment per source .log, named by its first batch's base offset, its bytes verbatim
+    want: dict[str, bytes] = {}
+    for r in ranges:
+        name = next((n for n, (log, _) in want.items() if log == r.log), None)
+        piece = r.log.read_bytes()[r.start : r.end]
+        if name is None:
+            want[f"{r.first_offset:020d}.log"] = (r.log, piece)
+        else:
+            want[name] = (r.log, want[name][1] + piece)
+    assert {p.name: p.read_bytes() for p in segment_logs(got.dir)} == {
+        n: data for n, (_, data) in want.items()
+    }
+    names = {p.name for p in got.dir.iterdir()}
+    assert "partition.metadata" not in names and not any(n.endswith(".snapshot") for n in names)
+    assert {p.name for p in dest.iterdir()} == {got.dir.name, got.jsonl.name, got.parquet.name}
+    # the JSON Lines: `kseg dump -f json`'s record events of those offsets, the file the new one
+    offsets = {o for b in chosen if not b.control for o in range(b.base, b.last + 1)}
+    lines = [orjson.loads(x) for x in got.jsonl.read_bytes().splitlines()]
+    assert got.records == len(lines) == len(offsets & set(source.dump))
+    for line in lines:
+        assert Path(line.pop("file")).parent == got.dir
+    assert lines == [
+        {k: v for k, v in source.dump[o].items() if k != "file"}
+        for o in sorted(offsets & set(source.dump))
+    ]
+    # the Parquet rows: the same records
+    import pyarrow.parquet as pq
+
+    from kseg.spark.arrow import records_schema
+
+    table = pq.read_table(got.parquet)
+    assert table.schema == records_schema(include_headers=True, segment_columns=False)
+    rows = [
+        (
+            r["topic"],
+            r["partition"],
+            r["offset"],
+            r["key"],
+            r["value"],
+            int(r["timestamp"].timestamp() * 1000),
+            [(h["key"], h["value"]) for h in r["headers"] or []],
+        )
+        for r in table.to_pylist()
+    ]
+    assert rows == [
+        (
+            e["topic"],
+            e["partition"],
+            e["offset"],
+            _bytes(e["key"], e["key_encoding"]),
+            _bytes(e["value"], e["value_encoding"]),
+            e["timestamp"],
+            [
+                (k, _bytes(v, enc))
+                for (k, v), enc in zip(e["headers"], e["header_encodings"], strict=True)
+            ],
+        )
+        for e in (source.dump[o] for o in sorted(offsets & set(source.dump)))
+    ]
+    return got
+
+
+def assert_kafka_valid(root: Path) -> None:
+    """`kseg verify` and `kseg index check` pass on every export under ``root``."""
+    proc = run_kseg("verify", root, "-f", "json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    proc = run_kseg("index", "check", root)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
+def test_every_batch_across_segments_exports_and_verifies(source, tmp_path):
+    before = tree_hash(source.pdir)
+    got = check_export(source, [(0, len(source.batches) - 1)], tmp_path / "out" / "broker-1")
+    assert len(segment_logs(got.dir)) == len({b.log for b in source.batches}) >= 3
+    assert got.records == len(source.dump)
+    # the aborted transaction's .txnindex entry, as Kafka's recovery writes it
+    assert any(p.suffix == ".txnindex" and p.stat().st_size for p in got.dir.iterdir())
+    # the leader epochs Kafka's recovery loads: here the source's whole history (0, 1, 3)
+    epochs = (got.dir / "leader-epoch-checkpoint").read_bytes()
+    assert epochs == (source.pdir / "leader-epoch-checkpoint").read_bytes()
+    assert len(epochs.splitlines()) == 2 + 3
+    assert_kafka_valid(tmp_path / "out")
+    assert tree_hash(source.pdir) == before
+
+
+@st.composite
+def batch_runs(draw, n: int) -> list[tuple[int, int]]:
+    """One or two runs of batch indices, in log order, disjoint."""
+    i = draw(st.integers(0, n - 1))
+    j = draw(st.integers(i, n - 1))
+    runs = [(i, j)]
+    if j + 2 < n and draw(st.booleans()):
+        k = draw(st.integers(j + 2, n - 1))
+        runs.append((k, draw(st.integers(k, n - 1))))
+    return runs
+
+
+def test_any_runs_of_batches_export_verbatim(source, tmp_path):
+    before = tree_hash(source.pdir)
+    root = tmp_path / "exports"
+    count = itertools.count()
+
+    @settings(
+        max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(batch_runs(len(source.batches)))
+    def check(runs):
+        check_export(source, runs, root / f"broker-{next(count)}")
+
+    check()
+    assert_kafka_valid(root)  # every export of the examples, at once
+    assert tree_hash(source.pdir) == before
+
+
+@pytest.mark.parametrize("taken", ["orders-3", "orders-3.jsonl", "orders-3.parquet"])
+def test_refuses_a_destination_that_holds_the_export(source, tmp_path, taken):
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / taken).mkdir() if taken == "orders-3" else (dest / taken).write_bytes(b"mine")
+    before = tree_hash(dest)
+    with pytest.raises(BadOption, match="exists"):
+        export_lost(source.pdir, lost_ranges(source.batches, [(0, 1)]), dest, topic=TOPIC,
+                    partition=PART)  # fmt: skip
+    assert tree_hash(dest) == before
+
+
+def test_never_writes_through_a_symlink(source, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    ranges = lost_ranges(source.batches, [(0, 1)])
+    with pytest.raises(BadOption, match="symlink"):
+        export_lost(source.pdir, ranges, tmp_path / "link", topic=TOPIC, partition=PART)
+    assert list(real.iterdir()) == []
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "orders-3.jsonl").symlink_to(real / "x.jsonl")  # dangling: still refused
+    with pytest.raises(BadOption, match="exists"):
+        export_lost(source.pdir, ranges, dest, topic=TOPIC, partition=PART)
+    assert list(real.iterdir()) == [] and os.listdir(dest) == ["orders-3.jsonl"]
+
+
+def test_refuses_a_destination_inside_the_partition_read(source):
+    with pytest.raises(BadOption, match="inside the partition dir"):
+        export_lost(source.pdir, lost_ranges(source.batches, [(0, 1)]), source.pdir / "x",
+                    topic=TOPIC, partition=PART)  # fmt: skip
+    assert not (source.pdir / "x").exists()
+
+
+def test_a_range_not_of_whole_batches_writes_nothing(source, tmp_path):
+    (r,) = lost_ranges(source.batches, [(0, 1)])
+    for bad in (r._replace(start=r.start + 1), r._replace(end=r.end - 1),
+                r._replace(last_offset=r.last_offset + 1)):  # fmt: skip
+        with pytest.raises(RangeMismatch, match=str(r.log)):
+            export_lost(source.pdir, [bad], tmp_path / "out", topic=TOPIC, partition=PART)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_export_leaves_nothing(source, tmp_path, monkeypatch):
+    def fail(*_a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(X, "_write_parquet", fail)
+    dest = tmp_path / "out"
+    with pytest.raises(OSError, match="No space"):
+        export_lost(source.pdir, lost_ranges(source.batches, [(2, 6)]), dest, topic=TOPIC,
+                    partition=PART)  # fmt: skip
+    assert os.listdir(dest) == []
+
+
+def test_without_pyarrow_no_parquet(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(X, "_have_pyarrow", lambda: False)
+    got = export_lost(source.pdir, lost_ranges(source.batches, [(2, 6)]), tmp_path / "out",
+                      topic=TOPIC, partition=PART)  # fmt: skip
+    assert got.parquet is None
+    assert sorted(os.listdir(tmp_path / "out")) == ["orders-3", "orders-3.jsonl"]
