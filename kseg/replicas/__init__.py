@@ -1,2 +1,2 @@
-"""`kseg replicas`: where the replicas of a partition diverge, what Kafka truncates when they
-rejoin, and the records an unclean election loses (issue #31)."""
+"""`kseg replicas`: the replicas of a partition under several broker roots compared offline, and
+what Kafka's replication does to each when it rejoins the leader (KIP-101, KIP-279)."""
