@@ -16,26 +16,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kseg.fixtures import replicas as R
 from kseg.format.batch import RecordBatch
 from kseg.format.log import iter_entries
 from kseg.format.record import Record
 from kseg.outcome import BadOption
 from kseg.replicas import export as X
+from kseg.replicas.compare import LostRange
 from kseg.replicas.export import RangeMismatch, export_lost
-from kseg.storage.tree import segment_logs
+from kseg.replicas.run import ReplicasRun
+from kseg.storage.tree import resolve, segment_logs
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_kseg
 
 TOPIC, PART = "orders", 3
 T0 = 1_700_000_000_000
-
-
-class LostRange(NamedTuple):  # kseg.replicas.compare.LostRange's shape (the lead's core)
-    log: Path
-    start: int
-    end: int
-    first_offset: int
-    last_offset: int
 
 
 class Batch(NamedTuple):
@@ -317,3 +312,46 @@ def test_without_pyarrow_no_parquet(source, tmp_path, monkeypatch):
                       topic=TOPIC, partition=PART)  # fmt: skip
     assert got.parquet is None
     assert sorted(os.listdir(tmp_path / "out")) == ["orders-3", "orders-3.jsonl"]
+
+
+def tag_at(spec: R.ReplicaSpec, offset: int) -> str:
+    """The run (tag) of the fixture replica that wrote ``offset``."""
+    start = 0
+    for run in spec.runs:
+        if start <= offset < start + run.count:
+            return run.tag
+        start += run.count
+    raise AssertionError(offset)
+
+
+@pytest.mark.parametrize("name", ["unclean", "twice"])
+def test_the_run_exports_exactly_the_records_a_follower_loses(tmp_path, name):
+    """kseg.replicas.run on the fixture scenarios (a segment per batch: a loss spans
+    segments): each losing follower's export holds its records from the offset it truncates to,
+    as it wrote them, and nothing of the leader's."""
+    roots = tmp_path / "roots"
+    R.build(roots, name, segment_bytes=200)
+    before = tree_hash(roots)
+    out = tmp_path / "lost"
+    run = ReplicasRun(resolve([roots]), export_lost=out)
+    evs = list(run.events())
+    rows = {Path(e["log_dir"]).name: e for e in evs if e["type"] == "replica"}
+    exports = [e for e in evs if e["type"] == "export"]
+    sc = R.SCENARIOS[name]
+    assert {Path(e["log_dir"]).name for e in exports} == {r for r, n in sc.lost.items() if n}
+    for e in exports:
+        root = Path(e["log_dir"]).name
+        row = rows[root]
+        assert e["records"] == row["lost_records"] == sc.lost[root]
+        assert Path(e["dir"]) == out / root / f"{R.TOPIC}-{R.PARTITION}"
+        assert len(segment_logs(Path(e["dir"]))) >= 2
+        lines = [orjson.loads(x) for x in Path(e["jsonl"]).read_bytes().splitlines()]
+        offsets = list(range(row["lost_first_offset"], row["lost_last_offset"] + 1))
+        assert [x["offset"] for x in lines] == offsets
+        spec = sc.replicas[root]
+        assert [(x["key"], x["value"], x["timestamp"]) for x in lines] == [
+            (r.key.decode(), r.value.decode(), r.timestamp)
+            for r in (R.record(o, tag_at(spec, o)) for o in offsets)
+        ]
+    assert tree_hash(roots) == before
+    assert_kafka_valid(out)
