@@ -48,10 +48,10 @@ class Source(NamedTuple):
     dump: dict[int, dict]  # offset -> `kseg dump -f json`'s record event
 
 
-def write_source(pdir: Path) -> None:
+def write_source(pdir: Path, last_epoch: int = 3) -> None:
     """Several segments; headers (a null and a binary value), gzip/zstd/lz4 batches, two
     transactions (one committed, one aborted) with their markers, an idempotent producer, three
-    leader epochs, a binary value."""
+    leader epochs (0, 1, ``last_epoch``), a binary value."""
     clock = itertools.count(T0, 1000).__next__
     with LogWriter(pdir, segment_bytes=600, clock=clock) as w:
         hs = [("trace", b"abc"), ("bin", b"\xff\x00\x01"), ("none", None)]
@@ -71,9 +71,12 @@ def write_source(pdir: Path) -> None:
         w.append_control(commit=False, producer_id=8, producer_epoch=0, partition_leader_epoch=1)
         for i in range(4):
             w.append([Record(b"i%d" % i, b"idem" * 20, None, [], None)], producer_id=9,
-                     producer_epoch=0, base_sequence=i, partition_leader_epoch=3)  # fmt: skip
-        w.append([Record(b"bin", b"\x00\xff\xfe binary", None, [], None)], partition_leader_epoch=3)
-        w.append([Record(None, None, None, [], None)], partition_leader_epoch=3)
+                     producer_epoch=0, base_sequence=i, partition_leader_epoch=last_epoch)  # fmt: skip
+        w.append(
+            [Record(b"bin", b"\x00\xff\xfe binary", None, [], None)],
+            partition_leader_epoch=last_epoch,
+        )
+        w.append([Record(None, None, None, [], None)], partition_leader_epoch=last_epoch)
 
 
 def batches_of(pdir: Path) -> list[Batch]:
