@@ -32,15 +32,13 @@ LAYERS = {
             "index",
             "salvage",
             "txn",
+            "replicas",
         ),
         2,
     ),
     "fixtures": 2,  # writes example trees (and corrupt copies) with storage's writer
     "render": 3,
     "spark": 3,
-    # over the commands' libraries; --export-lost writes dump's JSON lines (render) and the
-    # Spark export's Parquet rows (spark.arrow)
-    "replicas": 3,
     "cli": 4,
     "__main__": 5,
 }

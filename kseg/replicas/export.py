@@ -12,13 +12,11 @@ For one partition, under ``dest``:
   producer snapshot (Kafka rebuilds producer state from the batches) and no
   ``partition.metadata`` (the source's topic id would clash with the topic of the cluster that
   loads the dir; Kafka writes its own).
-- ``<topic>-<partition>.jsonl``: the record lines ``kseg dump -f json`` prints for that dir
-  (control records are ``control`` events there, so not in it), through dump's own run and
-  renderer.
-- ``<topic>-<partition>.parquet``: the same records in the Spark export's records schema with
-  headers (kseg.spark.arrow.records_schema, topic and partition as columns), decoded by the Spark
-  source's own decoder (kseg.spark.arrow.record_batches) without starting Spark; not written
-  (None) when pyarrow is not installed.
+- ``<topic>-<partition>.jsonl`` and ``<topic>-<partition>.parquet``, when the caller hands
+  ``files`` (RecordFiles: the library sits below render and spark, as dump is handed its JSON
+  maker): the record lines ``kseg dump -f json`` prints for that dir (kseg.render.lost_records),
+  and the same records in the Spark export's records schema (kseg.spark.parquet_out
+  .write_records_file; None when pyarrow is not installed).
 
 Every file is written atomically (temp name, fsync, rename; the partition dir is built under a
 temp name and renamed into place), never through a symlink, and an export that fails leaves
@@ -29,9 +27,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kseg.format import checkpoint as cp
 from kseg.format.batch import RecordBatch
@@ -55,11 +53,20 @@ class ExportPaths(NamedTuple):
     parquet: Path
 
 
+class RecordFiles(NamedTuple):
+    """The writers of the exported records' files, handed in by the caller (they are render's
+    and spark's: kseg.render.lost_records.record_files). Each writes the records of the
+    partition dir given into the open file and returns how many it wrote."""
+
+    jsonl: Callable[[Path, BinaryIO], int]
+    parquet: Callable[[Path, BinaryIO, str, int], int] | None  # None: pyarrow is not installed
+
+
 class ExportResult(NamedTuple):
     dir: Path
-    jsonl: Path
-    parquet: Path | None  # None: pyarrow is not installed
-    records: int  # data records (the JSON lines; control records are not among them)
+    jsonl: Path | None  # None: no RecordFiles handed in
+    parquet: Path | None  # None: none handed in, or pyarrow is not installed
+    records: int  # data records (control records are not among them)
     batches: int  # entries copied, control batches included
     bytes: int  # bytes copied
 
@@ -112,18 +119,20 @@ def export_lost(
     *,
     topic: str,
     partition: int,
+    files: RecordFiles | None = None,
     index_interval_bytes: int = 4096,
 ) -> ExportResult:
     """Write the batches of ``ranges`` (kseg.replicas.compare.LostRange: whole batches of a
-    `.log` of ``src_partition_dir``, byte range [start, end), in log order) under ``dest`` (see
-    the module's doc). Raises BadOption (check_dest) or RangeMismatch before writing anything;
-    an OSError or an interrupt removes what was written."""
+    `.log` of ``src_partition_dir``, byte range [start, end), in log order) under ``dest``, and
+    with ``files`` their records as JSON Lines and Parquet (see the module's doc). Raises
+    BadOption (check_dest) or RangeMismatch before writing anything; an OSError, an
+    ExportError or an interrupt removes what was written."""
     dest = Path(dest)
     paths = export_paths(dest, topic, partition)
     check_dest(dest, topic, partition, src_partition_dir=Path(src_partition_dir))
     if not ranges:
         raise ValueError("no lost range to export")
-    segments, batches, epochs = _plan(ranges)
+    segments, batches, records, epochs = _plan(ranges)
     dest.mkdir(parents=True, exist_ok=True)
     check_dest(dest, topic, partition)  # a link made meanwhile is refused too
     written: list[Path] = []
@@ -145,13 +154,17 @@ def export_lost(
         os.rename(tmp, paths.dir)
         written[0] = paths.dir
         fsync_dir(dest)
-        written.append(paths.jsonl)
-        records = _write_jsonl(paths.dir, paths.jsonl)
-        parquet = None
-        if _have_pyarrow():
+        jsonl = parquet = None
+        if files is not None:
+            written.append(paths.jsonl)
+            records = _write_records(paths.jsonl, lambda f: files.jsonl(paths.dir, f))
+            jsonl = paths.jsonl
+        if files is not None and files.parquet is not None:
             written.append(paths.parquet)
+            rows = _write_records(
+                paths.parquet, lambda f: files.parquet(paths.dir, f, topic, partition)
+            )
             parquet = paths.parquet
-            rows = _write_parquet(paths.dir, paths.parquet, topic, partition)
             if rows != records:  # one decoder's view against the other's: never expected
                 raise ExportError(
                     f"{paths.dir}: the Parquet export holds {rows} records, the JSON Lines "
@@ -162,7 +175,7 @@ def export_lost(
         raise
     return ExportResult(
         paths.dir,
-        paths.jsonl,
+        jsonl,
         parquet,
         records,
         batches,
@@ -170,15 +183,15 @@ def export_lost(
     )
 
 
-def _plan(ranges: Sequence) -> tuple[list[_Segment], int, list[cp.EpochEntry]]:
+def _plan(ranges: Sequence) -> tuple[list[_Segment], int, int, list[cp.EpochEntry]]:
     """The segments to write (one per source `.log`, its ranges in order), the number of
-    batches, and the leader epochs Kafka's recovery loads from them (LogSegment.recover: a
+    batches and of data records (their count fields), and the leader epochs Kafka's recovery loads from them (LogSegment.recover: a
     batch's epoch above the cache's latest starts an entry at its base offset). Each range is
     walked (CRCs checked): it must be whole, intact entries whose offsets rise and that hold
     its first and last offset."""
     segments: list[_Segment] = []
     epochs: list[cp.EpochEntry] = []
-    batches = 0
+    batches = records = 0
     last = None  # offset of the last entry planned
     for r in ranges:
         log, start, end = Path(r.log), r.start, r.end
@@ -197,6 +210,8 @@ def _plan(ranges: Sequence) -> tuple[list[_Segment], int, list[cp.EpochEntry]]:
                         raise RangeMismatch(
                             f"{log}: byte {e.position}: offset {base} does not follow {last}"
                         )
+                    if not (isinstance(e, RecordBatch) and e.is_control):
+                        records += e.records_count
                     if isinstance(e, RecordBatch):
                         ple = e.partition_leader_epoch
                         if ple >= 0 and (not epochs or ple > epochs[-1].epoch):
@@ -219,115 +234,18 @@ def _plan(ranges: Sequence) -> tuple[list[_Segment], int, list[cp.EpochEntry]]:
             segments[-1] = prev._replace(keep=[*prev.keep, (start, end)])
         else:
             segments.append(_Segment(log, [(start, end)], first_entry[1]))
-    return segments, batches, epochs
+    return segments, batches, records, epochs
 
 
 def _atomic(path: Path, data: bytes) -> None:
     _write_replace(path, lambda f: f.write(data))
 
 
-class _RecordLines:
-    """A binary sink passing on only dump's ``record`` lines (written in any pieces)."""
-
-    _MARK = b'{"type":"record",'
-
-    def __init__(self, out) -> None:
-        self.out = out
-        self.head = b""  # the start of the current line, until it is told apart
-        self.keep: bool | None = None  # None: not decided yet
-        self.lines = 0
-
-    def write(self, data: bytes) -> None:
-        data = bytes(data)
-        while data:
-            if self.keep is None:
-                need = len(self._MARK) - len(self.head)
-                self.head += data[:need]
-                data = data[need:]
-                nl = self.head.find(b"\n")
-                if nl >= 0:  # a short line: never a record's
-                    data, self.head = self.head[nl + 1 :] + data, b""
-                    continue
-                if len(self.head) < len(self._MARK):
-                    return
-                self.keep = self.head == self._MARK
-                if self.keep:
-                    self.out.write(self.head)
-                self.head = b""
-            nl = data.find(b"\n")
-            piece = data if nl < 0 else data[: nl + 1]
-            if self.keep:
-                self.out.write(piece)
-            if nl < 0:
-                return
-            if self.keep:
-                self.lines += 1
-            self.keep = None
-            data = data[nl + 1 :]
-
-
-def _write_jsonl(pdir: Path, path: Path) -> int:
-    """``kseg dump -f json`` of ``pdir``, its record lines only, into ``path``; returns them."""
-    from kseg.dump.options import DumpOptions
-    from kseg.dump.run import DumpRun
-    from kseg.outcome import Outcome
-    from kseg.render.dump_json import JSON_LINES
-    from kseg.render.json import write_json_chunks
-
-    run = DumpRun([pdir], DumpOptions(json_lines=JSON_LINES))
-    problems: list[dict] = []
-
-    def chunks():
-        for chunk in run.chunks():
-            problems.extend(ev for ev in chunk if type(ev) is dict and ev["type"] == "error")
-            yield chunk
-
-    counted: list[int] = []
-
-    def fill(f) -> None:
-        sink = _RecordLines(f)
-        for _ in write_json_chunks(chunks(), sink):
-            pass
-        counted.append(sink.lines)
-
-    _write_replace(path, fill)
-    if run.outcome != Outcome.OK or problems:
-        first = problems[0] if problems else {"file": str(pdir), "message": "unreadable"}
-        raise ExportError(f"{first['file']}: dump of the exported dir: {first['message']}")
-    return counted[0]
-
-
-def _have_pyarrow() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pyarrow") is not None
-
-
-def _write_parquet(pdir: Path, path: Path, topic: str, partition: int) -> int:
-    """The records of ``pdir``'s segments in the Spark export's schema (headers included, topic
-    and partition as columns) into ``path``, one row group per decoded batch of rows; returns
-    the rows."""
-    import pyarrow.parquet as pq
-
-    from kseg.spark.arrow import record_batches, records_schema
-    from kseg.spark.planning import Task
-    from kseg.storage.tree import segment_logs
-
-    schema = records_schema(include_headers=True, segment_columns=False)
-    rows: list[int] = []
-
-    def fill(f) -> None:
-        n = 0
-        with pq.ParquetWriter(f, schema, compression="snappy") as writer:
-            for log in segment_logs(pdir):
-                task = Task(str(log), topic, partition, int(log.stem), 0, log.stat().st_size)
-                for batch in record_batches(task, include_headers=True):
-                    writer.write_batch(batch)
-                    n += batch.num_rows
-        rows.append(n)
-
-    _write_replace(path, fill)
-    return rows[0]
+def _write_records(path: Path, write: Callable[[BinaryIO], int]) -> int:
+    """``write`` into ``path`` atomically; returns what it returned."""
+    got: list[int] = []
+    _write_replace(path, lambda f: got.append(write(f)))
+    return got[0]
 
 
 def _remove(paths: list[Path]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.compare import Comparison, compare
@@ -19,6 +20,9 @@ from kseg.replicas.model import Replica, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
 from kseg.storage.tree import Selection, Target
+
+if TYPE_CHECKING:  # the export's modules load only when it runs
+    from kseg.replicas.export import RecordFiles
 
 METADATA_TOPIC = (
     "__cluster_metadata"  # replicated by KRaft's own protocol, not by followers' fetches
@@ -56,8 +60,15 @@ class ReplicasRun:
     """``kseg replicas``: see the module."""
 
     def __init__(
-        self, sel: Selection, *, leader: Path | None = None, export_lost: Path | None = None
+        self,
+        sel: Selection,
+        *,
+        leader: Path | None = None,
+        export_lost: Path | None = None,
+        record_files: RecordFiles | None = None,
     ) -> None:
+        """``record_files``: the writers of the exports' JSON Lines and Parquet (the caller's:
+        kseg.render.lost_records.record_files()); without them only the partition dirs."""
         targets = sel.required_targets("compare")
         self.groups, self.single = group_replicas(targets)
         if not self.groups:
@@ -73,6 +84,7 @@ class ReplicasRun:
                 raise BadOption(f"{leader} is none of the roots holding replicas", "--leader")
         self.leader = leader
         self.export_lost = export_lost
+        self.record_files = record_files
         self.outcome = Outcome.OK
 
     def _check_one_cluster(self) -> None:
@@ -171,14 +183,14 @@ class ReplicasRun:
 
         dest = self.export_lost / r.log_dir.name
         res = export_lost(r.partition_dir, cmp.loss.ranges, dest, topic=topic,
-                          partition=partition)  # fmt: skip
+                          partition=partition, files=self.record_files)  # fmt: skip
         return {
             "type": "export",
             "topic": topic,
             "partition": partition,
             "log_dir": str(r.log_dir),
             "dir": str(res.dir),
-            "jsonl": str(res.jsonl),
+            "jsonl": None if res.jsonl is None else str(res.jsonl),
             "parquet": None if res.parquet is None else str(res.parquet),
             "records": res.records,
         }

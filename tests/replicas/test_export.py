@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 
 from kseg.fixtures import replicas as R
 from kseg.format.batch import RecordBatch
+from kseg.format.headers import LAZY_HEADERS
 from kseg.format.log import iter_entries
 from kseg.format.record import Record
 from kseg.outcome import BadOption
+from kseg.render.lost_records import record_files, write_record_lines
 from kseg.replicas import export as X
 from kseg.replicas.compare import LostRange
-from kseg.replicas.export import RangeMismatch, export_lost
+from kseg.replicas.export import RangeMismatch, RecordFiles
 from kseg.replicas.run import ReplicasRun
 from kseg.storage.tree import resolve, segment_logs
 from kseg.storage.writer import LogWriter
@@ -51,7 +53,8 @@ class Source(NamedTuple):
 def write_source(pdir: Path, last_epoch: int = 3) -> None:
     """Several segments; headers (a null and a binary value), gzip/zstd/lz4 batches, two
     transactions (one committed, one aborted) with their markers, an idempotent producer, three
-    leader epochs (0, 1, ``last_epoch``), a binary value."""
+    leader epochs (0, 1, ``last_epoch``), a binary value, a record of 80 headers (dump streams its
+    JSON line in pieces)."""
     clock = itertools.count(T0, 1000).__next__
     with LogWriter(pdir, segment_bytes=600, clock=clock) as w:
         hs = [("trace", b"abc"), ("bin", b"\xff\x00\x01"), ("none", None)]
@@ -76,6 +79,8 @@ def write_source(pdir: Path, last_epoch: int = 3) -> None:
             [Record(b"bin", b"\x00\xff\xfe binary", None, [], None)],
             partition_leader_epoch=last_epoch,
         )
+        many = [("rep", b"same")] * 40 + [(f"h{i}", b"%d" % i) for i in range(40)]  # streamed
+        w.append([Record(b"many", b"headers", None, many, None)], partition_leader_epoch=last_epoch)
         w.append([Record(None, None, None, [], None)], partition_leader_epoch=last_epoch)
 
 
@@ -104,6 +109,12 @@ def test_the_source_has_every_shape(source):
     assert len(logs) >= 3
     assert sum(b.control for b in source.batches) == 2
     assert any(e["headers"] for e in source.dump.values())
+    assert max(len(e["headers"]) for e in source.dump.values()) > LAZY_HEADERS
+
+
+def export_lost(*args, **kw) -> X.ExportResult:
+    """kseg.replicas.export.export_lost with the record files' writers the CLI hands it."""
+    return X.export_lost(*args, **{"files": record_files(), **kw})
 
 
 def lost_ranges(batches: list[Batch], runs: list[tuple[int, int]]) -> list[LostRange]:
@@ -297,24 +308,36 @@ def test_a_range_not_of_whole_batches_writes_nothing(source, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_failed_export_leaves_nothing(source, tmp_path, monkeypatch):
+def test_a_failed_export_leaves_nothing(source, tmp_path):
     def fail(*_a):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(X, "_write_parquet", fail)
     dest = tmp_path / "out"
     with pytest.raises(OSError, match="No space"):
         export_lost(source.pdir, lost_ranges(source.batches, [(2, 6)]), dest, topic=TOPIC,
-                    partition=PART)  # fmt: skip
+                    partition=PART, files=RecordFiles(write_record_lines, fail))  # fmt: skip
     assert os.listdir(dest) == []
 
 
-def test_without_pyarrow_no_parquet(source, tmp_path, monkeypatch):
-    monkeypatch.setattr(X, "_have_pyarrow", lambda: False)
+def test_without_pyarrow_no_parquet(source, tmp_path):
     got = export_lost(source.pdir, lost_ranges(source.batches, [(2, 6)]), tmp_path / "out",
-                      topic=TOPIC, partition=PART)  # fmt: skip
+                      topic=TOPIC, partition=PART,
+                      files=RecordFiles(write_record_lines, None))  # fmt: skip
     assert got.parquet is None
     assert sorted(os.listdir(tmp_path / "out")) == ["orders-3", "orders-3.jsonl"]
+
+
+def test_without_record_writers_the_partition_dir_alone(source, tmp_path):
+    """The library alone (no writers handed in): the dir, its records counted from the batches
+    (the control batches' not)."""
+    runs = [(2, 9)]
+    got = X.export_lost(source.pdir, lost_ranges(source.batches, runs), tmp_path / "out",
+                        topic=TOPIC, partition=PART)  # fmt: skip
+    assert (got.jsonl, got.parquet) == (None, None)
+    assert os.listdir(tmp_path / "out") == ["orders-3"]
+    chosen = source.batches[2:10]
+    assert got.records == sum(b.last - b.base + 1 for b in chosen if not b.control)
+    assert any(b.control for b in chosen)
 
 
 def tag_at(spec: R.ReplicaSpec, offset: int) -> str:
@@ -336,7 +359,7 @@ def test_the_run_exports_exactly_the_records_a_follower_loses(tmp_path, name):
     R.build(roots, name, segment_bytes=200)
     before = tree_hash(roots)
     out = tmp_path / "lost"
-    run = ReplicasRun(resolve([roots]), export_lost=out)
+    run = ReplicasRun(resolve([roots]), export_lost=out, record_files=record_files())
     evs = list(run.events())
     rows = {Path(e["log_dir"]).name: e for e in evs if e["type"] == "replica"}
     exports = [e for e in evs if e["type"] == "export"]

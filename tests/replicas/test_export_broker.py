@@ -11,6 +11,7 @@ import re
 import orjson
 import pytest
 
+from kseg.render.lost_records import record_files
 from kseg.replicas.export import export_lost
 from tests.broker import Broker
 from tests.helpers import events, run_kseg
@@ -28,7 +29,7 @@ def test_kafka_serves_exactly_the_exported_records(kafka_home, tmp_path):
     batches = batches_of(src)
     runs = [(1, len(batches) - 1)]  # from a gzip batch: spans segments, both markers
     got = export_lost(src, lost_ranges(batches, runs), tmp_path / "out", topic=TOPIC,
-                      partition=PART)  # fmt: skip
+                      partition=PART, files=record_files())  # fmt: skip
     lines = [orjson.loads(x) for x in got.jsonl.read_bytes().splitlines()]
     proc = run_kseg("dump", got.dir, "-f", "json", "--isolation", "read_committed")
     assert proc.returncode == 0, proc.stderr
