@@ -308,14 +308,23 @@ def test_a_range_not_of_whole_batches_writes_nothing(source, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_failed_export_leaves_nothing(source, tmp_path):
-    def fail(*_a):
-        raise OSError(28, "No space left on device")
+@pytest.mark.parametrize(
+    ("exc", "where"),
+    [(OSError(28, "No space left on device"), "parquet"), (KeyboardInterrupt(), "jsonl")],
+)
+def test_a_failed_export_leaves_nothing(source, tmp_path, exc, where):
+    """No space while the Parquet file is written, an interrupt (Ctrl-C) while the JSON Lines
+    are: the partition dir already renamed into place goes too."""
 
+    def fail(*_a):
+        raise exc
+
+    files = record_files()
+    files = files._replace(**{where: fail})
     dest = tmp_path / "out"
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(type(exc)):
         export_lost(source.pdir, lost_ranges(source.batches, [(2, 6)]), dest, topic=TOPIC,
-                    partition=PART, files=RecordFiles(write_record_lines, fail))  # fmt: skip
+                    partition=PART, files=files)  # fmt: skip
     assert os.listdir(dest) == []
 
 
