@@ -82,10 +82,31 @@ class ReplicasRun:
             roots = {t.log_dir.resolve() for g in self.groups.values() for t in g}
             if leader.resolve() not in roots:
                 raise BadOption(f"{leader} is none of the roots holding replicas", "--leader")
+        if export_lost is not None:
+            self._check_export(export_lost)
         self.leader = leader
         self.export_lost = export_lost
         self.record_files = record_files
         self.outcome = Outcome.OK
+
+    def _check_export(self, dest: Path) -> None:
+        """--export-lost DIR refused before anything is read (BadOption: usage): a replica's
+        DIR/<root name> that already holds its export or is a symlink (kseg.replicas.export
+        .check_dest), or two roots of one name (their exports would meet in one directory)."""
+        from kseg.replicas.export import check_dest
+
+        names: dict[str, Path] = {}
+        for (topic, partition), targets in sorted(self.groups.items()):
+            for t in targets:
+                other = names.setdefault(t.log_dir.name, t.log_dir)
+                if other.resolve() != t.log_dir.resolve():
+                    raise BadOption(
+                        f"{other} and {t.log_dir}: two roots named {t.log_dir.name}; "
+                        "--export-lost writes each root's records under DIR/<root name>",
+                        "--export-lost",
+                    )
+                check_dest(dest / t.log_dir.name, topic, partition,
+                           src_partition_dir=t.partition_dir)  # fmt: skip
 
     def _check_one_cluster(self) -> None:
         from kseg.offsets.placement import cluster_ids

@@ -390,3 +390,22 @@ def test_the_run_exports_exactly_the_records_a_follower_loses(tmp_path, name):
         ]
     assert tree_hash(roots) == before
     assert_kafka_valid(out)
+
+
+def test_the_run_refuses_an_export_dir_before_reading(tmp_path):
+    """kseg.replicas.run: a DIR/<root name> already holding a replica's export (even one that
+    loses nothing), or two roots of one name, is a usage error before any replica is read."""
+    roots = tmp_path / "roots"
+    R.build(roots, "unclean")
+    out = tmp_path / "lost"
+    (out / "broker-2" / f"{R.TOPIC}-{R.PARTITION}.jsonl").parent.mkdir(parents=True)
+    (out / "broker-2" / f"{R.TOPIC}-{R.PARTITION}.jsonl").write_bytes(b"mine\n")
+    with pytest.raises(BadOption, match="exists"):
+        ReplicasRun(resolve([roots]), export_lost=out, record_files=record_files())
+    assert sorted(p.name for p in out.rglob("*")) == ["broker-2", "orders-0.jsonl"]
+    other = tmp_path / "elsewhere" / "broker-1"
+    R.write_root(other, 4, R.SCENARIOS["unclean"].replicas["broker-1"])
+    with pytest.raises(BadOption, match="two roots named broker-1"):
+        ReplicasRun(resolve([roots / "broker-1", roots / "broker-3", other]),
+                    export_lost=tmp_path / "lost2")  # fmt: skip
+    assert not (tmp_path / "lost2").exists()
