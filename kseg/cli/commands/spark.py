@@ -266,7 +266,9 @@ def spark_replicas(
     replica truncates to when it rejoins and the records it loses. The same events and exit
     codes (0 consistent, 4 diverged or damaged, 8, 16); each replica is loaded by kseg's own
     function on an executor, the batches are compared in Spark. --export-lost stays local
-    (`kseg replicas`).
+    (`kseg replicas`). Where the answers can differ: a log whose offsets do not grow batch
+    after batch (none Kafka writes) has its lost range and first divergence taken by offset,
+    not in log order.
 
     Example:
 
