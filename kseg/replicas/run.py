@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.compare import Comparison, compare
-from kseg.replicas.leader import choose
+from kseg.replicas.leader import Choice, choose
 from kseg.replicas.model import Replica, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
@@ -137,11 +137,21 @@ class ReplicasRun:
         yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]
                + totals[DAMAGED], **totals}  # fmt: skip
 
+    # what kseg.spark.replicas answers from its Spark jobs instead (the same functions' results)
+    def _load(self, t: Target, topic: str, partition: int) -> Replica:
+        return load_replica(t, topic, partition)
+
+    def _choose(self, replicas: list[Replica], topic: str, partition: int) -> Choice:
+        return choose(replicas, topic, partition, self.leader)
+
+    def _compare(self, topic: str, partition: int, lead: Replica, r: Replica, rj: Rejoin):
+        return compare(lead, r, rj.truncate_to, rj.fully)
+
     def _partition(self, topic: str, partition: int, targets: list[Target]):
         replicas: list[Replica] = []
         for t in targets:
             try:
-                replicas.append(load_replica(t, topic, partition))
+                replicas.append(self._load(t, topic, partition))
             except OSError as exc:
                 self.outcome |= Outcome.UNREADABLE
                 yield {"type": "failure", "message": f"{exc.filename or t.partition_dir}: "
@@ -152,7 +162,7 @@ class ReplicasRun:
             if r.epoch_note is not None:
                 yield {"type": "notice", "message": f"{r.epoch_note} (Kafka's replication goes "
                        "by leader-epoch-checkpoint)"}  # fmt: skip
-        choice = choose(replicas, topic, partition, self.leader)
+        choice = self._choose(replicas, topic, partition)
         lead = replicas[choice.index]
         rows = [_replica_event(topic, partition, lead, LEADER, None, None, LEADER)]
         first_div: int | None = None
@@ -167,7 +177,7 @@ class ReplicasRun:
                 continue
             rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
                         r.log_end_offset)  # fmt: skip
-            cmp = compare(lead, r, rj.truncate_to, rj.fully)
+            cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))
             if cmp.divergence is not None:

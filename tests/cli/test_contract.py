@@ -35,7 +35,12 @@ PATH_COMMANDS = [
     ["index", "rebuild", "--dry-run"],
     ["txn"],
 ]
-SPARK_COMMANDS = [["spark", "stats"], ["spark", "verify"], ["spark", "export", "--out", "/tmp/x"]]
+SPARK_COMMANDS = [
+    ["spark", "stats"],
+    ["spark", "verify"],
+    ["spark", "export", "--out", "/tmp/x"],
+    ["spark", "replicas"],
+]
 
 
 def _err_lines(proc) -> list[str]:
@@ -724,6 +729,7 @@ def test_shell_completion():
         ["spark", "export"],
         ["spark", "verify"],
         ["spark", "stats"],
+        ["spark", "replicas"],
     ],
     ids=lambda c: "-".join(c),
 )
