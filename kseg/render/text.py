@@ -547,7 +547,8 @@ def replicas_line(ev: dict) -> str | None:
     """`kseg replicas`: per partition its verdict, the first divergence and the leader kept (by
     which rule), then one line per replica (leader first): its status, log start and end, its
     leader epochs (``epoch@start_offset``), and what Kafka truncates it to when it rejoins and
-    the records that takes; an export line per replica with --export-lost; a total."""
+    the records that takes (``nothing truncated``: it keeps its whole log); an export line per
+    replica with --export-lost; a total."""
     t = ev["type"]
     if t == "partition":
         where = f"{ev['topic']}-{ev['partition']}"
@@ -572,10 +573,12 @@ def replicas_line(ev: dict) -> str | None:
             f"{ev['log_start_offset']} end {ev['log_end_offset']}{hw}, epochs "
             f"{epochs_text(ev['epochs']) or 'none'}"
         )
-        if ev["truncate_to"] is not None:
+        n, to = ev["lost_records"], ev["truncate_to"]
+        if to is not None and not ev["truncate_fully"] and to >= ev["log_end_offset"] and not n:
+            line += "; nothing truncated"
+        elif to is not None:
             verb = "truncates fully, starts at" if ev["truncate_fully"] else "truncates to"
-            line += f"; {verb} {ev['truncate_to']}: "
-            n = ev["lost_records"]
+            line += f"; {verb} {to}: "
             if not n:
                 line += "nothing lost"
             else:

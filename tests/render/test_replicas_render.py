@@ -113,8 +113,7 @@ def test_text_a_partition_line_then_one_line_per_replica():
         "orders-0 [/r/b1]: diverged (node 1) at offset 120 (epoch 3, leader's 4): start 0 end "
         "140, epochs 0@0 3@100; truncates to 120: loses 20 records (2 batches, 2400 bytes), "
         "1700000000000 (2023-11-14T22:13:20.000Z) .. 1700000060000 (2023-11-14T22:14:20.000Z)",
-        "orders-0 [/r/b3]: behind: start 0 end 100, epochs 0@0 2@100; truncates to 100: "
-        "nothing lost",
+        "orders-0 [/r/b3]: behind: start 0 end 100, epochs 0@0 2@100; nothing truncated",
         "orders-0 [/r/b1]: exported 20 records to /x/lost/b1/orders-0 (/x/lost/b1/orders-0.jsonl)",
         "total: 1 partitions, 0 consistent, 1 diverged, 0 damaged; 20 records (2400 bytes) lost",
     ]
@@ -126,9 +125,11 @@ def test_text_consistent_damaged_fully_truncated_and_no_epochs():
     lines = _render([part, _replica("/r/b1", status="in_sync")], "text").splitlines()
     assert lines == [
         "orders-0: 3 replicas, consistent; leader /r/b2 (given: --leader); nothing lost",
-        "orders-0 [/r/b1]: in sync: start 0 end 150, epochs 0@0 2@100 4@120; truncates to 150: "
-        "nothing lost",
+        "orders-0 [/r/b1]: in sync: start 0 end 150, epochs 0@0 2@100 4@120; nothing truncated",
     ]
+    # truncated below its end, yet every record truncated is the leader's: fetched again
+    below = _replica("/r/b1", status="behind", truncate_to=120)
+    assert _render([below], "text").endswith("; truncates to 120: nothing lost\n")
     damaged = _replica(
         "/r/b3",
         status="damaged",
