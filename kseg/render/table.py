@@ -462,9 +462,9 @@ REPLICAS_COLUMNS = {
     "partition": ("topic", "partition", "replicas", "status", "first_divergence", "leader",
                   "leader_rule", "leader_reason", "lost_records", "lost_bytes"),
     "replica": ("topic", "partition", "log_dir", "node_id", "status", "log_start_offset",
-                "log_end_offset", "high_watermark", "epochs", "divergence", "truncate_to",
-                "lost_records", "lost_bytes", "lost_first_timestamp", "lost_last_timestamp",
-                "damage"),
+                "log_end_offset", "high_watermark", "cleaned_to", "epochs", "last_batch_epoch",
+                "divergence", "truncate_to", "lost_records", "lost_bytes",
+                "lost_first_timestamp", "lost_last_timestamp", "damage"),
     "export": ("topic", "partition", "log_dir", "records", "dir", "jsonl", "parquet"),
 }  # fmt: skip
 _FLEXIBLE = (

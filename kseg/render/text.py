@@ -546,7 +546,7 @@ def _lost_total(records: int, bytes_: int) -> str:
 def replicas_line(ev: dict) -> str | None:
     """`kseg replicas`: per partition its verdict, the first divergence and the leader kept (by
     which rule), then one line per replica (leader first): its status, log start and end, its
-    leader epochs (``epoch@start_offset``), and what Kafka truncates it to when it rejoins and
+    leader epochs (``epoch@start_offset``) and its last batch's, and what Kafka truncates it to when it rejoins and
     the records that takes (``nothing truncated``: it keeps its whole log); an export line per
     replica with --export-lost; a total."""
     t = ev["type"]
@@ -573,6 +573,10 @@ def replicas_line(ev: dict) -> str | None:
             f"{ev['log_start_offset']} end {ev['log_end_offset']}{hw}, epochs "
             f"{epochs_text(ev['epochs']) or 'none'}"
         )
+        if ev.get("last_batch_epoch") is not None:
+            line += f", last batch epoch {ev['last_batch_epoch']}"
+        if ev.get("cleaned_to"):  # below it each replica's cleaner rewrote its own batches
+            line += f", cleaned to {ev['cleaned_to']}"
         n, to = ev["lost_records"], ev["truncate_to"]
         if to is not None and not ev["truncate_fully"] and to >= ev["log_end_offset"] and not n:
             line += "; nothing truncated"

@@ -25,7 +25,9 @@ def _replica(log_dir: str, **kw) -> dict:
         "log_start_offset": 0,
         "log_end_offset": 150,
         "high_watermark": None,
+        "cleaned_to": None,
         "latest_epoch": 4,
+        "last_batch_epoch": 4,
         "epochs": [[0, 0], [2, 100], [4, 120]],
         "divergence": None,
         "truncate_to": 150,
@@ -64,6 +66,8 @@ DIVERGED = _replica(
     status="diverged",
     log_end_offset=140,
     latest_epoch=3,
+    last_batch_epoch=3,
+    cleaned_to=50,
     epochs=[[0, 0], [3, 100]],
     divergence={"offset": 120, "epoch": 3, "leader_epoch": 4},
     truncate_to=120,
@@ -76,7 +80,7 @@ DIVERGED = _replica(
     lost_last_timestamp=T + 60_000,
 )
 BEHIND = _replica("/r/b3", status="behind", log_end_offset=100, latest_epoch=2,
-                  epochs=[[0, 0], [2, 100]], truncate_to=100)  # fmt: skip
+                  last_batch_epoch=None, epochs=[[0, 0], [2, 100]], truncate_to=100)  # fmt: skip
 EXPORT = {
     "type": "export",
     "topic": "orders",
@@ -109,9 +113,10 @@ def test_text_a_partition_line_then_one_line_per_replica():
     assert _render(EVENTS, "text").splitlines() == [
         "orders-0: 3 replicas, diverged, first divergence at offset 120; leader /r/b2 "
         "(latest_epoch: its leader epoch 4 is the latest); 20 records (2400 bytes) lost",
-        "orders-0 [/r/b2]: leader (node 2): start 0 end 150 hw 150, epochs 0@0 2@100 4@120",
+        "orders-0 [/r/b2]: leader (node 2): start 0 end 150 hw 150, epochs 0@0 2@100 4@120, last "
+        "batch epoch 4",
         "orders-0 [/r/b1]: diverged (node 1) at offset 120 (epoch 3, leader's 4): start 0 end "
-        "140, epochs 0@0 3@100; truncates to 120: loses 20 records (2 batches, 2400 bytes), "
+        "140, epochs 0@0 3@100, last batch epoch 3, cleaned to 50; truncates to 120: loses 20 records (2 batches, 2400 bytes), "
         "1700000000000 (2023-11-14T22:13:20.000Z) .. 1700000060000 (2023-11-14T22:14:20.000Z)",
         "orders-0 [/r/b3]: behind: start 0 end 100, epochs 0@0 2@100; nothing truncated",
         "orders-0 [/r/b1]: exported 20 records to /x/lost/b1/orders-0 (/x/lost/b1/orders-0.jsonl)",
@@ -125,7 +130,8 @@ def test_text_consistent_damaged_fully_truncated_and_no_epochs():
     lines = _render([part, _replica("/r/b1", status="in_sync")], "text").splitlines()
     assert lines == [
         "orders-0: 3 replicas, consistent; leader /r/b2 (given: --leader); nothing lost",
-        "orders-0 [/r/b1]: in sync: start 0 end 150, epochs 0@0 2@100 4@120; nothing truncated",
+        "orders-0 [/r/b1]: in sync: start 0 end 150, epochs 0@0 2@100 4@120, last batch epoch 4; "
+        "nothing truncated",
     ]
     # truncated below its end, yet every record truncated is the leader's: fetched again
     below = _replica("/r/b1", status="behind", truncate_to=120)
@@ -143,7 +149,7 @@ def test_text_consistent_damaged_fully_truncated_and_no_epochs():
         damage="/r/b3/orders-0/00000000000000000000.log: byte 70: crc_mismatch: stored 1",
     )
     assert _render([damaged], "text") == (
-        "orders-0 [/r/b3]: damaged: start 0 end 150, epochs none; truncates fully, starts at 0: "
+        "orders-0 [/r/b3]: damaged: start 0 end 150, epochs none, last batch epoch 4; truncates fully, starts at 0: "
         "loses 1 record (1 batch, 80 bytes); damage: /r/b3/orders-0/00000000000000000000.log: "
         "byte 70: crc_mismatch: stored 1\n"
     )
@@ -166,15 +172,16 @@ def test_table_a_row_per_replica_epochs_compact(monkeypatch):
     replica = tables[1].splitlines()
     head = replica[1].split()
     assert head == ["topic", "partition", "log_dir", "node_id", "status", "log_start_offset",
-                    "log_end_offset", "high_watermark", "epochs", "divergence", "truncate_to",
+                    "log_end_offset", "high_watermark", "cleaned_to", "epochs",
+                    "last_batch_epoch", "divergence", "truncate_to",
                     "lost_records", "lost_bytes", "lost_first_timestamp",
                     "lost_last_timestamp"]  # fmt: skip
     rows = replica[2:]
     assert len(rows) == 3
     assert rows[0].split() == ["orders", "0", "/r/b2", "2", "leader", "0", "150", "150", "0@0",
-                               "2@100", "4@120", "0", "0"]  # fmt: skip
-    assert rows[1].split() == ["orders", "0", "/r/b1", "1", "diverged", "0", "140", "0@0",
-                               "3@100", "120", "120", "20", "2400", "1700000000000",
+                               "2@100", "4@120", "4", "0", "0"]  # fmt: skip
+    assert rows[1].split() == ["orders", "0", "/r/b1", "1", "diverged", "0", "140", "50", "0@0",
+                               "3@100", "3", "120", "120", "20", "2400", "1700000000000",
                                "2023-11-14T22:13:20.000Z", "1700000060000",
                                "2023-11-14T22:14:20.000Z"]  # fmt: skip
     partition = tables[0].splitlines()
