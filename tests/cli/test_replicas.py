@@ -167,3 +167,12 @@ def test_unreadable_replica_is_8(roots, tmp_path):
     proc = run_kseg("replicas", base, timeout=60)
     assert proc.returncode & 8, proc.stderr
     assert "named pipe" in proc.stderr.decode() and proc.stderr.decode().count("\n") == 1
+
+
+def test_the_readme_example_output_is_what_kseg_replicas_prints(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("```sh\n$ kseg replicas copies\n", 1)[1].split("```", 1)[0]
+    build(tmp_path / "copies", "unclean")
+    proc = run_kseg("replicas", "copies", cwd=tmp_path)
+    assert proc.returncode == 4 and proc.stderr == b""
+    assert proc.stdout.decode() == block
