@@ -35,6 +35,11 @@ def replicas(
     from kseg.replicas.run import ReplicasRun
 
     sel = selection(paths, topic, partition)
-    run = ReplicasRun(sel, leader=leader, export_lost=export_lost)
+    files = None
+    if export_lost is not None:  # the exports' JSON Lines and Parquet writers (render, spark)
+        from kseg.render.lost_records import record_files
+
+        files = record_files()
+    run = ReplicasRun(sel, leader=leader, export_lost=export_lost, record_files=files)
     track(run)
     return exit_status(finish("replicas", run, run.events(), fmt.value))
