@@ -602,8 +602,8 @@ def replicas_line(ev: dict) -> str | None:
     if t == "export":
         files = ", ".join(f for f in (ev["jsonl"], ev["parquet"]) if f is not None)
         return (
-            f"{ev['topic']}-{ev['partition']} [{ev['log_dir']}]: exported {ev['records']} "
-            f"records to {ev['dir']} ({files})"
+            f"{ev['topic']}-{ev['partition']} [{ev['log_dir']}]: exported "
+            f"{_records(ev['records'])} to {ev['dir']}" + (f" ({files})" if files else "")
         )
     if t == "summary":
         lost = _lost_total(ev["lost_records"], ev["lost_bytes"])

@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from kseg.fixtures.replicas import SCENARIOS, ReplicaSpec, Run, build, write_replica
@@ -176,3 +177,60 @@ def test_the_readme_example_output_is_what_kseg_replicas_prints(tmp_path):
     proc = run_kseg("replicas", "copies", cwd=tmp_path)
     assert proc.returncode == 4 and proc.stderr == b""
     assert proc.stdout.decode() == block
+
+
+def _tree_bytes(base: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()
+    }
+
+
+def test_export_lost_writes_what_each_losing_replica_loses(roots, tmp_path):
+    base = roots / "twice"
+    before = _tree_bytes(base)
+    out = tmp_path / "lost"
+    code, evs, err = _json(base, "--export-lost", out)
+    assert code == 4 and err == ""
+    (exp,) = [e for e in evs if e["type"] == "export"]  # broker-1 alone loses records
+    (loser,) = [e for e in evs if e["type"] == "replica" and e["lost_records"]]
+    dest = out / "broker-1"
+    assert exp == {
+        "type": "export",
+        "topic": "orders",
+        "partition": 0,
+        "log_dir": str(base / "broker-1"),
+        "dir": str(dest / "orders-0"),
+        "jsonl": str(dest / "orders-0.jsonl"),
+        "parquet": exp["parquet"],  # with pyarrow: the .parquet beside it
+        "records": loser["lost_records"],
+    }
+    assert exp["parquet"] in (None, str(dest / "orders-0.parquet"))
+    assert [e["type"] for e in evs].index("export") == len(evs) - 2  # after its partition's
+    lines = (dest / "orders-0.jsonl").read_bytes().splitlines()
+    offsets = [orjson.loads(x)["offset"] for x in lines]
+    assert offsets == list(range(loser["lost_first_offset"], loser["lost_last_offset"] + 1))
+    assert len(offsets) == 25 and _tree_bytes(base) == before  # the input is only read
+    # the text line names where they went
+    proc = run_kseg("replicas", base, "--export-lost", tmp_path / "again")
+    again = tmp_path / "again" / "broker-1"
+    assert f"orders-0 [{base / 'broker-1'}]: exported 25 records to {again / 'orders-0'} (" in (
+        proc.stdout.decode()
+    )
+
+
+def test_export_lost_into_an_earlier_export_is_16_one_line(roots, tmp_path):
+    base, out = roots / "unclean", tmp_path / "lost"
+    assert run_kseg("replicas", base, "--export-lost", out).returncode == 4
+    before = _tree_bytes(out)
+    proc = run_kseg("replicas", base, "--export-lost", out)
+    assert proc.returncode == 16 and proc.stdout == b""
+    (line,) = proc.stderr.decode().splitlines()
+    assert line.startswith("kseg: Invalid value for --export-lost: ")
+    assert str(out / "broker-1" / "orders-0") in line
+    assert _tree_bytes(out) == before
+
+
+def test_export_lost_with_nothing_lost_writes_nothing(roots, tmp_path):
+    code, evs, _ = _json(roots / "lag", "--export-lost", tmp_path / "lost")
+    assert code == 0 and not [e for e in evs if e["type"] == "export"]
+    assert not (tmp_path / "lost" / "broker-2").exists()

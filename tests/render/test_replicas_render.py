@@ -155,6 +155,11 @@ def test_text_consistent_damaged_fully_truncated_and_no_epochs():
     )
 
 
+def test_text_an_export_without_record_files():
+    bare = {**EXPORT, "jsonl": None, "records": 1}
+    assert _render([bare], "text") == "orders-0 [/r/b1]: exported 1 record to /x/lost/b1/orders-0\n"
+
+
 def test_json_is_the_events_as_they_are():
     lines = _render(EVENTS, "json").splitlines()
     assert [orjson.loads(x) for x in lines] == EVENTS
