@@ -159,6 +159,9 @@ class ReplicasRun:
         if len(replicas) < 2:
             return None
         for r in replicas:
+            if r.unreadable is not None:
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": r.unreadable}
             if r.epoch_note is not None:
                 yield {"type": "notice", "message": f"{r.epoch_note} (Kafka's replication goes "
                        "by leader-epoch-checkpoint)"}  # fmt: skip
