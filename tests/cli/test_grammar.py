@@ -39,7 +39,12 @@ def test_every_command_is_on_the_app():
         "spark",
     ]
     assert root.get_command(None, "index").list_commands(None) == ["rebuild", "check"]
-    assert root.get_command(None, "spark").list_commands(None) == ["export", "verify", "stats"]
+    assert root.get_command(None, "spark").list_commands(None) == [
+        "export",
+        "verify",
+        "stats",
+        "replicas",
+    ]
 
 
 # common command lines: click parses each without a usage error (its values are typer's)

@@ -287,8 +287,4 @@ def spark_replicas(
         run.spark = spark = _session(master, conf, quiet)
         with _bar(spark, quiet, "spark replicas"):
             events = list(run.events())
-    from kseg.render.text import LINES
-
-    # the local command's text lines (kseg.render.text), where they are
-    command = "replicas" if "replicas" in LINES else "spark stats"
-    return _finish(command, run.outcome, events, fmt.value)
+    return _finish("replicas", run.outcome, events, fmt.value)  # the local command's lines
