@@ -546,8 +546,8 @@ def _lost_total(records: int, bytes_: int) -> str:
 def replicas_line(ev: dict) -> str | None:
     """`kseg replicas`: per partition its verdict, the first divergence and the leader kept (by
     which rule), then one line per replica (leader first): its status, log start and end, its
-    leader epochs (``epoch@start_offset``) and its last batch's, and what Kafka truncates it to when it rejoins and
-    the records that takes (``nothing truncated``: it keeps its whole log); an export line per
+    leader epochs (``epoch@start_offset``) and its last batch's, and what Kafka truncates it to
+    when it rejoins and the records that takes (``nothing truncated``: it keeps its whole log); an export line per
     replica with --export-lost; a total."""
     t = ev["type"]
     if t == "partition":
@@ -565,7 +565,9 @@ def replicas_line(ev: dict) -> str | None:
         d = ev["divergence"]
         div = ""
         if d is not None:
-            sides = [f"epoch {_n(d['epoch'])}", f"leader's {_n(d['leader_epoch'])}"]
+            mine = "no batch" if d["epoch"] is None else f"epoch {d['epoch']}"
+            theirs = "none" if d["leader_epoch"] is None else d["leader_epoch"]
+            sides = [mine, f"leader's {theirs}"]
             div = f" at offset {d['offset']} ({', '.join(sides)})"
         hw = f" hw {ev['high_watermark']}" if ev["high_watermark"] is not None else ""
         line = (
