@@ -22,7 +22,19 @@ LAYERS = {
     "kernel": 1,  # the compiled kernel's splice: beside storage, over format
     "storage": 1,
     **dict.fromkeys(
-        ("dump", "seek", "offsets", "stats", "verify", "repair", "index", "salvage", "txn"), 2
+        (
+            "dump",
+            "seek",
+            "offsets",
+            "stats",
+            "verify",
+            "repair",
+            "index",
+            "salvage",
+            "txn",
+            "replicas",
+        ),
+        2,
     ),
     "fixtures": 2,  # writes example trees (and corrupt copies) with storage's writer
     "render": 3,

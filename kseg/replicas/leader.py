@@ -1,0 +1,77 @@
+"""Which replica leads: the one Kafka keeps, whose log the others truncate against.
+
+In order: ``--leader ROOT``; the KRaft metadata under the roots (the `__cluster_metadata`
+replica with the greatest log end: the partition's leader once every record is applied, mapped
+to a root by meta.properties' node.id); else the replica with the greatest leader epoch in its
+cache (the last one made leader: the controller gives each new leader a greater epoch), then the
+greatest log end, then the first given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from kseg.format.errors import CorruptionError
+from kseg.replicas.model import Replica
+
+METADATA_DIR = "__cluster_metadata-0"
+GIVEN, METADATA, LATEST_EPOCH = "given", "metadata", "latest_epoch"
+
+
+class Choice(NamedTuple):
+    index: int  # into the replicas
+    rule: str
+    reason: str
+
+
+def _metadata_leader(replicas: Sequence[Replica], topic: str, partition: int):
+    """(node id, why) from the most complete KRaft metadata log under the replicas' roots, or
+    (None, why not)."""
+    from kseg.offsets.leaders import partition_leader
+    from kseg.offsets.placement import best_replica
+
+    mdirs = [r.log_dir / METADATA_DIR for r in replicas if (r.log_dir / METADATA_DIR).is_dir()]
+    if not mdirs:
+        return None, "no KRaft metadata under the roots"
+    mdir, _ = best_replica(mdirs)
+    try:
+        at = partition_leader(mdir, topic, partition, 1 << 62)
+    except (CorruptionError, OSError) as exc:
+        return None, f"KRaft metadata {mdir} unreadable ({exc})"
+    if at is None:
+        return None, f"KRaft metadata {mdir} does not know {topic}-{partition}"
+    if at.leader < 0:
+        return None, f"KRaft metadata {mdir}: {topic}-{partition} has no leader"
+    return at.leader, f"KRaft metadata {mdir}: node {at.leader} leads"
+
+
+def choose(
+    replicas: Sequence[Replica], topic: str, partition: int, given: Path | None = None
+) -> Choice:
+    if given is not None:
+        want = given.resolve()
+        for i, r in enumerate(replicas):
+            if r.log_dir.resolve() == want:
+                return Choice(i, GIVEN, f"--leader {given}")
+    node, why = _metadata_leader(replicas, topic, partition)
+    if node is not None:
+        for i, r in enumerate(replicas):
+            if r.node_id == node:
+                return Choice(i, METADATA, why)
+        why = f"{why}, whose root is not among those given"
+    cands = [r for r in replicas if r.starts] or list(replicas)
+    best = max(
+        range(len(replicas)),
+        key=lambda i: (
+            replicas[i] in cands,
+            -1 if replicas[i].latest_epoch is None else replicas[i].latest_epoch,
+            replicas[i].log_end_offset,
+            -i,
+        ),
+    )
+    r = replicas[best]
+    epoch = "no epoch" if r.latest_epoch is None else f"epoch {r.latest_epoch}"
+    return Choice(best, LATEST_EPOCH, f"{why}: the greatest leader epoch ({epoch}), "
+                  f"then the greatest log end ({r.log_end_offset})")  # fmt: skip

@@ -1,0 +1,217 @@
+"""`kseg replicas` as a library call: the partitions that have replicas in two or more of the
+roots given, each replica loaded as Kafka loads it (kseg.replicas.model), the leader chosen
+(kseg.replicas.leader), and for every other replica where its batches first differ from the
+leader's, what it truncates to when it rejoins (kseg.replicas.rejoin: Kafka's epoch rule) and
+the records that only it holds, which the truncation loses (kseg.replicas.compare). With
+``export_lost``, those records are written out (kseg.replicas.export). Events out (JSON shapes
+in README "kseg replicas"); ``outcome``: INVALID_DATA when a replica diverged or is damaged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from kseg.outcome import BadOption, Outcome
+from kseg.replicas.compare import Comparison, compare
+from kseg.replicas.leader import choose
+from kseg.replicas.model import Replica, load_replica
+from kseg.replicas.rejoin import Rejoin, rejoin
+from kseg.storage import files as F
+from kseg.storage.tree import Selection, Target
+
+METADATA_TOPIC = (
+    "__cluster_metadata"  # replicated by KRaft's own protocol, not by followers' fetches
+)
+
+LEADER, IN_SYNC, BEHIND, DIVERGED, DAMAGED = "leader", "in_sync", "behind", "diverged", "damaged"
+CONSISTENT = "consistent"
+
+
+def group_replicas(targets: list[Target]) -> tuple[dict[tuple[str, int], list[Target]], int]:
+    """Live partitions by (topic, partition), each with its replicas in the order given; and
+    how many partitions have a single replica (nothing to compare them with)."""
+    groups: dict[tuple[str, int], list[Target]] = {}
+    for t in targets:
+        name = F.parse_partition_dir(t.partition_dir.name)
+        if name is None or name.state is not None or t.kafka07 or name.topic == METADATA_TOPIC:
+            continue
+        groups.setdefault((name.topic, name.partition), []).append(t)
+    single = sum(1 for g in groups.values() if len(g) < 2)
+    return {k: g for k, g in groups.items() if len(g) >= 2}, single
+
+
+def status_of(r: Replica, leader: Replica, rj: Rejoin, cmp: Comparison) -> str:
+    if r.damage is not None or not r.starts:
+        return DAMAGED
+    diverged_below = cmp.divergence is not None and cmp.divergence.offset < rj.truncate_to
+    if cmp.loss.records or diverged_below:
+        return DIVERGED
+    if rj.fully or r.log_end_offset < leader.log_end_offset:
+        return BEHIND
+    return IN_SYNC
+
+
+class ReplicasRun:
+    """``kseg replicas``: see the module."""
+
+    def __init__(
+        self, sel: Selection, *, leader: Path | None = None, export_lost: Path | None = None
+    ) -> None:
+        targets = sel.required_targets("compare")
+        self.groups, self.single = group_replicas(targets)
+        if not self.groups:
+            raise BadOption(
+                "no partition has replicas in two or more of the roots given: give a directory "
+                "of broker roots, or several roots",
+                "PATH",
+            )
+        self._check_one_cluster()
+        if leader is not None:
+            roots = {t.log_dir.resolve() for g in self.groups.values() for t in g}
+            if leader.resolve() not in roots:
+                raise BadOption(f"{leader} is none of the roots holding replicas", "--leader")
+        self.leader = leader
+        self.export_lost = export_lost
+        self.outcome = Outcome.OK
+
+    def _check_one_cluster(self) -> None:
+        from kseg.offsets.placement import cluster_ids
+
+        roots = {t.log_dir for g in self.groups.values() for t in g}
+        ids = cluster_ids(roots)
+        if len(set(ids.values())) > 1:
+            named = ", ".join(f"{r} ({c})" for r, c in sorted(ids.items()))
+            raise BadOption(f"the roots belong to different clusters: {named}", "PATH")
+
+    def events(self) -> Iterator[dict]:
+        totals = dict.fromkeys((CONSISTENT, DIVERGED, DAMAGED, "lost_records", "lost_bytes"), 0)
+        if self.single:
+            yield {"type": "notice", "message": f"{self.single} partition"
+                   f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
+                   "nothing to compare"}  # fmt: skip
+        for (topic, partition), targets in sorted(self.groups.items()):
+            evs = yield from self._partition(topic, partition, targets)
+            if evs is None:
+                continue
+            head = evs[0]
+            totals[head["status"]] += 1
+            totals["lost_records"] += head["lost_records"]
+            totals["lost_bytes"] += head["lost_bytes"]
+            yield from evs
+        if totals[DIVERGED] or totals[DAMAGED]:
+            self.outcome |= Outcome.INVALID_DATA
+        yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]
+               + totals[DAMAGED], **totals}  # fmt: skip
+
+    def _partition(self, topic: str, partition: int, targets: list[Target]):
+        replicas: list[Replica] = []
+        for t in targets:
+            try:
+                replicas.append(load_replica(t, topic, partition))
+            except OSError as exc:
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": f"{exc.filename or t.partition_dir}: "
+                       f"{exc.strerror or exc}"}  # fmt: skip
+        if len(replicas) < 2:
+            return None
+        for r in replicas:
+            if r.epoch_note is not None:
+                yield {"type": "notice", "message": f"{r.epoch_note} (Kafka's replication goes "
+                       "by leader-epoch-checkpoint)"}  # fmt: skip
+        choice = choose(replicas, topic, partition, self.leader)
+        lead = replicas[choice.index]
+        rows = [_replica_event(topic, partition, lead, LEADER, None, None, LEADER)]
+        first_div: int | None = None
+        lost_records = lost_bytes = 0
+        worst = CONSISTENT
+        exports = []
+        if lead.damage is not None or not lead.starts:
+            rows[0]["status"] = DAMAGED
+            worst = DAMAGED
+        for r in replicas:
+            if r is lead:
+                continue
+            rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                        r.log_end_offset)  # fmt: skip
+            cmp = compare(lead, r, rj.truncate_to, rj.fully)
+            status = status_of(r, lead, rj, cmp)
+            rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))
+            if cmp.divergence is not None:
+                d = cmp.divergence.offset
+                first_div = d if first_div is None else min(first_div, d)
+            lost_records += cmp.loss.records
+            lost_bytes += cmp.loss.bytes
+            if status == DAMAGED:
+                worst = DAMAGED
+            elif status == DIVERGED and worst == CONSISTENT:
+                worst = DIVERGED
+            if self.export_lost is not None and cmp.loss.records:
+                exports.append((r, cmp))
+        head = {
+            "type": "partition",
+            "topic": topic,
+            "partition": partition,
+            "replicas": len(replicas),
+            "leader": str(lead.log_dir),
+            "leader_rule": choice.rule,
+            "leader_reason": choice.reason,
+            "status": worst,
+            "first_divergence": first_div,
+            "lost_records": lost_records,
+            "lost_bytes": lost_bytes,
+        }
+        evs = [head, *rows]
+        for r, cmp in exports:
+            evs.append(self._export(topic, partition, r, cmp))
+        return evs
+
+    def _export(self, topic: str, partition: int, r: Replica, cmp: Comparison) -> dict:
+        from kseg.replicas.export import export_lost
+
+        dest = self.export_lost / r.log_dir.name
+        res = export_lost(r.partition_dir, cmp.loss.ranges, dest, topic=topic,
+                          partition=partition)  # fmt: skip
+        return {
+            "type": "export",
+            "topic": topic,
+            "partition": partition,
+            "log_dir": str(r.log_dir),
+            "dir": str(res.dir),
+            "jsonl": str(res.jsonl),
+            "parquet": None if res.parquet is None else str(res.parquet),
+            "records": res.records,
+        }
+
+
+def _replica_event(topic, partition, r: Replica, role, rj: Rejoin | None, cmp, status) -> dict:
+    loss = cmp.loss if cmp is not None else None
+    lost = loss is not None and loss.records > 0
+    div = cmp.divergence if cmp is not None else None
+    return {
+        "type": "replica",
+        "topic": topic,
+        "partition": partition,
+        "log_dir": str(r.log_dir),
+        "node_id": r.node_id,
+        "role": role,
+        "status": status,
+        "log_start_offset": r.log_start_offset,
+        "log_end_offset": r.log_end_offset,
+        "high_watermark": r.high_watermark,
+        "cleaned_to": r.cleaned_to,
+        "latest_epoch": r.latest_epoch,
+        "last_batch_epoch": r.last_batch_epoch,
+        "epochs": [[e.epoch, e.start_offset] for e in r.epochs],
+        "divergence": None if div is None else div._asdict(),
+        "truncate_to": None if rj is None else rj.truncate_to,
+        "truncate_fully": False if rj is None else rj.fully,
+        "lost_records": loss.records if loss is not None else 0,
+        "lost_bytes": loss.bytes if loss is not None else 0,
+        "lost_batches": loss.batches if loss is not None else 0,
+        "lost_first_offset": loss.first_offset if lost else None,
+        "lost_last_offset": loss.last_offset if lost else None,
+        "lost_first_timestamp": loss.first_timestamp if lost else None,
+        "lost_last_timestamp": loss.last_timestamp if lost else None,
+        "damage": r.damage,
+    }

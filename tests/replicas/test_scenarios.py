@@ -1,0 +1,105 @@
+"""`kseg replicas`' library on the fixture scenarios (kseg.fixtures.replicas): for every
+follower, what Kafka truncates it to when it rejoins, what it loses, and its status, each worked
+out by hand in the fixture from Kafka's rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kseg.fixtures import replicas as R
+from kseg.outcome import Outcome
+from kseg.replicas.run import ReplicasRun
+from kseg.storage.tree import resolve
+
+
+def run_scenario(tmp_path: Path, name: str) -> tuple[ReplicasRun, list[dict]]:
+    R.build(tmp_path, name)
+    run = ReplicasRun(resolve([tmp_path]))
+    return run, list(run.events())
+
+
+def by_root(events: list[dict]) -> dict[str, dict]:
+    return {Path(e["log_dir"]).name: e for e in events if e["type"] == "replica"}
+
+
+@pytest.mark.parametrize("name", sorted(R.SCENARIOS))
+def test_scenario(tmp_path, name):
+    sc = R.SCENARIOS[name]
+    run, evs = run_scenario(tmp_path, name)
+    rows = by_root(evs)
+    head = next(e for e in evs if e["type"] == "partition")
+    assert Path(head["leader"]).name == sc.leader
+    assert rows[sc.leader]["role"] == "leader"
+    for root, offset in sc.truncate_to.items():
+        assert rows[root]["truncate_to"] == offset, root
+        assert rows[root]["lost_records"] == sc.lost[root], root
+        assert rows[root]["status"] == sc.status[root], root
+    bad = any(s in ("diverged", "damaged") for s in sc.status.values())
+    assert run.outcome == (Outcome.INVALID_DATA if bad else Outcome.OK)
+    assert head["lost_records"] == sum(sc.lost.values())
+    summary = evs[-1]
+    assert summary["type"] == "summary" and summary["partitions"] == 1
+
+
+def test_twice_divergence_names_both_epochs(tmp_path):
+    _, evs = run_scenario(tmp_path, "twice")
+    row = by_root(evs)["broker-1"]
+    assert row["divergence"] == {"offset": 5, "epoch": 0, "leader_epoch": 1}
+    assert (row["lost_first_offset"], row["lost_last_offset"]) == (5, 29)
+    assert row["epochs"] == [[0, 0], [2, 10], [4, 20]]
+    assert row["last_batch_epoch"] == 4
+    assert by_root(evs)["broker-3"]["last_batch_epoch"] == 5
+
+
+def test_damaged_batch_is_named(tmp_path):
+    _, evs = run_scenario(tmp_path, "damaged")
+    row = by_root(evs)["broker-2"]
+    assert "byte 260: crc_mismatch" in row["damage"]
+    assert row["divergence"]["offset"] == R.DAMAGED[1]
+
+
+def test_unclean_shutdown_recovery_cuts_the_damaged_replica(tmp_path):
+    """Without .kafka_cleanshutdown Kafka's recovery truncates at the bad batch: the replica
+    then ends at 10 and refetches the rest (behind, but still damaged on disk)."""
+    R.build(tmp_path, "damaged")
+    (tmp_path / "broker-2" / ".kafka_cleanshutdown").unlink()
+    (tmp_path / "broker-2" / "recovery-point-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 0)])
+    )
+    run = ReplicasRun(resolve([tmp_path]))
+    row = by_root(list(run.events()))["broker-2"]
+    assert row["log_end_offset"] == 10
+    assert row["truncate_to"] == 10 and row["lost_records"] == 0
+    assert row["status"] == "damaged"
+
+
+def test_cleaned_batches_differ_without_diverging(tmp_path):
+    """Each replica's log cleaner rewrites its own batches: below a replica's cleaner checkpoint
+    the batches are not compared (`__consumer_offsets` replicas differ there on every cluster)."""
+    import shutil
+
+    from kseg.storage.writer import LogWriter
+
+    R.build(tmp_path, "match")
+    pdir = tmp_path / "broker-2" / "orders-0"
+    shutil.rmtree(pdir)
+    with LogWriter(pdir) as w:  # offsets 0..9 compacted to the last record of each key
+        w.append([R.record(o, "a")._replace(offset=o) for o in (3, 4)], last_offset=4)
+        w.append([R.record(o, "a")._replace(offset=o) for o in (8, 9)], base_offset=5,
+                 last_offset=9)  # fmt: skip
+        for base, epoch in ((10, 0), (15, 0), (20, 1), (25, 1)):
+            w.append([R.record(base + i, "a") for i in range(5)], partition_leader_epoch=epoch)
+    (pdir / "partition.metadata").write_bytes(R.encode_partition_metadata(R.TOPIC_ID))
+    rows = by_root(list(ReplicasRun(resolve([tmp_path])).events()))
+    assert rows["broker-2"]["status"] == "diverged"  # no cleaner checkpoint: they differ
+    (tmp_path / "broker-2" / "cleaner-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 10)])
+    )
+    run = ReplicasRun(resolve([tmp_path]))
+    rows = by_root(list(run.events()))
+    assert rows["broker-2"]["status"] == "in_sync"
+    assert rows["broker-2"]["cleaned_to"] == 10
+    assert rows["broker-2"]["divergence"] is None
+    assert run.outcome == Outcome.OK
