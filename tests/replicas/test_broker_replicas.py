@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from kseg.replicas.model import load_replica
+from kseg.replicas.rejoin import rejoin
 from kseg.storage.segment import read_batches
+from kseg.storage.tree import resolve
 from tests.helpers import events, run_kseg
 from tests.replicas.real_scenario import ONCE, PHASES, TOPICS, TWICE, Scenario, run_scenario
 
@@ -157,6 +160,32 @@ def test_truncated_copy_is_the_kept_prefix_then_the_leader(real):
 
 
 # -- what kseg predicts from the diverged copies ---------------------------------------------
+def replica(root_set: Path, broker: int, topic: str):
+    targets = resolve([root_set / f"broker-{broker}"]).required_targets("compare")
+    (t,) = [t for t in targets if t.partition_dir.name == f"{topic}-0"]
+    return load_replica(t, topic, 0)
+
+
+def test_rejoin_takes_the_rounds_the_broker_took(real):
+    for topic in TOPICS:
+        lead = replica(real.diverged, LEADER, topic)
+        for broker in (DIVERGED, BEHIND):
+            r = replica(real.diverged, broker, topic)
+            rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                        r.log_end_offset)  # fmt: skip
+            kafka = real.truncations(broker, topic)
+            if not kafka:  # behind: its first fetch finds no divergence, nothing is truncated
+                assert (rj.truncate_to, len(rj.steps)) == (r.log_end_offset, 1), (topic, broker)
+                continue
+            # each round Kafka logged: the leader's (epoch, end offset) answer, then a last
+            # fetch that finds the histories agree
+            assert [s[1:] for s in rj.steps[:-1]] == [k[:2] for k in kafka], (topic, rj.steps)
+            assert rj.steps[0][0] == r.epochs[-1].epoch
+            asked, le, lo = rj.steps[-1]
+            assert le == asked and lo >= rj.truncate_to == kafka[-1][2]
+            assert not rj.fully
+
+
 def test_replicas_names_the_metadata_leader_and_kafkas_truncation(real, diverged_json):
     proc, evs = diverged_json
     assert proc.returncode == 4, proc.stderr.decode()
