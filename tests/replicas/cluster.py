@@ -195,6 +195,11 @@ class Cluster:
     def env(self, logs: Path | None = None) -> dict[str, str]:
         env = dict(os.environ)
         env["KAFKA_HEAP_OPTS"] = self.heap
+        # four JVMs start on a shared 2-core machine: C1 only and the serial collector cost
+        # far less CPU than the default G1 with C2, and these nodes hold a few KB each
+        env["KAFKA_JVM_PERFORMANCE_OPTS"] = (
+            "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+        )
         env["LOG_DIR"] = str(logs or self.workdir / "tool-logs")
         env.pop("KAFKA_OPTS", None)
         env.pop("CLASSPATH", None)
