@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,21 @@ def test_replicas_names_the_metadata_leader_and_kafkas_truncation(real, diverged
     lost = sum(e["lost_records"] for e in evs if e["type"] == "partition")
     assert (summary["partitions"], summary["diverged"], summary["consistent"]) == (2, 2, 0)
     assert summary["lost_records"] == lost == sum(PHASES[p] for t in TOPICS for p in LOST[t])
+
+
+def test_without_the_metadata_the_greatest_epoch_leads_the_same(real, tmp_path):
+    """Copies without ``__cluster_metadata-0``: the leader is the replica with the greatest
+    leader epoch, the same broker, and the predictions do not change."""
+    bare = tmp_path / "bare"
+    shutil.copytree(real.diverged, bare, ignore=shutil.ignore_patterns("__cluster_metadata-0"))
+    proc = run_kseg("replicas", bare, "-f", "json")
+    assert proc.returncode == 4, proc.stderr.decode()
+    evs = events(proc.stdout)
+    for topic in TOPICS:
+        part, reps = _partition(evs, topic)
+        assert (part["leader"], part["leader_rule"]) == (str(bare / "broker-2"), "latest_epoch")
+        assert reps["broker-1"]["truncate_to"] == kafka_truncated_to(real, DIVERGED, topic)
+        assert reps["broker-3"]["status"] == "behind"
 
 
 def test_replicas_on_the_truncated_copies_is_consistent(real):
