@@ -33,6 +33,7 @@ def test_every_command_is_on_the_app():
         "offsets",
         "stats",
         "txn",
+        "replicas",
     ] + [
         "index",
         "spark",
@@ -63,6 +64,8 @@ SERVED = [
     ("stats", "P", "--by", "hour", "-f", "csv"),
     ("offsets", "P", "-g", "billing", "--at", "-2h", "--lag"),
     ("txn", "P", "--at", "-2h", "--max-transaction-timeout", "30", "--producers", "-f", "csv"),
+    ("replicas", "P", "Q", "--leader", "P", "--export-lost", "/tmp/lost", "-f", "table"),
+    ("replicas", "P", "--topic", "^orders$", "--partition", "0", "-fjson"),
     ("restore", "/nonexistent/q", "--force"),
     ("salvage", "P", "--dry-run", "-f", "json", "--topic", "t"),
     ("salvage", "P", "Q", "--to", "/tmp/spare", "--kafka-version", "3.9"),
