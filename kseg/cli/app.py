@@ -13,7 +13,18 @@ import typer
 from typer.core import TyperGroup
 
 from kseg.cli.command import Command
-from kseg.cli.commands import demo, dump, index, offsets, salvage, seek, stats, txn, verify
+from kseg.cli.commands import (
+    demo,
+    dump,
+    index,
+    offsets,
+    replicas,
+    salvage,
+    seek,
+    stats,
+    txn,
+    verify,
+)
 from kseg.cli.exit import help_text
 
 HELP = (
@@ -90,6 +101,7 @@ app.command("demo", cls=Command)(demo.demo)
 app.command("offsets", cls=Command)(offsets.offsets)
 app.command("stats", cls=Command)(stats.stats)
 app.command("txn", cls=Command)(txn.txn)
+app.command("replicas", cls=Command)(replicas.replicas)
 
 index_app = typer.Typer(
     no_args_is_help=True,

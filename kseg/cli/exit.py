@@ -143,7 +143,7 @@ TABLE: list[tuple[int, str]] = [
     (
         4,
         "invalid data found in the input (reported with file and byte position); txn: a "
-        "hanging transaction",
+        "hanging transaction; replicas: replicas diverged",
     ),
     (8, "operational error: unreadable/unwritable file, a broker holds the lock, internal error"),
     (16, "usage error: bad option value or --topic regex, a PATH missing or with nothing Kafka"),

@@ -393,3 +393,29 @@ ProducersOpt = Annotated[bool, typer.Option("--producers", help="Also every prod
 BootstrapOpt = Annotated[
     str | None, typer.Option(help="host:port put into the abort commands printed.")
 ]
+
+# --- replicas -------------------------------------------------------------------------------
+RootPathsArg = Annotated[
+    list[Path],
+    _paths("A directory of broker roots, or several log.dirs roots (one per replica)."),
+]
+LeaderOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--leader",
+        metavar="ROOT",
+        help="The root whose replica Kafka keeps (default: named by a rule: the cluster "
+        "metadata's leader, else the latest leader epoch).",
+        show_default=False,
+    ),
+]
+ExportLostOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-lost",
+        metavar="DIR",
+        help="Write the records each losing replica loses into DIR/<root name>/: a partition dir "
+        "(re-indexed), JSON Lines, and Parquet when pyarrow is installed.",
+        show_default=False,
+    ),
+]

@@ -53,9 +53,11 @@ def emit(
 
         return write_json(events, out)
     if fmt == "table":
-        from kseg.render.table import write_tables
+        from kseg.render.table import REPLICAS_COLUMNS, write_tables
 
-        return write_tables(events, out)
+        return write_tables(
+            events, out, columns=REPLICAS_COLUMNS if command == "replicas" else None
+        )
     if fmt == "reset-csv":
         from kseg.render.csv import write_reset_csv
 

@@ -26,6 +26,8 @@ TIME_FIELDS = frozenset(
         "last_timestamp",
         "held_since",
         "judged_at",
+        "lost_first_timestamp",  # kseg replicas
+        "lost_last_timestamp",
     )
 )
 
@@ -58,3 +60,9 @@ def field_text(key: str, v: object) -> str:
     if key in TIME_FIELDS and type(v) is int and v >= 0:  # negatives: -1 "none", -2 earliest...
         return with_iso(v)
     return str(v)
+
+
+def epochs_text(epochs) -> str:
+    """A leader-epoch history ``[[epoch, start_offset], ...]`` compactly: ``0@0 2@100 4@120``
+    (empty: no entry)."""
+    return " ".join(f"{epoch}@{start}" for epoch, start in epochs)

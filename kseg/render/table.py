@@ -22,7 +22,7 @@ import orjson
 
 from kseg.format.header_columns import HeaderColumn
 from kseg.format.timestamps import iso_ms
-from kseg.render.fields import TIME_FIELDS, bool_text, safe_path
+from kseg.render.fields import TIME_FIELDS, bool_text, epochs_text, safe_path
 
 CHUNK = 256  # rows formatted and written together
 _ELLIPSIS = "…"
@@ -65,6 +65,10 @@ _LEVEL_COLOUR = {
     "identical": "32",
     "equivalent": "32",
     "found": "32",
+    "diverged": "1;31",  # kseg replicas
+    "damaged": "1;31",
+    "consistent": "32",
+    "in_sync": "32",
 }
 
 
@@ -453,6 +457,16 @@ TABLE_COLUMNS = {
                  "last_sequence", "last_timestamp", "coordinator_epoch",
                  "current_txn_start_offset"),
 }  # fmt: skip
+# kseg replicas: its event types' columns (its "partition" is not txn's)
+REPLICAS_COLUMNS = {
+    "partition": ("topic", "partition", "replicas", "status", "first_divergence", "leader",
+                  "leader_rule", "leader_reason", "lost_records", "lost_bytes"),
+    "replica": ("topic", "partition", "log_dir", "node_id", "status", "log_start_offset",
+                "log_end_offset", "high_watermark", "cleaned_to", "epochs", "last_batch_epoch",
+                "divergence", "truncate_to", "lost_records", "lost_bytes",
+                "lost_first_timestamp", "lost_last_timestamp", "damage"),
+    "export": ("topic", "partition", "log_dir", "records", "dir", "jsonl", "parquet"),
+}  # fmt: skip
 _FLEXIBLE = (
     "message",
     "error",
@@ -465,6 +479,8 @@ _FLEXIBLE = (
     "summary",
     "reason",
     "abort_command",
+    "leader_reason",
+    "damage",
 )
 
 
@@ -478,6 +494,10 @@ def _cell(key: str, v: object) -> str:
         return f"{v} {iso}" if iso else str(v)
     if key in ("file", "segment"):
         return safe_path(str(v))
+    if key == "epochs":  # kseg replicas' leader-epoch history: 0@0 2@100
+        return epochs_text(v)
+    if key == "divergence":  # kseg replicas: the offset (the epochs are in their column)
+        return str(v["offset"])
     if isinstance(v, float):
         return f"{v:.3f}"
     if isinstance(v, dict):
@@ -487,9 +507,13 @@ def _cell(key: str, v: object) -> str:
     return str(v)
 
 
-def write_tables(events: Iterable[dict], out: BinaryIO, width: int | None = None) -> Iterator[dict]:
+def write_tables(
+    events: Iterable[dict], out: BinaryIO, width: int | None = None, columns: dict | None = None
+) -> Iterator[dict]:
     """One table per event type (in order of first appearance), printed at the end; a summary
-    becomes one line. Yields the events as they come (exit codes are decided meanwhile)."""
+    becomes one line. Yields the events as they come (exit codes are decided meanwhile).
+    ``columns``: a command's own columns per event type (default ``TABLE_COLUMNS``)."""
+    columns = TABLE_COLUMNS if columns is None else columns
     width = width or terminal_width()
     style = _Style(colour_enabled(out))
     by_type: dict[str, list[dict]] = {}
@@ -502,7 +526,7 @@ def write_tables(events: Iterable[dict], out: BinaryIO, width: int | None = None
         yield ev
     parts = []
     for t, rows in by_type.items():
-        cols = TABLE_COLUMNS.get(t) or tuple(k for k in rows[0] if k != "type")
+        cols = columns.get(t) or tuple(k for k in rows[0] if k != "type")
         cols = tuple(c for c in cols if any(r.get(c) is not None for r in rows)) or cols[:1]
         parts.append(_render(t, cols, rows, width, style))
     for s in summaries:

@@ -13,7 +13,7 @@ from typing import BinaryIO
 from kseg.format.control import KRAFT_CONTROL_NAMES as _CONTROL_NAMES
 from kseg.format.header_columns import KEYS, HeaderColumn, StreamedEvent, joined, repeated
 from kseg.format.timestamps import with_iso
-from kseg.render.fields import PATH_FIELDS, field_text, one_line, safe_path
+from kseg.render.fields import PATH_FIELDS, epochs_text, field_text, one_line, safe_path
 from kseg.render.fields import bool_text as _bool
 from kseg.render.fields import quoted as _q
 
@@ -535,6 +535,87 @@ def txn_line(ev: dict) -> str | None:
     return None
 
 
+def _records(n: int) -> str:
+    return f"{n} record{'s' if n != 1 else ''}"
+
+
+def _lost_total(records: int, bytes_: int) -> str:
+    return f"{_records(records)} ({bytes_} bytes) lost" if records else "nothing lost"
+
+
+def replicas_line(ev: dict) -> str | None:
+    """`kseg replicas`: per partition its verdict, the first divergence and the leader kept (by
+    which rule), then one line per replica (leader first): its status, log start and end, its
+    leader epochs (``epoch@start_offset``) and its last batch's, and what Kafka truncates it to
+    when it rejoins and the records that takes (``nothing truncated``: it keeps its whole log); an export line per
+    replica with --export-lost; a total."""
+    t = ev["type"]
+    if t == "partition":
+        where = f"{ev['topic']}-{ev['partition']}"
+        div = ev["first_divergence"]
+        at = f", first divergence at offset {div}" if div is not None else ""
+        lost = _lost_total(ev["lost_records"], ev["lost_bytes"])
+        return (
+            f"{where}: {ev['replicas']} replicas, {ev['status']}{at}; leader {ev['leader']} "
+            f"({ev['leader_rule']}: {ev['leader_reason']}); {lost}"
+        )
+    if t == "replica":
+        where = f"{ev['topic']}-{ev['partition']} [{ev['log_dir']}]"
+        node = f" (node {ev['node_id']})" if ev["node_id"] is not None else ""
+        d = ev["divergence"]
+        div = ""
+        if d is not None:
+            mine = "no batch" if d["epoch"] is None else f"epoch {d['epoch']}"
+            theirs = "none" if d["leader_epoch"] is None else d["leader_epoch"]
+            sides = [mine, f"leader's {theirs}"]
+            div = f" at offset {d['offset']} ({', '.join(sides)})"
+        hw = f" hw {ev['high_watermark']}" if ev["high_watermark"] is not None else ""
+        line = (
+            f"{where}: {ev['status'].replace('_', ' ')}{node}{div}: start "
+            f"{ev['log_start_offset']} end {ev['log_end_offset']}{hw}, epochs "
+            f"{epochs_text(ev['epochs']) or 'none'}"
+        )
+        if ev.get("last_batch_epoch") is not None:
+            line += f", last batch epoch {ev['last_batch_epoch']}"
+        if ev.get("cleaned_to"):  # below it each replica's cleaner rewrote its own batches
+            line += f", cleaned to {ev['cleaned_to']}"
+        n, to = ev["lost_records"], ev["truncate_to"]
+        if to is not None and not ev["truncate_fully"] and to >= ev["log_end_offset"] and not n:
+            line += "; nothing truncated"
+        elif to is not None:
+            verb = "truncates fully, starts at" if ev["truncate_fully"] else "truncates to"
+            line += f"; {verb} {to}: "
+            if not n:
+                line += "nothing lost"
+            else:
+                b = ev["lost_batches"]
+                line += (
+                    f"loses {_records(n)} ({b} batch{'es' if b != 1 else ''}, "
+                    f"{ev['lost_bytes']} bytes)"
+                )
+            if n and ev["lost_first_timestamp"] is not None:
+                line += (
+                    f", {with_iso(ev['lost_first_timestamp'])} .. "
+                    f"{with_iso(ev['lost_last_timestamp'])}"
+                )
+        if ev["damage"] is not None:
+            line += f"; damage: {ev['damage']}"
+        return line
+    if t == "export":
+        files = ", ".join(f for f in (ev["jsonl"], ev["parquet"]) if f is not None)
+        return (
+            f"{ev['topic']}-{ev['partition']} [{ev['log_dir']}]: exported "
+            f"{_records(ev['records'])} to {ev['dir']}" + (f" ({files})" if files else "")
+        )
+    if t == "summary":
+        lost = _lost_total(ev["lost_records"], ev["lost_bytes"])
+        return (
+            f"total: {ev['partitions']} partitions, {ev['consistent']} consistent, "
+            f"{ev['diverged']} diverged, {ev['damaged']} damaged; {lost}"
+        )
+    return None
+
+
 def stats_line(ev: dict) -> str:
     return " ".join(f"{k}={field_text(k, v)}" for k, v in ev.items() if k != "type")
 
@@ -625,6 +706,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "seek": seek_line,
     "offsets": offsets_line,
     "txn": txn_line,
+    "replicas": replicas_line,
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
     "stats": local_stats_line,

@@ -112,11 +112,17 @@ class Comparison(NamedTuple):
     loss: Loss  # the truncated records the leader does not hold
 
 
+def compared_from(leader, follower) -> int:
+    """The first offset whose batches are compared: both logs hold it, and neither replica's
+    cleaner has rewritten it."""
+    return max(leader.log_start_offset, follower.log_start_offset,
+               leader.cleaned_to or 0, follower.cleaned_to or 0)  # fmt: skip
+
+
 def compare(leader, follower, truncate_to: int, fully: bool) -> Comparison:
     """``follower`` (kseg.replicas.model.Replica) against ``leader``, with the follower's log
     cut at ``truncate_to`` (``fully``: all of it) when it rejoins."""
-    lo = max(leader.log_start_offset, follower.log_start_offset,
-             leader.cleaned_to or 0, follower.cleaned_to or 0)  # fmt: skip
+    lo = compared_from(leader, follower)
     lead = headers(leader.partition_dir, lo, leader.log_end_offset)  # the batches from lo
     fol = headers(follower.partition_dir, follower.log_start_offset, follower.log_end_offset)
     lb = next(lead, None)

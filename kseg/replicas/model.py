@@ -38,6 +38,7 @@ class Replica(NamedTuple):
     last_batch_epoch: int | None  # the partition leader epoch of the last batch below the end
     damage: str | None  # the first damage found ("file: byte N: kind: detail")
     epoch_note: str | None  # the first batch whose epoch contradicts the checkpoint
+    unreadable: str | None  # the first file of it kseg could not read (not damage: exit 8)
     starts: bool  # False: Kafka would not start on it (kseg verify says why)
 
     @property
@@ -76,19 +77,22 @@ def _finding_text(f) -> str:
     return f"{f.file}{where}: {f.kind}: {f.message}"
 
 
-def _damage(report) -> tuple[str | None, str | None]:
-    """The first error verify finds (bad bytes, a log Kafka cannot load), and apart from it the
-    first batch whose leader epoch contradicts the checkpoint: not damage here (Kafka's
-    replication goes by the checkpoint, and the comparison shows what differs)."""
-    damage = epoch_note = None
+def _damage(report) -> tuple[str | None, str | None, str | None]:
+    """The first error verify finds (bad bytes, a log Kafka cannot load); apart from it the
+    first batch whose leader epoch contradicts the checkpoint (not damage here: Kafka's
+    replication goes by the checkpoint, and the comparison shows what differs) and the first
+    file kseg could not read (an operational error, not bad data)."""
+    damage = epoch_note = unreadable = None
     for f in report.all_findings:
-        if f.severity != K.ERROR:
+        if f.kind == K.UNREADABLE:
+            unreadable = unreadable or _finding_text(f)
+        elif f.severity != K.ERROR:
             continue
-        if f.kind == K.LEADER_EPOCH:
+        elif f.kind == K.LEADER_EPOCH:
             epoch_note = epoch_note or _finding_text(f)
         elif damage is None:
             damage = _finding_text(f)
-    return damage, epoch_note
+    return damage, epoch_note, unreadable
 
 
 def _recovered_epochs(report, epochs: list[EpochEntry], end: int) -> list[EpochEntry]:
@@ -163,7 +167,7 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
 
     report = verify_target(target)
     part = Partition(target.partition_dir)
-    damage, epoch_note = _damage(report)
+    damage, epoch_note, unreadable = _damage(report)
     try:
         checkpoint = tuple(part.leader_epochs())
     except FileNotFoundError:
@@ -196,6 +200,7 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         _last_batch_epoch(part, end),
         damage,
         epoch_note,
+        unreadable,
         starts,
     )
 

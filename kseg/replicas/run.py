@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.compare import Comparison, compare
-from kseg.replicas.leader import choose
+from kseg.replicas.leader import Choice, choose
 from kseg.replicas.model import Replica, leading_epochs, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
 from kseg.storage.tree import Selection, Target
+
+if TYPE_CHECKING:  # the export's modules load only when it runs
+    from kseg.replicas.export import RecordFiles
 
 METADATA_TOPIC = (
     "__cluster_metadata"  # replicated by KRaft's own protocol, not by followers' fetches
@@ -56,8 +60,15 @@ class ReplicasRun:
     """``kseg replicas``: see the module."""
 
     def __init__(
-        self, sel: Selection, *, leader: Path | None = None, export_lost: Path | None = None
+        self,
+        sel: Selection,
+        *,
+        leader: Path | None = None,
+        export_lost: Path | None = None,
+        record_files: RecordFiles | None = None,
     ) -> None:
+        """``record_files``: the writers of the exports' JSON Lines and Parquet (the caller's:
+        kseg.render.lost_records.record_files()); without them only the partition dirs."""
         targets = sel.required_targets("compare")
         self.groups, self.single = group_replicas(targets)
         if not self.groups:
@@ -71,9 +82,31 @@ class ReplicasRun:
             roots = {t.log_dir.resolve() for g in self.groups.values() for t in g}
             if leader.resolve() not in roots:
                 raise BadOption(f"{leader} is none of the roots holding replicas", "--leader")
+        if export_lost is not None:
+            self._check_export(export_lost)
         self.leader = leader
         self.export_lost = export_lost
+        self.record_files = record_files
         self.outcome = Outcome.OK
+
+    def _check_export(self, dest: Path) -> None:
+        """--export-lost DIR refused before anything is read (BadOption: usage): a replica's
+        DIR/<root name> that already holds its export or is a symlink (kseg.replicas.export
+        .check_dest), or two roots of one name (their exports would meet in one directory)."""
+        from kseg.replicas.export import check_dest
+
+        names: dict[str, Path] = {}
+        for (topic, partition), targets in sorted(self.groups.items()):
+            for t in targets:
+                other = names.setdefault(t.log_dir.name, t.log_dir)
+                if other.resolve() != t.log_dir.resolve():
+                    raise BadOption(
+                        f"{other} and {t.log_dir}: two roots named {t.log_dir.name}; "
+                        "--export-lost writes each root's records under DIR/<root name>",
+                        "--export-lost",
+                    )
+                check_dest(dest / t.log_dir.name, topic, partition,
+                           src_partition_dir=t.partition_dir)  # fmt: skip
 
     def _check_one_cluster(self) -> None:
         from kseg.offsets.placement import cluster_ids
@@ -104,11 +137,21 @@ class ReplicasRun:
         yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]
                + totals[DAMAGED], **totals}  # fmt: skip
 
+    # what kseg.spark.replicas answers from its Spark jobs instead (the same functions' results)
+    def _load(self, t: Target, topic: str, partition: int) -> Replica:
+        return load_replica(t, topic, partition)
+
+    def _choose(self, replicas: list[Replica], topic: str, partition: int) -> Choice:
+        return choose(replicas, topic, partition, self.leader)
+
+    def _compare(self, topic: str, partition: int, lead: Replica, r: Replica, rj: Rejoin):
+        return compare(lead, r, rj.truncate_to, rj.fully)
+
     def _partition(self, topic: str, partition: int, targets: list[Target]):
         replicas: list[Replica] = []
         for t in targets:
             try:
-                replicas.append(load_replica(t, topic, partition))
+                replicas.append(self._load(t, topic, partition))
             except OSError as exc:
                 self.outcome |= Outcome.UNREADABLE
                 yield {"type": "failure", "message": f"{exc.filename or t.partition_dir}: "
@@ -116,10 +159,13 @@ class ReplicasRun:
         if len(replicas) < 2:
             return None
         for r in replicas:
+            if r.unreadable is not None:
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": r.unreadable}
             if r.epoch_note is not None:
                 yield {"type": "notice", "message": f"{r.epoch_note} (Kafka's replication goes "
                        "by leader-epoch-checkpoint)"}  # fmt: skip
-        choice = choose(replicas, topic, partition, self.leader)
+        choice = self._choose(replicas, topic, partition)
         lead = replicas[choice.index]
         rows = [_replica_event(topic, partition, lead, LEADER, None, None, LEADER)]
         first_div: int | None = None
@@ -135,7 +181,7 @@ class ReplicasRun:
                 continue
             rj = rejoin(lead_epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
                         r.log_end_offset)  # fmt: skip
-            cmp = compare(lead, r, rj.truncate_to, rj.fully)
+            cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))
             if cmp.divergence is not None:
@@ -172,14 +218,14 @@ class ReplicasRun:
 
         dest = self.export_lost / r.log_dir.name
         res = export_lost(r.partition_dir, cmp.loss.ranges, dest, topic=topic,
-                          partition=partition)  # fmt: skip
+                          partition=partition, files=self.record_files)  # fmt: skip
         return {
             "type": "export",
             "topic": topic,
             "partition": partition,
             "log_dir": str(r.log_dir),
             "dir": str(res.dir),
-            "jsonl": str(res.jsonl),
+            "jsonl": None if res.jsonl is None else str(res.jsonl),
             "parquet": None if res.parquet is None else str(res.parquet),
             "records": res.records,
         }

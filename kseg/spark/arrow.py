@@ -126,13 +126,18 @@ def unreadable(task: Task, exc: OSError, *, warn: bool = True) -> str:
 
 
 def _entries(
-    task: Task, decode=None, problems: list | None = None, resync: bool = False
+    task: Task,
+    decode=None,
+    problems: list | None = None,
+    resync: bool = False,
+    validate: bool = True,
 ) -> Iterator:
     """The top-level entries that START inside the task's byte range, in order. ``decode``
     (kernel_arrow.spark_records) also yields the rows of the batches it decoded, with shift None.
     ``problems`` gets (kind, message) for what ends the walk: invalid data, or ``unreadable``.
     ``resync`` (the records mode's option): the walk goes on past damage inside the task's range
-    (kseg.format.resync); each range skipped is a warning (``skipped``)."""
+    (kseg.format.resync); each range skipped is a warning (``skipped``). ``validate`` False:
+    a batch whose CRC fails is yielded too (the header walk's view: kseg.format.log)."""
     try:
         with fs.open_range(task.path, task.start, task.end) as (buf, shift):
             pos, end = task.start - shift, task.end - shift
@@ -143,7 +148,7 @@ def _entries(
                     if decode is not None:
                         yield from decode(buf, pos, end, shift)
                         return
-                    for entry in iter_entries(buf, pos, end, validate=True, source=task.path):
+                    for entry in iter_entries(buf, pos, end, validate=validate, source=task.path):
                         yield entry, shift
                     return
                 except CorruptionError as exc:
@@ -396,17 +401,23 @@ def kafka07_record_batches(
 
 
 def batch_rows(
-    task: Task, *, compute_uncompressed: bool = False, problems: bool = False
+    task: Task,
+    *,
+    compute_uncompressed: bool = False,
+    problems: bool = False,
+    bad_crc: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The batches view of the task's range. ``problems``: also a row per problem met (what
-    ends the walk, a batch whose records do not decompress), as `kseg stats` reports them."""
+    ends the walk, a batch whose records do not decompress), as `kseg stats` reports them.
+    ``bad_crc``: a batch whose CRC fails is a row (crc_valid false) and the walk goes on, as
+    the header walk does (kseg replicas compares such batches); else the walk stops there."""
     from kseg.dump.batch_events import batch_event
 
     schema = BATCHES_PROBLEMS_SCHEMA if problems else BATCHES_SCHEMA
     cols: dict[str, list] = {name: [] for name in schema.names}
     met: list[tuple[str, str]] = []
     n = 0
-    for entry, shift in _entries(task, problems=met if problems else None):
+    for entry, shift in _entries(task, problems=met if problems else None, validate=not bad_crc):
         ev = batch_event(entry, task.path)
         ev["position"] += shift
         if not isinstance(entry, RecordBatch) and (compute_uncompressed or not entry.is_compressed):

@@ -307,3 +307,26 @@ def _drop_temporary(job: ArrowExport, filesystem, base: str) -> None:
         filesystem.get_file_info(pafs.FileSelector(tmp))
     ):
         filesystem.delete_dir(tmp)
+
+
+def write_records_file(pdir, out, topic: str, partition: int) -> int:
+    """The records of partition dir ``pdir``'s segments as one Parquet file into the open binary
+    file ``out``, without Spark: the records schema with headers, topic and partition as columns
+    (kseg.spark.arrow.records_schema), rows decoded by the Spark source's decoder
+    (kseg.spark.arrow.record_batches), snappy; control records are not rows. Returns the rows
+    (`kseg replicas --export-lost`)."""
+    import pyarrow.parquet as pq
+
+    from kseg.spark.arrow import record_batches, records_schema
+    from kseg.spark.planning import Task
+    from kseg.storage.tree import segment_logs
+
+    schema = records_schema(include_headers=True, segment_columns=False)
+    rows = 0
+    with pq.ParquetWriter(out, schema, compression=CODECS["snappy"]) as writer:
+        for log in segment_logs(pdir):
+            task = Task(str(log), topic, partition, int(log.stem), 0, log.stat().st_size)
+            for batch in record_batches(task, include_headers=True):
+                writer.write_batch(batch)
+                rows += batch.num_rows
+    return rows

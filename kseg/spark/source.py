@@ -9,7 +9,8 @@ includeControl (control batches are skipped by default, as consumers skip them);
 partitions (comma list); fromOffset/toOffset; fromTime/toTime (epoch ms or ISO-8601);
 maxPartitionBytes (split size, default 128 MiB); computeUncompressed (batches mode); problems
 (batches mode: columns problem_kind and problem, null on batch rows, and a row per problem met:
-what ends a segment's walk, a batch that does not decompress, an unreadable segment);
+what ends a segment's walk, a batch that does not decompress, an unreadable segment); badCrc
+(batches mode: a batch whose CRC fails is a row, crc_valid false, and the walk goes on);
 indexIntervalBytes (segments/findings); isolation (records mode: read_uncommitted, the
 default, or read_committed: what a read_committed consumer gets, as `kseg dump --isolation`);
 resync (records mode, default off: go on past damage,
@@ -136,6 +137,7 @@ class KsegReader(DataSourceReader):
         self.resync = _bool(options, "resync")  # records: go on past damage (warnings)
         self.compute_uncompressed = _bool(options, "computeUncompressed")
         self.problems = _bool(options, "problems")  # batches: a row per problem met
+        self.bad_crc = _bool(options, "badCrc")  # batches: walk on past a CRC mismatch
         self.max_bytes = _int(options, "maxPartitionBytes") or planning.DEFAULT_MAX_BYTES
         self.index_interval_bytes = _int(options, "indexIntervalBytes") or 4096
         self.deep = _bool(options, "deep")
@@ -237,7 +239,10 @@ class KsegReader(DataSourceReader):
             from kseg.spark.arrow import batch_rows
 
             yield from batch_rows(
-                task, compute_uncompressed=self.compute_uncompressed, problems=self.problems
+                task,
+                compute_uncompressed=self.compute_uncompressed,
+                problems=self.problems,
+                bad_crc=self.bad_crc,
             )
         elif self.mode == "segments":
             from kseg.spark.checks import segment_rows

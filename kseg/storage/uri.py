@@ -152,6 +152,10 @@ class UriPath:
     def __hash__(self) -> int:
         return hash((self._key, self._path))
 
+    def resolve(self) -> UriPath:
+        """A URI names one object already (as Path.resolve for a local path)."""
+        return self
+
     @property
     def name(self) -> str:
         return self._path.rsplit("/", 1)[-1]

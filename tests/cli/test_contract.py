@@ -35,7 +35,14 @@ PATH_COMMANDS = [
     ["index", "rebuild", "--dry-run"],
     ["txn"],
 ]
-SPARK_COMMANDS = [["spark", "stats"], ["spark", "verify"], ["spark", "export", "--out", "/tmp/x"]]
+# commands that compare replicas: they need two or more roots (one root alone is a usage error)
+REPLICA_COMMANDS = [["replicas"]]
+SPARK_COMMANDS = [
+    ["spark", "stats"],
+    ["spark", "verify"],
+    ["spark", "export", "--out", "/tmp/x"],
+    ["spark", "replicas"],
+]
 
 
 def _err_lines(proc) -> list[str]:
@@ -149,6 +156,16 @@ def test_interrupt_exits_32_with_one_line(big_root, args, sig):
 )
 def test_interrupt_wide_commands(wide_root, args, sig):
     proc = _interrupt([*args, wide_root], wide_root, sig)
+    assert proc.returncode == 32, proc.stderr
+    assert _err_lines(proc) == ["kseg: interrupted"]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
+def test_interrupt_replicas(wide_root, tmp_path, sig):
+    """Two brokers' copies of the 300 partitions: `kseg replicas` compares them a while."""
+    for n in (1, 2):
+        (tmp_path / f"broker-{n}").symlink_to(wide_root, target_is_directory=True)
+    proc = _interrupt(["replicas", tmp_path], wide_root, sig)
     assert proc.returncode == 32, proc.stderr
     assert _err_lines(proc) == ["kseg: interrupted"]
 
@@ -353,7 +370,7 @@ def not_kafka(tmp_path_factory) -> Path:
     return base
 
 
-@pytest.mark.parametrize("args", PATH_COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.parametrize("args", PATH_COMMANDS + REPLICA_COMMANDS, ids=lambda a: "-".join(a))
 @pytest.mark.parametrize("where", ["etc", "etc/notes-1", "deep", "/etc"])
 def test_nothing_kafka_found_is_a_usage_error(not_kafka, args, where):
     path = where if where.startswith("/") else not_kafka / where
@@ -366,14 +383,16 @@ def test_nothing_kafka_found_is_a_usage_error(not_kafka, args, where):
     ]
 
 
-@pytest.mark.parametrize("args", PATH_COMMANDS + SPARK_COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.parametrize(
+    "args", PATH_COMMANDS + REPLICA_COMMANDS + SPARK_COMMANDS, ids=lambda a: "-".join(a)
+)
 def test_missing_path_is_16_everywhere(tmp_path, args):
     proc = run_kseg(*args, tmp_path / "nope")
     assert proc.returncode == 16 and proc.stdout == b""
     assert _err_lines(proc) == [f"kseg: {tmp_path / 'nope'}: no such file or directory"]
 
 
-@pytest.mark.parametrize("args", PATH_COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.parametrize("args", PATH_COMMANDS + REPLICA_COMMANDS, ids=lambda a: "-".join(a))
 def test_a_uri_to_a_local_command_is_16_and_says_so(args):
     """`kseg verify s3://bucket/logs` used to say "s3:/bucket/logs: no such file or directory"
     (Path folds the `//`): a local command names the URI and where URIs are read."""
@@ -385,7 +404,9 @@ def test_a_uri_to_a_local_command_is_16_and_says_so(args):
     ]
 
 
-@pytest.mark.parametrize("args", PATH_COMMANDS + SPARK_COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.parametrize(
+    "args", PATH_COMMANDS + REPLICA_COMMANDS + SPARK_COMMANDS, ids=lambda a: "-".join(a)
+)
 def test_bad_topic_regex_is_16_everywhere(tree, args):
     proc = run_kseg(*args, tree, "--topic", "orders(")
     assert proc.returncode == 16 and proc.stdout == b""
@@ -393,7 +414,7 @@ def test_bad_topic_regex_is_16_everywhere(tree, args):
     assert line.startswith("kseg: --topic: not a valid regular expression")
 
 
-@pytest.mark.parametrize("args", PATH_COMMANDS, ids=lambda a: "-".join(a))
+@pytest.mark.parametrize("args", PATH_COMMANDS + REPLICA_COMMANDS, ids=lambda a: "-".join(a))
 def test_selection_matching_nothing_is_16(tree, args):
     proc = run_kseg(*args, tree, "--topic", "^no-such-topic$")
     assert proc.returncode == 16 and proc.stdout == b""
@@ -449,7 +470,7 @@ def test_unknown_file_and_wrong_file_kind(tree):
     # a checkpoint file: dump decodes it, the log commands say what they take instead
     ckpt = tree / "recovery-point-offset-checkpoint"
     assert run_kseg("dump", ckpt).returncode == 0
-    for args in PATH_COMMANDS[1:]:
+    for args in PATH_COMMANDS[1:] + REPLICA_COMMANDS:
         proc = run_kseg(*args, ckpt)
         assert proc.returncode == 16, args
         assert "this command takes a segment .log file" in proc.stderr.decode()
@@ -721,9 +742,11 @@ def test_shell_completion():
         ["index", "rebuild"],
         ["index", "check"],
         ["txn"],
+        ["replicas"],
         ["spark", "export"],
         ["spark", "verify"],
         ["spark", "stats"],
+        ["spark", "replicas"],
     ],
     ids=lambda c: "-".join(c),
 )

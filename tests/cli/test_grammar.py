@@ -33,12 +33,18 @@ def test_every_command_is_on_the_app():
         "offsets",
         "stats",
         "txn",
+        "replicas",
     ] + [
         "index",
         "spark",
     ]
     assert root.get_command(None, "index").list_commands(None) == ["rebuild", "check"]
-    assert root.get_command(None, "spark").list_commands(None) == ["export", "verify", "stats"]
+    assert root.get_command(None, "spark").list_commands(None) == [
+        "export",
+        "verify",
+        "stats",
+        "replicas",
+    ]
 
 
 # common command lines: click parses each without a usage error (its values are typer's)
@@ -63,6 +69,8 @@ SERVED = [
     ("stats", "P", "--by", "hour", "-f", "csv"),
     ("offsets", "P", "-g", "billing", "--at", "-2h", "--lag"),
     ("txn", "P", "--at", "-2h", "--max-transaction-timeout", "30", "--producers", "-f", "csv"),
+    ("replicas", "P", "Q", "--leader", "P", "--export-lost", "/tmp/lost", "-f", "table"),
+    ("replicas", "P", "--topic", "^orders$", "--partition", "0", "-fjson"),
     ("restore", "/nonexistent/q", "--force"),
     ("salvage", "P", "--dry-run", "-f", "json", "--topic", "t"),
     ("salvage", "P", "Q", "--to", "/tmp/spare", "--kafka-version", "3.9"),

@@ -50,6 +50,7 @@ def _modules(sub: str) -> list[Path]:
         ("offsets", CLI | {"kseg.render"}),
         ("stats", CLI | {"kseg.render"}),
         ("txn", CLI | {"kseg.render"}),
+        ("replicas", CLI | {"kseg.render"}),
         ("render", CLI),
         ("spark", CLI),
         ("outcome", CLI | {"kseg.render"}),

@@ -53,6 +53,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "dump --count",
         "salvage",
         "txn",
+        "replicas",
     }
     salvaged = {
         "type": "summary",

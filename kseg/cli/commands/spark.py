@@ -6,6 +6,7 @@ when a command line needs it."""
 import os
 import sys
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 
@@ -27,6 +28,7 @@ from kseg.cli.options import (
     OutOpt,
     OutputFormat,
     PartitionByOpt,
+    PartitionOpt,
     PerHourOpt,
     QuietOpt,
     SparkDeepOpt,
@@ -237,3 +239,52 @@ def spark_stats(
         with _bar(spark, quiet, "spark stats"):
             events, found = stats_run(spark, inputs, per_hour=per_hour, topic=topic)
     return _finish("spark stats", found, events, fmt.value)
+
+
+@app.command("replicas", cls=Command)
+def spark_replicas(
+    inputs: SparkPathsArg,
+    leader: Annotated[
+        str | None,
+        typer.Option(
+            "--leader",
+            metavar="ROOT",
+            help="The root (path or URI) whose replica Kafka keeps (default: named by a rule: "
+            "the cluster metadata's leader, else the latest leader epoch).",
+            show_default=False,
+        ),
+    ] = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    fmt: FormatOpt = OutputFormat.text,
+    quiet: QuietOpt = False,
+) -> int:
+    """`kseg replicas` over many replicas: per partition held in two or more roots, the first
+    offset where the replicas' batches differ, the leader Kafka keeps, the offset each other
+    replica truncates to when it rejoins and the records it loses. The same events and exit
+    codes (0 consistent, 4 diverged or damaged, 8, 16); each replica is loaded by kseg's own
+    function on an executor, the batches are compared in Spark. --export-lost stays local
+    (`kseg replicas`). Where the answers can differ: a log whose offsets do not grow batch
+    after batch (none Kafka writes) has its lost range and first divergence taken by offset,
+    not in log order.
+
+    Example:
+
+    \b
+      kseg spark replicas /data/copies --topic '^orders$' -f json
+    """
+    from kseg.spark.replicas import SparkReplicasRun
+    from kseg.storage.uri import as_path
+
+    _checked(inputs, topic)
+    # the roots and --leader checked (usage errors) before a JVM starts
+    run = SparkReplicasRun(None, inputs, leader=None if leader is None else as_path(leader),
+                           topic=topic, partition=partition)  # fmt: skip
+    track(run)
+    with _spark_errors():
+        run.spark = spark = _session(master, conf, quiet)
+        with _bar(spark, quiet, "spark replicas"):
+            events = list(run.events())
+    return _finish("replicas", run.outcome, events, fmt.value)  # the local command's lines
