@@ -3,7 +3,7 @@
 In order: ``--leader ROOT``; the KRaft metadata under the roots (the `__cluster_metadata`
 replica with the greatest log end: the partition's leader once every record is applied, mapped
 to a root by meta.properties' node.id); else the replica with the greatest leader epoch in its
-cache (the last one made leader: the controller gives each new leader a greater epoch), then the
+cache or checkpoint (the last one made leader: the controller gives each new leader a greater epoch), then the
 greatest log end, then the first given.
 """
 
@@ -47,6 +47,13 @@ def _metadata_leader(replicas: Sequence[Replica], topic: str, partition: int):
     return at.leader, f"KRaft metadata {mdir}: node {at.leader} leads"
 
 
+def greatest_epoch(r: Replica) -> int:
+    """The greatest leader epoch a replica knows: its cache as loaded, or its checkpoint as
+    written, which holds the entry makeLeader wrote for a leader that has written nothing in
+    its epoch yet (loading drops it: it starts at the log end); -1 for none."""
+    return max((e.epoch for e in (*r.epochs, *r.checkpoint)), default=-1)
+
+
 def choose(
     replicas: Sequence[Replica], topic: str, partition: int, given: Path | None = None
 ) -> Choice:
@@ -66,12 +73,13 @@ def choose(
         range(len(replicas)),
         key=lambda i: (
             replicas[i] in cands,
-            -1 if replicas[i].latest_epoch is None else replicas[i].latest_epoch,
+            greatest_epoch(replicas[i]),
             replicas[i].log_end_offset,
             -i,
         ),
     )
     r = replicas[best]
-    epoch = "no epoch" if r.latest_epoch is None else f"epoch {r.latest_epoch}"
+    top = greatest_epoch(r)
+    epoch = "no epoch" if top < 0 else f"epoch {top}"
     return Choice(best, LATEST_EPOCH, f"{why}: the greatest leader epoch ({epoch}), "
                   f"then the greatest log end ({r.log_end_offset})")  # fmt: skip

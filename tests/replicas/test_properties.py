@@ -118,9 +118,12 @@ def test_rejoin_keeps_exactly_the_common_prefix(history, given_leader, seg):
     why = explain(c)
     nodes = [loaded(n) for n in c.nodes]
     torn = [n.torn > 0 for n in c.nodes]
-    if not given_leader:  # kseg's choice: the greatest latest epoch once loaded, then log end
+    if not given_leader:  # kseg's choice: the greatest epoch (loaded or written), then log end
         c.leader = int(Path(head["leader"]).name.split("-")[1])
-        latest = [(n.cache[-1][0] if n.cache else -1, n.end, -i) for i, n in enumerate(nodes)]
+        latest = [
+            (max((e for e, _ in (*n.cache, *raw.cache)), default=-1), n.end, -i)
+            for i, (n, raw) in enumerate(zip(nodes, c.nodes, strict=True))
+        ]
         assert latest[c.leader] == max(latest), why
     lead = nodes[c.leader]
     assert rows[f"broker-{c.leader}"]["role"] == "leader"

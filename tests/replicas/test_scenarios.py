@@ -103,3 +103,18 @@ def test_cleaned_batches_differ_without_diverging(tmp_path):
     assert rows["broker-2"]["cleaned_to"] == 10
     assert rows["broker-2"]["divergence"] is None
     assert run.outcome == Outcome.OK
+
+
+def test_a_leader_that_has_written_nothing_yet_is_the_leader(tmp_path):
+    """broker-2 was made leader of epoch 2 at offset 5 by an unclean election and has written
+    nothing: its checkpoint says 2@5 (loading drops the entry, it starts at the log end). It,
+    not broker-1 (epoch 1 from 5), is the last one made leader: broker-1 loses 5..9."""
+    R.write_root(tmp_path / "broker-1", 1, R.ReplicaSpec((R.Run(0, 5), R.Run(1, 5))))
+    R.write_root(tmp_path / "broker-2", 2, R.ReplicaSpec((R.Run(0, 5),), epochs=((0, 0), (2, 5))))
+    run = ReplicasRun(resolve([tmp_path]))
+    evs = list(run.events())
+    head = next(e for e in evs if e["type"] == "partition")
+    assert Path(head["leader"]).name == "broker-2" and "epoch 2" in head["leader_reason"]
+    row = by_root(evs)["broker-1"]
+    assert (row["truncate_to"], row["lost_records"], row["status"]) == (5, 5, "diverged")
+    assert run.outcome == Outcome.INVALID_DATA
