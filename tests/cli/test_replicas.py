@@ -104,6 +104,10 @@ def test_leader_given(roots):
         "broker-2": "behind",
         "broker-3": "diverged",  # its epoch 1 records are not the given leader's
     }
+    # elected, broker-1 leads a new epoch from its log end: broker-3 keeps its epoch 0 (to 20)
+    b3 = next(e for e in evs if Path(e.get("log_dir", "")).name == "broker-3")
+    assert (b3["truncate_to"], b3["lost_records"]) == (20, 15)
+    assert part["lost_records"] == 15
     assert code == 4
 
 

@@ -103,3 +103,35 @@ def test_cleaned_batches_differ_without_diverging(tmp_path):
     assert rows["broker-2"]["cleaned_to"] == 10
     assert rows["broker-2"]["divergence"] is None
     assert run.outcome == Outcome.OK
+
+
+def test_a_given_leader_of_an_older_epoch_truncates_the_followers_ahead_of_it(tmp_path):
+    """--leader naming a replica whose epochs stop below a follower's (broker-1 led epoch 0 to
+    30; broker-3 went on in epoch 1 from 20): once elected, its cache holds the new epoch at its
+    log end (Partition.makeLeader), so broker-3 asking for epoch 1 hears (0, 30), its own epoch
+    0 ends at 20: it truncates to 20 and loses its 15 epoch-1 records (not "nothing truncated")."""
+    R.build(tmp_path, "unclean")
+    run = ReplicasRun(resolve([tmp_path]), leader=tmp_path / "broker-1")
+    rows = by_root(list(run.events()))
+    assert rows["broker-1"]["role"] == "leader"
+    b3 = rows["broker-3"]
+    assert (b3["truncate_to"], b3["lost_records"], b3["status"]) == (20, 15, "diverged")
+    assert (b3["lost_first_offset"], b3["lost_last_offset"]) == (20, 34)
+    assert (rows["broker-2"]["truncate_to"], rows["broker-2"]["status"]) == (10, "behind")
+
+
+def test_the_elected_leader_caches_its_new_epoch_at_its_log_end():
+    from kseg.format.checkpoint import EpochEntry as E
+    from kseg.replicas.rejoin import elected, rejoin
+
+    # the real cluster's replicas-once-0 with broker-1 (0@0, end 30) made leader: broker-2
+    # (0@0 2@20 4@26, end 33) asks for 4, hears (0, 30); its epoch 0 ends at 20
+    rj = rejoin([E(0, 0)], 0, 30, [E(0, 0), E(2, 20), E(4, 26)], 33)
+    assert (rj.truncate_to, rj.fully, rj.rule) == (20, False, "epoch")
+    assert rj.steps[0] == (4, 0, 30)  # then it fetches from 20 in epoch 0
+    # a leader with no cache at all: the follower's epoch is below the new one, ends at 30
+    assert rejoin([], 0, 30, [E(3, 0)], 40).truncate_to == 30
+    # a leader already at the greatest epoch: unchanged
+    assert elected([E(0, 0), E(2, 20)], 33, [E(0, 0)]) == (E(0, 0), E(2, 20))
+    assert elected([E(0, 0), E(2, 20)], 33, [E(2, 20)]) == (E(0, 0), E(2, 20))
+    assert elected([E(0, 0)], 30, [E(0, 0), E(4, 26)]) == (E(0, 0), E(5, 30))
