@@ -203,7 +203,7 @@ class ReplicasRun:
             if r is lead:
                 continue
             rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
-                        r.log_end_offset)  # fmt: skip
+                        r.log_end_offset, r.high_watermark)  # fmt: skip
             cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))

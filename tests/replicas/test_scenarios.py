@@ -135,3 +135,26 @@ def test_the_elected_leader_caches_its_new_epoch_at_its_log_end():
     assert elected([E(0, 0), E(2, 20)], 33, [E(0, 0)]) == (E(0, 0), E(2, 20))
     assert elected([E(0, 0), E(2, 20)], 33, [E(2, 20)]) == (E(0, 0), E(2, 20))
     assert elected([E(0, 0)], 30, [E(0, 0), E(4, 26)]) == (E(0, 0), E(5, 30))
+
+
+def test_a_follower_without_epochs_truncates_to_its_high_watermark_first(tmp_path):
+    """No leader epochs (its checkpoint lost, clean shutdown: nothing rebuilds it): Kafka's
+    fetcher truncates it to its high watermark (truncateToHighWatermark; the root's
+    replication-offset-checkpoint, 20 here), then fetches from there: broker-1's 20..29, which
+    the leader does not hold, go (not "kept, nothing truncated")."""
+    R.build(tmp_path, "unclean")
+    root = tmp_path / "broker-1"
+    (root / "orders-0" / "leader-epoch-checkpoint").unlink()
+    (root / "replication-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 20)])
+    )
+    rows = by_root(list(ReplicasRun(resolve([tmp_path])).events()))
+    b1 = rows["broker-1"]
+    assert b1["epochs"] == [] and b1["high_watermark"] == 20
+    assert (b1["truncate_to"], b1["lost_records"], b1["status"]) == (20, 10, "diverged")
+    # a high watermark at its log end: by offset alone, below the leader's end, nothing goes
+    (root / "replication-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 30)])
+    )
+    b1 = by_root(list(ReplicasRun(resolve([tmp_path])).events()))["broker-1"]
+    assert (b1["truncate_to"], b1["lost_records"]) == (30, 0)
