@@ -203,13 +203,3 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         unreadable,
         starts,
     )
-
-
-def leading_epochs(leader: Replica, replicas) -> tuple[EpochEntry, ...]:
-    """``leader``'s cache once it leads the others: Partition.makeLeader assigns the new leader
-    epoch (the controller's, above every epoch a replica has) at its log end. Loading its log
-    drops such an entry (truncateFromEnd at the log end), but the replicas rejoin a leader that
-    has one: asked for an epoch above its own latest, it answers with its latest epoch and its
-    log end (endOffsetFor), not UNDEFINED (which would leave the follower's log whole)."""
-    top = max((e.epoch for r in replicas for e in (*r.epochs, *r.checkpoint)), default=-1)
-    return assigned([*leader.epochs, EpochEntry(top + 1, leader.log_end_offset)])

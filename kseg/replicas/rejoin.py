@@ -14,8 +14,14 @@ Kafka 4.x:
   done; when it does not, to min(its end for the largest epoch below, its log end), and asks
   again with its new latest epoch (KIP-279: one round per epoch it does not share); when it
   tracks no epoch at or below it, to min(the leader's end offset, its log end);
-- a follower with no epochs fetches by offset alone: past the leader's log end it truncates to
-  it; below the leader's log start it truncates fully and starts there (fetchOffsetAndTruncate).
+- a follower with no epochs first truncates to its high watermark (AbstractFetcherThread
+  .maybeTruncate: truncateToHighWatermark; on a restarted broker, the one its root's
+  replication-offset-checkpoint holds), then fetches by offset alone: past the leader's log end
+  it truncates to it; below the leader's log start it truncates fully and starts there (fetchOffsetAndTruncate);
+- the leader's cache holds the epoch it leads in: Partition.makeLeader assigns the new leader
+  epoch, greater than every earlier one, at its log end (UnifiedLog.assignEpochStartOffset), so
+  "the latest cached epoch is always the largest" (endOffsetFor). A replica chosen to lead whose
+  cache stops below a follower's epoch (``--leader`` naming an old replica) gets that entry.
 """
 
 from __future__ import annotations
@@ -84,16 +90,33 @@ def assigned(entries: Sequence[EpochEntry]) -> tuple[EpochEntry, ...]:
     return tuple(out)
 
 
+def elected(
+    leader_epochs: Sequence[EpochEntry], leader_end: int, epochs: Sequence[EpochEntry]
+) -> tuple[EpochEntry, ...]:
+    """The leader's cache once it leads: when its latest epoch is below the follower's (or it
+    has none), the epoch it is elected in (above every one the follower asks for) starts at its
+    log end. Otherwise unchanged: that entry would change no answer endOffsetFor gives."""
+    leader_epochs = tuple(leader_epochs)
+    if epochs and (not leader_epochs or leader_epochs[-1].epoch < epochs[-1].epoch):
+        return (*leader_epochs, EpochEntry(epochs[-1].epoch + 1, leader_end))
+    return leader_epochs
+
+
 def rejoin(
     leader_epochs: Sequence[EpochEntry],
     leader_start: int,
     leader_end: int,
     epochs: Sequence[EpochEntry],
     log_end: int,
+    high_watermark: int | None = None,
 ) -> Rejoin:
     """What a follower with ``epochs`` and ``log_end`` truncates to when it fetches from a
-    leader with ``leader_epochs`` over [``leader_start``, ``leader_end``)."""
+    leader with ``leader_epochs`` over [``leader_start``, ``leader_end``). ``high_watermark``:
+    the follower's (None: unknown, not truncated to), used only when it has no epochs."""
     epochs = tuple(epochs)
+    if not epochs and high_watermark is not None:
+        log_end = min(log_end, max(high_watermark, 0))
+    leader_epochs = elected(leader_epochs, leader_end, epochs)
     end = log_end
     steps: list[tuple[int, int, int]] = []
     rule = "epoch"

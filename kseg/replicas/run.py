@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from kseg.outcome import BadOption, Outcome
 from kseg.replicas.compare import Comparison, compare
 from kseg.replicas.leader import Choice, choose
-from kseg.replicas.model import Replica, leading_epochs, load_replica
+from kseg.replicas.model import Replica, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
-from kseg.storage.tree import Selection, Target
+from kseg.storage.tree import FILE, Selection, Target
 
 if TYPE_CHECKING:  # the export's modules load only when it runs
     from kseg.replicas.export import RecordFiles
@@ -32,17 +32,28 @@ LEADER, IN_SYNC, BEHIND, DIVERGED, DAMAGED = "leader", "in_sync", "behind", "div
 CONSISTENT = "consistent"
 
 
-def group_replicas(targets: list[Target]) -> tuple[dict[tuple[str, int], list[Target]], int]:
-    """Live partitions by (topic, partition), each with its replicas in the order given; and
-    how many partitions have a single replica (nothing to compare them with)."""
+def group_replicas(
+    targets: list[Target],
+) -> tuple[dict[tuple[str, int], list[Target]], int, list[Path]]:
+    """Live partitions by (topic, partition), each with its replicas in the order given; how
+    many partitions have a single replica (nothing to compare them with); and the partition
+    dirs given more than once (a root twice, or a root and its own partition dir: one replica,
+    compared once, never with itself)."""
     groups: dict[tuple[str, int], list[Target]] = {}
+    seen: set[Path] = set()
+    again: list[Path] = []
     for t in targets:
         name = F.parse_partition_dir(t.partition_dir.name)
         if name is None or name.state is not None or t.kafka07 or name.topic == METADATA_TOPIC:
             continue
+        real = t.partition_dir.resolve()
+        if real in seen:
+            again.append(t.partition_dir)
+            continue
+        seen.add(real)
         groups.setdefault((name.topic, name.partition), []).append(t)
     single = sum(1 for g in groups.values() if len(g) < 2)
-    return {k: g for k, g in groups.items() if len(g) >= 2}, single
+    return {k: g for k, g in groups.items() if len(g) >= 2}, single, again
 
 
 def status_of(r: Replica, leader: Replica, rj: Rejoin, cmp: Comparison) -> str:
@@ -69,8 +80,16 @@ class ReplicasRun:
     ) -> None:
         """``record_files``: the writers of the exports' JSON Lines and Parquet (the caller's:
         kseg.render.lost_records.record_files()); without them only the partition dirs."""
+        # (kseg.spark.replicas hands partition dirs only, no items)
+        files = [it.path for it in getattr(sel, "items", ()) if it.kind == FILE]
+        if files:
+            raise BadOption(
+                f"{files[0]}: a segment file; kseg replicas compares whole partitions: give the "
+                "broker roots, a directory of them, or partition directories",
+                "PATH",
+            )
         targets = sel.required_targets("compare")
-        self.groups, self.single = group_replicas(targets)
+        self.groups, self.single, self.again = group_replicas(targets)
         if not self.groups:
             raise BadOption(
                 "no partition has replicas in two or more of the roots given: give a directory "
@@ -119,6 +138,11 @@ class ReplicasRun:
 
     def events(self) -> Iterator[dict]:
         totals = dict.fromkeys((CONSISTENT, DIVERGED, DAMAGED, "lost_records", "lost_bytes"), 0)
+        if self.again:
+            n = len(self.again)
+            yield {"type": "notice", "message": f"{self.again[0]}"
+                   f"{'' if n == 1 else f' and {n - 1} more partition dirs'} given twice: "
+                   "each replica compared once"}  # fmt: skip
         if self.single:
             yield {"type": "notice", "message": f"{self.single} partition"
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
@@ -175,12 +199,11 @@ class ReplicasRun:
         if lead.damage is not None or not lead.starts:
             rows[0]["status"] = DAMAGED
             worst = DAMAGED
-        lead_epochs = leading_epochs(lead, replicas)
         for r in replicas:
             if r is lead:
                 continue
-            rj = rejoin(lead_epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
-                        r.log_end_offset)  # fmt: skip
+            rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                        r.log_end_offset, r.high_watermark)  # fmt: skip
             cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))

@@ -124,7 +124,7 @@ class SparkReplicasRun(ReplicasRun):
             for r in replicas:
                 if r is not lead:
                     rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset,
-                                r.epochs, r.log_end_offset)  # fmt: skip
+                                r.epochs, r.log_end_offset, r.high_watermark)  # fmt: skip
                     pairs.append((topic, part, lead, r, rj))
         self._compared = compare_pairs(self.spark, self.paths, pairs, self.topic, self.partition)
 

@@ -162,10 +162,11 @@ def test_interrupt_wide_commands(wide_root, args, sig):
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_interrupt_replicas(wide_root, tmp_path, sig):
-    """Two brokers' copies of the 300 partitions: `kseg replicas` compares them a while."""
+    """Two brokers' copies of the 300 partitions (hard links: two roots, not one root twice,
+    which is one replica): `kseg replicas` compares them a while."""
     for n in (1, 2):
-        (tmp_path / f"broker-{n}").symlink_to(wide_root, target_is_directory=True)
-    proc = _interrupt(["replicas", tmp_path], wide_root, sig)
+        shutil.copytree(wide_root, tmp_path / f"broker-{n}", copy_function=os.link)
+    proc = _interrupt(["replicas", tmp_path], tmp_path, sig)
     assert proc.returncode == 32, proc.stderr
     assert _err_lines(proc) == ["kseg: interrupted"]
 

@@ -94,6 +94,36 @@ def test_several_roots_given_one_by_one_as_a_directory_of_them(roots):
     assert one == three  # the leader first, then the others in the order given (1, 2 here)
 
 
+def test_a_replica_given_twice_is_compared_once(roots):
+    """A root given twice, or a root and its own partition dir, is one replica: compared once
+    (never with itself, its loss not counted twice), with a notice on stderr."""
+    base = roots / "unclean"
+    once = _json(base)[1]
+    b1 = base / "broker-1"
+    for args in ((base, b1), (b1, base / "broker-2", base / "broker-3", b1 / "orders-0")):
+        code, evs, err = _json(*args)
+        assert code == 4
+        assert [e for e in evs if e["type"] == "summary"] == [once[-1]], args
+        (part,) = [e for e in evs if e["type"] == "partition"]
+        assert (part["replicas"], part["lost_records"]) == (3, 10)
+        (line,) = err.splitlines()
+        assert line == f"kseg: {b1 / 'orders-0'} given twice: each replica compared once"
+    proc = run_kseg("replicas", b1, b1)  # one replica: nothing to compare, as one root alone
+    assert proc.returncode == 16 and proc.stdout == b""
+    assert "no partition has replicas in two or more" in proc.stderr.decode()
+
+
+def test_a_segment_file_is_16_one_line(roots):
+    """A segment is not a replica: comparing first segments would call diverged replicas
+    consistent."""
+    base = roots / "unclean"
+    seg = base / "broker-1" / "orders-0" / "00000000000000000000.log"
+    proc = run_kseg("replicas", seg, base / "broker-3" / "orders-0" / seg.name)
+    assert proc.returncode == 16 and proc.stdout == b""
+    (line,) = proc.stderr.decode().splitlines()
+    assert line.startswith(f"kseg: Invalid value for PATH: {seg}: a segment file; ")
+
+
 def test_leader_given(roots):
     base = roots / "unclean"
     code, evs, _ = _json(base, "--leader", base / "broker-1")
@@ -104,6 +134,10 @@ def test_leader_given(roots):
         "broker-2": "behind",
         "broker-3": "diverged",  # its epoch 1 records are not the given leader's
     }
+    # elected, broker-1 leads a new epoch from its log end: broker-3 keeps its epoch 0 (to 20)
+    b3 = next(e for e in evs if Path(e.get("log_dir", "")).name == "broker-3")
+    assert (b3["truncate_to"], b3["lost_records"]) == (20, 15)
+    assert part["lost_records"] == 15
     assert code == 4
 
 

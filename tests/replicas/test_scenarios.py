@@ -118,3 +118,58 @@ def test_a_leader_that_has_written_nothing_yet_is_the_leader(tmp_path):
     row = by_root(evs)["broker-1"]
     assert (row["truncate_to"], row["lost_records"], row["status"]) == (5, 5, "diverged")
     assert run.outcome == Outcome.INVALID_DATA
+
+
+def test_a_given_leader_of_an_older_epoch_truncates_the_followers_ahead_of_it(tmp_path):
+    """--leader naming a replica whose epochs stop below a follower's (broker-1 led epoch 0 to
+    30; broker-3 went on in epoch 1 from 20): once elected, its cache holds the new epoch at its
+    log end (Partition.makeLeader), so broker-3 asking for epoch 1 hears (0, 30), its own epoch
+    0 ends at 20: it truncates to 20 and loses its 15 epoch-1 records (not "nothing truncated")."""
+    R.build(tmp_path, "unclean")
+    run = ReplicasRun(resolve([tmp_path]), leader=tmp_path / "broker-1")
+    rows = by_root(list(run.events()))
+    assert rows["broker-1"]["role"] == "leader"
+    b3 = rows["broker-3"]
+    assert (b3["truncate_to"], b3["lost_records"], b3["status"]) == (20, 15, "diverged")
+    assert (b3["lost_first_offset"], b3["lost_last_offset"]) == (20, 34)
+    assert (rows["broker-2"]["truncate_to"], rows["broker-2"]["status"]) == (10, "behind")
+
+
+def test_the_elected_leader_caches_its_new_epoch_at_its_log_end():
+    from kseg.format.checkpoint import EpochEntry as E
+    from kseg.replicas.rejoin import elected, rejoin
+
+    # the real cluster's replicas-once-0 with broker-1 (0@0, end 30) made leader: broker-2
+    # (0@0 2@20 4@26, end 33) asks for 4, hears (0, 30); its epoch 0 ends at 20
+    rj = rejoin([E(0, 0)], 0, 30, [E(0, 0), E(2, 20), E(4, 26)], 33)
+    assert (rj.truncate_to, rj.fully, rj.rule) == (20, False, "epoch")
+    assert rj.steps[0] == (4, 0, 30)  # then it fetches from 20 in epoch 0
+    # a leader with no cache at all: the follower's epoch is below the new one, ends at 30
+    assert rejoin([], 0, 30, [E(3, 0)], 40).truncate_to == 30
+    # a leader already at the greatest epoch: unchanged
+    assert elected([E(0, 0), E(2, 20)], 33, [E(0, 0)]) == (E(0, 0), E(2, 20))
+    assert elected([E(0, 0), E(2, 20)], 33, [E(2, 20)]) == (E(0, 0), E(2, 20))
+    assert elected([E(0, 0)], 30, [E(0, 0), E(4, 26)]) == (E(0, 0), E(5, 30))
+
+
+def test_a_follower_without_epochs_truncates_to_its_high_watermark_first(tmp_path):
+    """No leader epochs (its checkpoint lost, clean shutdown: nothing rebuilds it): Kafka's
+    fetcher truncates it to its high watermark (truncateToHighWatermark; the root's
+    replication-offset-checkpoint, 20 here), then fetches from there: broker-1's 20..29, which
+    the leader does not hold, go (not "kept, nothing truncated")."""
+    R.build(tmp_path, "unclean")
+    root = tmp_path / "broker-1"
+    (root / "orders-0" / "leader-epoch-checkpoint").unlink()
+    (root / "replication-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 20)])
+    )
+    rows = by_root(list(ReplicasRun(resolve([tmp_path])).events()))
+    b1 = rows["broker-1"]
+    assert b1["epochs"] == [] and b1["high_watermark"] == 20
+    assert (b1["truncate_to"], b1["lost_records"], b1["status"]) == (20, 10, "diverged")
+    # a high watermark at its log end: by offset alone, below the leader's end, nothing goes
+    (root / "replication-offset-checkpoint").write_bytes(
+        R.encode_offset_checkpoint([R.TopicPartitionOffset(R.TOPIC, R.PARTITION, 30)])
+    )
+    b1 = by_root(list(ReplicasRun(resolve([tmp_path])).events()))["broker-1"]
+    assert (b1["truncate_to"], b1["lost_records"]) == (30, 0)
