@@ -118,3 +118,19 @@ def test_a_leader_that_has_written_nothing_yet_is_the_leader(tmp_path):
     row = by_root(evs)["broker-1"]
     assert (row["truncate_to"], row["lost_records"], row["status"]) == (5, 5, "diverged")
     assert run.outcome == Outcome.INVALID_DATA
+
+
+def test_a_replica_without_segments_is_behind_not_damaged(tmp_path):
+    """A partition dir with no .log (its index files orphans): Kafka deletes the orphans and
+    starts it with one empty segment at its log start (kseg verify: exit 0), so it is an empty
+    replica, behind; nothing is damaged and nothing lost."""
+    R.build(tmp_path, "lag")
+    pdir = tmp_path / "broker-2" / "orders-0"
+    for log in pdir.glob("*.log"):
+        log.unlink()
+    run = ReplicasRun(resolve([tmp_path]))
+    rows = by_root(list(run.events()))
+    r = rows["broker-2"]
+    assert (r["status"], r["damage"], r["log_end_offset"], r["epochs"]) == ("behind", None, 0, [])
+    assert (r["truncate_to"], r["lost_records"]) == (0, 0)
+    assert run.outcome == Outcome.OK
