@@ -45,6 +45,16 @@ def group_replicas(targets: list[Target]) -> tuple[dict[tuple[str, int], list[Ta
     return {k: g for k, g in groups.items() if len(g) >= 2}, single
 
 
+def rejoins(lead: Replica, replicas: list[Replica]) -> Iterator[tuple[Replica, Rejoin]]:
+    """Each follower of ``lead`` with what it truncates to when it rejoins ``lead`` as it leads
+    (kseg.replicas.model.leading_epochs: the cache makeLeader leaves, not the loaded one)."""
+    lead_epochs = leading_epochs(lead, replicas)
+    for r in replicas:
+        if r is not lead:
+            yield r, rejoin(lead_epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                            r.log_end_offset)  # fmt: skip
+
+
 def status_of(r: Replica, leader: Replica, rj: Rejoin, cmp: Comparison) -> str:
     if r.damage is not None or not r.starts:
         return DAMAGED
@@ -175,12 +185,7 @@ class ReplicasRun:
         if lead.damage is not None or not lead.starts:
             rows[0]["status"] = DAMAGED
             worst = DAMAGED
-        lead_epochs = leading_epochs(lead, replicas)
-        for r in replicas:
-            if r is lead:
-                continue
-            rj = rejoin(lead_epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
-                        r.log_end_offset)  # fmt: skip
+        for r, rj in rejoins(lead, replicas):
             cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))
