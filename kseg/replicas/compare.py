@@ -11,6 +11,7 @@ rewrites its own batches, so compacted replicas differ there by design.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -70,14 +71,14 @@ def headers(pdir: Path, start: int, end: int) -> Iterator[Hdr]:
                 continue  # the next segment (Kafka keeps a clean-shutdown segment's later ones)
 
 
+# a batch's identity: two replicas hold the same batch when these agree and both CRCs hold
+# (kseg.spark.replicas joins on the same fields)
+IDENTITY = ("base", "last", "epoch", "crc", "size")
+_identity = attrgetter(*IDENTITY)
+
+
 def same(a: Hdr | None, b: Hdr | None) -> bool:
-    return (
-        a is not None
-        and b is not None
-        and a.ok
-        and b.ok
-        and (a.base, a.last, a.epoch, a.crc, a.size) == (b.base, b.last, b.epoch, b.crc, b.size)
-    )
+    return a is not None and b is not None and a.ok and b.ok and _identity(a) == _identity(b)
 
 
 class LostRange(NamedTuple):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kseg.replicas.compare import Comparison, Divergence, Loss, compared_from
+from kseg.replicas.compare import IDENTITY, Comparison, Divergence, Loss, compared_from
 from kseg.replicas.leader import Choice, choose
 from kseg.replicas.model import Replica, load_replica
 from kseg.replicas.rejoin import Rejoin
@@ -142,7 +142,7 @@ PAIRS_DDL = (
     "pid int, topic string, partition int, fdir string, ldir string, lo long, lend long, "
     "fstart long, fend long, tto long, fully boolean"
 )
-KEYS = ["pid", "base", "last", "epoch", "crc", "size", "ok"]  # a batch's identity (same())
+KEYS = ["pid", *IDENTITY, "ok"]  # a batch's identity (kseg.replicas.compare.same)
 
 
 def _batches(spark, paths: list[str], topic: str | None, partition: int | None):
