@@ -11,9 +11,11 @@ rewrites its own batches, so compacted replicas differ there by design.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
+from kseg.format.accumulator import Accumulator
 from kseg.format.errors import CorruptionError
 from kseg.storage.segment import Segment
 from kseg.storage.tree import segment_logs
@@ -69,14 +71,14 @@ def headers(pdir: Path, start: int, end: int) -> Iterator[Hdr]:
                 continue  # the next segment (Kafka keeps a clean-shutdown segment's later ones)
 
 
+# a batch's identity: two replicas hold the same batch when these agree and both CRCs hold
+# (kseg.spark.replicas joins on the same fields)
+IDENTITY = ("base", "last", "epoch", "crc", "size")
+_identity = attrgetter(*IDENTITY)
+
+
 def same(a: Hdr | None, b: Hdr | None) -> bool:
-    return (
-        a is not None
-        and b is not None
-        and a.ok
-        and b.ok
-        and (a.base, a.last, a.epoch, a.crc, a.size) == (b.base, b.last, b.epoch, b.crc, b.size)
-    )
+    return a is not None and b is not None and a.ok and b.ok and _identity(a) == _identity(b)
 
 
 class LostRange(NamedTuple):
@@ -128,7 +130,7 @@ def compare(leader, follower, truncate_to: int, fully: bool) -> Comparison:
     lb = next(lead, None)
     div: Divergence | None = None
     truncated = 0
-    lost: list[Hdr] = []
+    lost = _Lost()
     for fb in fol:
         while lb is not None and lb.last < fb.base:
             if div is None and lb.base >= lo:  # the leader holds a batch the follower lacks
@@ -143,30 +145,39 @@ def compare(leader, follower, truncate_to: int, fully: bool) -> Comparison:
         if removed:
             truncated += fb.records
             if not match:
-                lost.append(fb)
+                lost.add(fb)
         if match:
             lb = next(lead, None)
-    return Comparison(div, truncated, _loss(lost))
+    return Comparison(div, truncated, lost.loss())
 
 
-def _loss(lost: list[Hdr]) -> Loss:
-    if not lost:
-        return Loss(0, 0, 0, None, None, None, None, ())
-    ranges: list[LostRange] = []
-    for h in lost:
-        r = ranges[-1] if ranges else None
+class _Lost(Accumulator):
+    """The lost batches summed as the walk meets them (no object per batch: a replica that
+    loses millions of batches holds a few numbers and its byte ranges)."""
+
+    __slots__ = ("records", "bytes", "batches", "first", "last", "tmin", "tmax", "ranges")
+
+    def __init__(self) -> None:
+        self.records = self.bytes = self.batches = 0
+        self.first = self.last = self.tmin = self.tmax = None
+        self.ranges: list[LostRange] = []
+
+    def add(self, h: Hdr) -> None:
+        self.records += h.records
+        self.bytes += h.size
+        self.batches += 1
+        if self.first is None:
+            self.first = h.base
+        self.last = h.last
+        if h.max_ts >= 0:
+            self.tmin = h.max_ts if self.tmin is None else min(self.tmin, h.max_ts)
+            self.tmax = h.max_ts if self.tmax is None else max(self.tmax, h.max_ts)
+        r = self.ranges[-1] if self.ranges else None
         if r is not None and r.log == h.log and r.end == h.pos:
-            ranges[-1] = r._replace(end=h.pos + h.size, last_offset=h.last)
+            self.ranges[-1] = r._replace(end=h.pos + h.size, last_offset=h.last)
         else:
-            ranges.append(LostRange(h.log, h.pos, h.pos + h.size, h.base, h.last))
-    times = [h.max_ts for h in lost if h.max_ts >= 0]
-    return Loss(
-        sum(h.records for h in lost),
-        sum(h.size for h in lost),
-        len(lost),
-        lost[0].base,
-        lost[-1].last,
-        min(times) if times else None,
-        max(times) if times else None,
-        tuple(ranges),
-    )
+            self.ranges.append(LostRange(h.log, h.pos, h.pos + h.size, h.base, h.last))
+
+    def loss(self) -> Loss:
+        return Loss(self.records, self.bytes, self.batches, self.first, self.last, self.tmin,
+                    self.tmax, tuple(self.ranges))  # fmt: skip

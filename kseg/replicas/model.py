@@ -175,13 +175,18 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
     except CorruptionError as exc:
         checkpoint = ()
         damage = damage or str(exc.in_file(target.partition_dir / "leader-epoch-checkpoint"))
-    end = _clean_end(report) if report.clean_shutdown and report.scans else report.kafka_log_end
-    starts = end is not None
-    if end is None:  # Kafka would not start: take the log as it lies, for the comparison
-        end = report.log_end_offset if report.log_end_offset is not None else 0
     first = report.scans[0].base_offset if report.scans else 0
     start = report.log_start_offset if report.log_start_offset is not None else first
     start = max(start, first)
+    if not report.scans:  # LogLoader: no segment, one empty segment at the log start
+        end = start
+    elif report.clean_shutdown:
+        end = _clean_end(report)
+    else:
+        end = report.kafka_log_end
+    starts = end is not None
+    if end is None:  # Kafka would not start: take the log as it lies, for the comparison
+        end = report.log_end_offset if report.log_end_offset is not None else 0
     if end < start:  # LogLoader: the log is reset to one empty segment at the log start
         end = start
     epochs = _recovered_epochs(report, list(assigned(checkpoint)), end)

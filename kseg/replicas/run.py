@@ -56,6 +56,15 @@ def group_replicas(
     return {k: g for k, g in groups.items() if len(g) >= 2}, single, again
 
 
+def rejoins(lead: Replica, replicas: list[Replica]) -> Iterator[tuple[Replica, Rejoin]]:
+    """Each follower of ``lead`` with what it truncates to when it rejoins ``lead`` (as Kafka
+    makes it leader: kseg.replicas.rejoin.elected); both `kseg replicas` and its Spark run."""
+    for r in replicas:
+        if r is not lead:
+            yield r, rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                            r.log_end_offset, r.high_watermark)  # fmt: skip
+
+
 def status_of(r: Replica, leader: Replica, rj: Rejoin, cmp: Comparison) -> str:
     if r.damage is not None or not r.starts:
         return DAMAGED
@@ -199,11 +208,7 @@ class ReplicasRun:
         if lead.damage is not None or not lead.starts:
             rows[0]["status"] = DAMAGED
             worst = DAMAGED
-        for r in replicas:
-            if r is lead:
-                continue
-            rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
-                        r.log_end_offset, r.high_watermark)  # fmt: skip
+        for r, rj in rejoins(lead, replicas):
             cmp = self._compare(topic, partition, lead, r, rj)
             status = status_of(r, lead, rj, cmp)
             rows.append(_replica_event(topic, partition, r, "follower", rj, cmp, status))

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kseg.replicas.compare import Comparison, Divergence, Loss, compared_from
+from kseg.replicas.compare import IDENTITY, Comparison, Divergence, Loss, compared_from
 from kseg.replicas.leader import Choice, choose
 from kseg.replicas.model import Replica, load_replica
-from kseg.replicas.rejoin import Rejoin, rejoin
-from kseg.replicas.run import ReplicasRun
+from kseg.replicas.rejoin import Rejoin
+from kseg.replicas.run import ReplicasRun, rejoins
 from kseg.storage.tree import NOTHING_FOUND, InputError, Target
 
 NO_LOSS = Loss(0, 0, 0, None, None, None, None, ())
@@ -121,11 +121,8 @@ class SparkReplicasRun(ReplicasRun):
             choice = choose(replicas, topic, part, self.leader)
             self._choices[(topic, part)] = choice
             lead = replicas[choice.index]
-            for r in replicas:
-                if r is not lead:
-                    rj = rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset,
-                                r.epochs, r.log_end_offset, r.high_watermark)  # fmt: skip
-                    pairs.append((topic, part, lead, r, rj))
+            for r, rj in rejoins(lead, replicas):
+                pairs.append((topic, part, lead, r, rj))
         self._compared = compare_pairs(self.spark, self.paths, pairs, self.topic, self.partition)
 
     def _load(self, t: Target, topic: str, partition: int) -> Replica:
@@ -145,7 +142,7 @@ PAIRS_DDL = (
     "pid int, topic string, partition int, fdir string, ldir string, lo long, lend long, "
     "fstart long, fend long, tto long, fully boolean"
 )
-KEYS = ["pid", "base", "last", "epoch", "crc", "size", "ok"]  # a batch's identity (same())
+KEYS = ["pid", *IDENTITY, "ok"]  # a batch's identity (kseg.replicas.compare.same)
 
 
 def _batches(spark, paths: list[str], topic: str | None, partition: int | None):

@@ -173,3 +173,42 @@ def test_a_follower_without_epochs_truncates_to_its_high_watermark_first(tmp_pat
     )
     b1 = by_root(list(ReplicasRun(resolve([tmp_path])).events()))["broker-1"]
     assert (b1["truncate_to"], b1["lost_records"]) == (30, 0)
+
+
+def test_a_replica_without_segments_is_behind_not_damaged(tmp_path):
+    """A partition dir with no .log (its index files orphans): Kafka deletes the orphans and
+    starts it with one empty segment at its log start (kseg verify: exit 0), so it is an empty
+    replica, behind; nothing is damaged and nothing lost."""
+    R.build(tmp_path, "lag")
+    pdir = tmp_path / "broker-2" / "orders-0"
+    for log in pdir.glob("*.log"):
+        log.unlink()
+    run = ReplicasRun(resolve([tmp_path]))
+    rows = by_root(list(run.events()))
+    r = rows["broker-2"]
+    assert (r["status"], r["damage"], r["log_end_offset"], r["epochs"]) == ("behind", None, 0, [])
+    assert (r["truncate_to"], r["lost_records"]) == (0, 0)
+    assert run.outcome == Outcome.OK
+
+
+def test_the_loss_holds_no_object_per_lost_batch(tmp_path):
+    """A follower that loses 8000 batches: compare sums them as it walks (peak traced memory
+    well under what one object per batch takes, about 2.5 MB here)."""
+    import tracemalloc
+
+    from kseg.replicas.compare import compare
+    from kseg.replicas.model import load_replica
+
+    R.write_root(tmp_path / "broker-1", 1, R.ReplicaSpec((R.Run(0, 10),)))
+    spec = R.ReplicaSpec((R.Run(0, 10), R.Run(0, 8000, "c", batch=1)))
+    R.write_root(tmp_path / "broker-2", 2, spec, segment_bytes=1 << 16)
+    ts = {t.log_dir.name: t for t in resolve([tmp_path]).required_targets("compare")}
+    lead, fol = (load_replica(ts[n], R.TOPIC, R.PARTITION) for n in ("broker-1", "broker-2"))
+    tracemalloc.start()
+    try:
+        cmp = compare(lead, fol, 10, False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (cmp.loss.batches, cmp.loss.records, cmp.loss.first_offset) == (8000, 8000, 10)
+    assert peak < 1_000_000, peak

@@ -124,3 +124,19 @@ def test_spark_replicas_leader_not_a_root_is_usage_16(tmp_path):
     _ok(proc)
     assert proc.returncode == 16
     assert b"--leader" in proc.stderr
+
+
+def test_spark_replicas_follower_above_leaders_loaded_epoch(spark, tmp_path):
+    """A follower whose latest epoch is above the leader's loaded cache (--leader a replica
+    whose own entry loading dropped) truncates to the leader's end as locally (the leader's
+    cache as it leads, kseg.replicas.rejoin.elected): Spark's loss is that truncation's,
+    not the whole log kept."""
+    R.write_root(tmp_path / "broker-1", 1, R.ReplicaSpec((R.Run(0, 10), R.Run(1, 10, "b"))))
+    R.write_root(tmp_path / "broker-2", 2, R.ReplicaSpec((R.Run(0, 10),)))
+    lead = tmp_path / "broker-2"
+    run = ReplicasRun(resolve([tmp_path]), leader=lead)
+    want = list(run.events())
+    row = next(e for e in want if e["type"] == "replica" and e["role"] == "follower")
+    assert (row["truncate_to"], row["lost_records"]) == (10, 10)
+    got, found = on_spark(spark, [str(tmp_path)], leader=lead)
+    assert got == want and found == run.outcome
