@@ -38,7 +38,10 @@ class Hdr(NamedTuple):
 
 def headers(pdir: Path, start: int, end: int) -> Iterator[Hdr]:
     """The batches of ``pdir`` holding offsets in [start, end), in log order (a walk stops at
-    the first bad structure: Kafka's log ends there for our purpose)."""
+    the first bad structure: Kafka's log ends there for our purpose). A batch whose offsets do
+    not pass the last one yielded (segments that overlap: kseg verify's segment_overlap) is left
+    out, so that no offset is compared or counted lost twice."""
+    done = -1  # the greatest last offset yielded
     for log in segment_logs(pdir):
         seg = Segment(log)
         if seg.base_offset >= end:
@@ -60,8 +63,9 @@ def headers(pdir: Path, start: int, end: int) -> Iterator[Hdr]:
                 ) in seg.walk_headers(buf):
                     if base >= end:
                         return
-                    if last < start:
+                    if last < start or last <= done:
                         continue
+                    done = last
                     at = pos + (V2_CRC_AT if magic >= 2 else LEGACY_CRC_AT)
                     crc = int.from_bytes(buf[at : at + 4], "big")
                     n = count if magic >= 2 else last - base + 1

@@ -168,13 +168,15 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
     report = verify_target(target)
     part = Partition(target.partition_dir)
     damage, epoch_note, unreadable = _damage(report)
+    bad_checkpoint = False
     try:
         checkpoint = tuple(part.leader_epochs())
     except FileNotFoundError:
         checkpoint = ()
-    except CorruptionError as exc:
+    except CorruptionError as exc:  # Kafka fails the log dir on a malformed checkpoint
         checkpoint = ()
         damage = damage or str(exc.in_file(target.partition_dir / "leader-epoch-checkpoint"))
+        bad_checkpoint = True
     first = report.scans[0].base_offset if report.scans else 0
     start = report.log_start_offset if report.log_start_offset is not None else first
     start = max(start, first)
@@ -184,7 +186,7 @@ def load_replica(target: Target, topic: str, partition: int) -> Replica:
         end = _clean_end(report)
     else:
         end = report.kafka_log_end
-    starts = end is not None
+    starts = end is not None and not bad_checkpoint
     if end is None:  # Kafka would not start: take the log as it lies, for the comparison
         end = report.log_end_offset if report.log_end_offset is not None else 0
     if end < start:  # LogLoader: the log is reset to one empty segment at the log start

@@ -28,6 +28,7 @@ METADATA_TOPIC = (
     "__cluster_metadata"  # replicated by KRaft's own protocol, not by followers' fetches
 )
 
+NO_START = "no_start"  # a Rejoin's rule for a replica Kafka would not load
 LEADER, IN_SYNC, BEHIND, DIVERGED, DAMAGED = "leader", "in_sync", "behind", "diverged", "damaged"
 CONSISTENT = "consistent"
 
@@ -60,9 +61,13 @@ def rejoins(lead: Replica, replicas: list[Replica]) -> Iterator[tuple[Replica, R
     """Each follower of ``lead`` with what it truncates to when it rejoins ``lead`` (as Kafka
     makes it leader: kseg.replicas.rejoin.elected); both `kseg replicas` and its Spark run."""
     for r in replicas:
-        if r is not lead:
-            yield r, rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
-                            r.log_end_offset, r.high_watermark)  # fmt: skip
+        if r is lead:
+            continue
+        if not r.starts:  # Kafka would not load it: no rejoin to predict (its damage says why)
+            yield r, Rejoin(r.log_end_offset, False, (), NO_START)
+            continue
+        yield r, rejoin(lead.epochs, lead.log_start_offset, lead.log_end_offset, r.epochs,
+                        r.log_end_offset, r.high_watermark)  # fmt: skip
 
 
 def status_of(r: Replica, leader: Replica, rj: Rejoin, cmp: Comparison) -> str:
@@ -279,7 +284,7 @@ def _replica_event(topic, partition, r: Replica, role, rj: Rejoin | None, cmp, s
         "last_batch_epoch": r.last_batch_epoch,
         "epochs": [[e.epoch, e.start_offset] for e in r.epochs],
         "divergence": None if div is None else div._asdict(),
-        "truncate_to": None if rj is None else rj.truncate_to,
+        "truncate_to": None if rj is None or rj.rule == NO_START else rj.truncate_to,
         "truncate_fully": False if rj is None else rj.fully,
         "lost_records": loss.records if loss is not None else 0,
         "lost_bytes": loss.bytes if loss is not None else 0,

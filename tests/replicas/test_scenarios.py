@@ -212,3 +212,35 @@ def test_the_loss_holds_no_object_per_lost_batch(tmp_path):
         tracemalloc.stop()
     assert (cmp.loss.batches, cmp.loss.records, cmp.loss.first_offset) == (8000, 8000, 10)
     assert peak < 1_000_000, peak
+
+
+def test_a_garbage_checkpoint_is_damage_with_no_truncation_predicted(tmp_path):
+    """A leader-epoch-checkpoint Kafka cannot parse fails its log dir: the replica is damaged
+    (file named), and no truncation is predicted for a replica Kafka would not load."""
+    R.build(tmp_path, "unclean")
+    (tmp_path / "broker-1" / "orders-0" / "leader-epoch-checkpoint").write_bytes(b"0\n2\nx y\n")
+    run = ReplicasRun(resolve([tmp_path]))
+    row = by_root(list(run.events()))["broker-1"]
+    assert row["status"] == "damaged" and "leader-epoch-checkpoint" in row["damage"]
+    assert row["truncate_to"] is None and row["lost_records"] == 0
+    assert run.outcome == Outcome.INVALID_DATA
+
+
+def test_overlapping_segments_count_no_offset_twice(tmp_path):
+    """A copy of segment 0 named as a later segment (segments that overlap; Kafka would not
+    start on it): each offset is compared and counted lost once."""
+    import shutil
+
+    from kseg.replicas.compare import compare
+    from kseg.replicas.model import load_replica
+
+    R.build(tmp_path, "unclean")
+    pdir = tmp_path / "broker-1" / "orders-0"
+    shutil.copy(pdir / "00000000000000000000.log", pdir / "00000000000000000010.log")
+    ts = {t.log_dir.name: t for t in resolve([tmp_path]).required_targets("compare")}
+    lead, fol = (load_replica(ts[n], R.TOPIC, R.PARTITION) for n in ("broker-3", "broker-1"))
+    assert not fol.starts
+    cmp = compare(lead, fol, 20, False)
+    assert (cmp.loss.records, cmp.loss.batches, cmp.divergence.offset) == (10, 2, 20)
+    row = by_root(list(ReplicasRun(resolve([tmp_path])).events()))["broker-1"]
+    assert (row["status"], row["truncate_to"]) == ("damaged", None)
