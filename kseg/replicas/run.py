@@ -129,13 +129,29 @@ class ReplicasRun:
         from kseg.replicas.export import check_dest
 
         names: dict[str, Path] = {}
+        roots = {t.log_dir.resolve() for g in self.groups.values() for t in g}
+        # the directory holding the roots, when they sit side by side: an export there would be
+        # taken for one more replica by the next `kseg replicas` of that directory
+        parents = {r.parent for r in roots}
+        inside = roots | (parents if len(parents) == 1 and len(roots) > 1 else set())
+        real = dest.resolve()
+        for d in sorted(inside):
+            if real == d or d in real.parents:
+                raise BadOption(
+                    f"{dest} is inside {d}, which holds the replicas read: a later "
+                    "`kseg replicas` there would take the export for one more replica; give a "
+                    "DIR outside it",
+                    "--export-lost",
+                )
         for (topic, partition), targets in sorted(self.groups.items()):
             for t in targets:
                 other = names.setdefault(t.log_dir.name, t.log_dir)
                 if other.resolve() != t.log_dir.resolve():
                     raise BadOption(
                         f"{other} and {t.log_dir}: two roots named {t.log_dir.name}; "
-                        "--export-lost writes each root's records under DIR/<root name>",
+                        "--export-lost writes each root's records under DIR/<root name>: give "
+                        "the roots under distinct names (e.g. symlinks broker-1 -> "
+                        f"{t.log_dir}, side by side)",
                         "--export-lost",
                     )
                 check_dest(dest / t.log_dir.name, topic, partition,
@@ -162,14 +178,17 @@ class ReplicasRun:
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
                    "nothing to compare"}  # fmt: skip
         for (topic, partition), targets in sorted(self.groups.items()):
-            evs = yield from self._partition(topic, partition, targets)
-            if evs is None:
+            found = yield from self._partition(topic, partition, targets)
+            if found is None:
                 continue
+            evs, exports = found
             head = evs[0]
             totals[head["status"]] += 1
             totals["lost_records"] += head["lost_records"]
             totals["lost_bytes"] += head["lost_bytes"]
             yield from evs
+            for export in exports:
+                yield self._export(*export)
         if totals[DIVERGED] or totals[DAMAGED]:
             self.outcome |= Outcome.INVALID_DATA
         yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]
@@ -241,10 +260,9 @@ class ReplicasRun:
             "lost_records": lost_records,
             "lost_bytes": lost_bytes,
         }
-        evs = [head, *rows]
-        for r, cmp in exports:
-            evs.append(self._export(topic, partition, r, cmp))
-        return evs
+        # the verdict is shown before the exports run: an export interrupted (or failing) does
+        # not take the analysis with it
+        return [head, *rows], [(topic, partition, r, cmp) for r, cmp in exports]
 
     def _export(self, topic: str, partition: int, r: Replica, cmp: Comparison) -> dict:
         from kseg.replicas.export import export_lost

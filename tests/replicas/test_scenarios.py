@@ -244,3 +244,16 @@ def test_overlapping_segments_count_no_offset_twice(tmp_path):
     assert (cmp.loss.records, cmp.loss.batches, cmp.divergence.offset) == (10, 2, 20)
     row = by_root(list(ReplicasRun(resolve([tmp_path])).events()))["broker-1"]
     assert (row["status"], row["truncate_to"]) == ("damaged", None)
+
+
+def test_export_inside_the_directory_of_roots_is_refused(tmp_path):
+    """An export inside the directory holding the roots (or inside a root) would be one more
+    replica for the next `kseg replicas` of it: usage, before anything is read."""
+    from kseg.outcome import BadOption
+
+    R.build(tmp_path / "incident", "unclean")
+    sel = resolve([tmp_path / "incident"])
+    for dest in (tmp_path / "incident" / "lost", tmp_path / "incident" / "broker-1" / "x"):
+        with pytest.raises(BadOption, match="inside"):
+            ReplicasRun(sel, export_lost=dest)
+    ReplicasRun(sel, export_lost=tmp_path / "lost")  # beside it: fine
