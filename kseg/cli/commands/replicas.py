@@ -23,7 +23,8 @@ def replicas(
 
     Exit codes: 0 every partition consistent (a replica merely behind is); 4 replicas
     diverged, or damaged; 8 unreadable input; 16 usage (also: no partition with replicas in two
-    or more roots; --export-lost files already there).
+    or more roots; --export-lost files already there, or a DIR among the roots); 32
+    interrupted.
 
     Example:
 
