@@ -47,6 +47,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def run_tool(home: Path, env: dict, script: str, *args: str, timeout: float = 120,
+             check: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+    """Run the distribution's bin/<script> with ``env``; ``check``: raise with its stderr's
+    tail when it fails."""
+    proc = subprocess.run(
+        [str(home / "bin" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError(
+            f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
+    return proc
+
+
 @dataclass
 class Record:
     """One record as a Kafka consumer received it."""
@@ -130,19 +149,7 @@ class Broker:
     def tool(self, script: str, *args: str, timeout: float = 120, check: bool = False):
         """Run bin/<script> (e.g. ``kafka-consumer-groups.sh``); ``--bootstrap-server`` is the
         caller's to pass (``self.bootstrap``). Returns the CompletedProcess (text)."""
-        proc = subprocess.run(
-            [str(self.home / "bin" / script), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-        )
-        if check and proc.returncode != 0:
-            raise RuntimeError(
-                f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-            )
-        return proc
+        return run_tool(self.home, self.env(), script, *args, timeout=timeout, check=check)
 
     def server_log(self) -> str:
         path = self.logs / "server.log"

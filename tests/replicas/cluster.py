@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from tests.broker import START_TIMEOUT, STARTED, free_port
+from tests.broker import START_TIMEOUT, STARTED, free_port, run_tool
 
 WAIT = 90.0  # seconds: the most a cluster-side condition is waited for
 
@@ -206,19 +206,7 @@ class Cluster:
         return env
 
     def tool(self, script: str, *args: str, timeout: float = 120, check: bool = False):
-        proc = subprocess.run(
-            [str(self.home / "bin" / script), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-        )
-        if check and proc.returncode != 0:
-            raise RuntimeError(
-                f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-            )
-        return proc
+        return run_tool(self.home, self.env(), script, *args, timeout=timeout, check=check)
 
     # -- processes -------------------------------------------------------------------------
     def start(self, *ids: int) -> None:
