@@ -15,26 +15,28 @@ from kseg.cli.command import Command
 from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.options import (
     ConfOpt,
-    ExportFormatOpt,
-    ExportFromTimeOpt,
-    ExportWriterOpt,
-    FindingsOutOpt,
     FormatOpt,
-    HeadersOpt,
     IntervalOpt,
     Isolation,
     IsolationOpt,
     MasterOpt,
-    OutOpt,
     OutputFormat,
-    PartitionByOpt,
     PartitionOpt,
-    PerHourOpt,
     QuietOpt,
-    SparkDeepOpt,
     SparkPathsArg,
     TopicOpt,
     ToTimeOpt,
+)
+from kseg.cli.spark_options import (
+    ExportFormatOpt,
+    ExportFromTimeOpt,
+    ExportWriterOpt,
+    FindingsOutOpt,
+    HeadersOpt,
+    OutOpt,
+    PartitionByOpt,
+    PerHourOpt,
+    SparkDeepOpt,
 )
 from kseg.outcome import BadOption, Outcome
 from kseg.render import streams
