@@ -85,6 +85,20 @@ def partition_leader(
                     state["changed_at"], state["source"])  # fmt: skip
 
 
+def final_leaders(metadata_dir: str | Path) -> dict[tuple[str, int], LeaderAt]:
+    """Every partition's leader once the whole metadata log is applied, by (topic, partition):
+    one replay for all of them. Raises CorruptionError as partition_leader does."""
+    image = _replay(Path(metadata_dir), None)
+    names = {tid: name for name, tid in image.topic_ids.items()}
+    return {
+        (names[tid], part): LeaderAt(
+            names[tid], tid, part, st["leader"], list(st["isr"]), st["changed_at"], st["source"]
+        )  # fmt: skip
+        for (tid, part), st in image.parts.items()
+        if tid in names
+    }
+
+
 def topic_partitions(metadata_dir: str | Path, topic: str) -> list[int]:
     """The partitions of ``topic`` once the whole metadata log is applied (empty: no such
     topic). Raises CorruptionError on a record it cannot decode."""

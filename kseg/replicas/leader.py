@@ -26,20 +26,30 @@ class Choice(NamedTuple):
     reason: str
 
 
-def _metadata_leader(replicas: Sequence[Replica], topic: str, partition: int):
+def _metadata_leader(
+    replicas: Sequence[Replica], topic: str, partition: int, memo: dict | None = None
+):
     """(node id, why) from the most complete KRaft metadata log under the replicas' roots, or
-    (None, why not)."""
-    from kseg.offsets.leaders import partition_leader
+    (None, why not). ``memo``: a run's store of replays (one replay per set of metadata logs,
+    not one per partition)."""
+    from kseg.offsets.leaders import final_leaders
     from kseg.offsets.placement import best_replica
 
     mdirs = [r.log_dir / METADATA_DIR for r in replicas if (r.log_dir / METADATA_DIR).is_dir()]
     if not mdirs:
         return None, "no KRaft metadata under the roots"
-    mdir, _ = best_replica(mdirs)
-    try:
-        at = partition_leader(mdir, topic, partition, 1 << 62)
-    except (CorruptionError, OSError) as exc:
-        return None, f"KRaft metadata {mdir} unreadable ({exc})"
+    memo = {} if memo is None else memo
+    key = tuple(mdirs)
+    if key not in memo:
+        mdir, _ = best_replica(mdirs)
+        try:
+            memo[key] = mdir, final_leaders(mdir)
+        except (CorruptionError, OSError) as exc:
+            memo[key] = mdir, exc
+    mdir, found = memo[key]
+    if isinstance(found, Exception):
+        return None, f"KRaft metadata {mdir} unreadable ({found})"
+    at = found.get((topic, partition))
     if at is None:
         return None, f"KRaft metadata {mdir} does not know {topic}-{partition}"
     if at.leader < 0:
@@ -55,14 +65,19 @@ def greatest_epoch(r: Replica) -> int:
 
 
 def choose(
-    replicas: Sequence[Replica], topic: str, partition: int, given: Path | None = None
+    replicas: Sequence[Replica],
+    topic: str,
+    partition: int,
+    given: Path | None = None,
+    memo: dict | None = None,
 ) -> Choice:
+    """The leader of ``replicas`` (see the module); ``memo``: a run's metadata replays."""
     if given is not None:
         want = given.resolve()
         for i, r in enumerate(replicas):
             if r.log_dir.resolve() == want:
                 return Choice(i, GIVEN, f"--leader {given}")
-    node, why = _metadata_leader(replicas, topic, partition)
+    node, why = _metadata_leader(replicas, topic, partition, memo)
     if node is not None:
         for i, r in enumerate(replicas):
             if r.node_id == node:

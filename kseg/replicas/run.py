@@ -121,6 +121,7 @@ class ReplicasRun:
         self.export_lost = export_lost
         self.record_files = record_files
         self.outcome = Outcome.OK
+        self._metadata: dict = {}  # the KRaft metadata replayed once per run (leader.choose)
 
     def _check_export(self, dest: Path) -> None:
         """--export-lost DIR refused before anything is read (BadOption: usage): a replica's
@@ -199,7 +200,7 @@ class ReplicasRun:
         return load_replica(t, topic, partition)
 
     def _choose(self, replicas: list[Replica], topic: str, partition: int) -> Choice:
-        return choose(replicas, topic, partition, self.leader)
+        return choose(replicas, topic, partition, self.leader, self._metadata)
 
     def _compare(self, topic: str, partition: int, lead: Replica, r: Replica, rj: Rejoin):
         return compare(lead, r, rj.truncate_to, rj.fully)

@@ -118,7 +118,7 @@ class SparkReplicasRun(ReplicasRun):
                                                          Replica)]  # fmt: skip
             if len(replicas) < 2:
                 continue
-            choice = choose(replicas, topic, part, self.leader)
+            choice = choose(replicas, topic, part, self.leader, self._metadata)
             self._choices[(topic, part)] = choice
             lead = replicas[choice.index]
             for r, rj in rejoins(lead, replicas):
