@@ -40,6 +40,7 @@ class Bar:
         self._progress = None
         self._task = None
         self._next = 0.0
+        self._next_draw = 0.0
         self._total = total
         self._done = 0  # bytes of the segments (files) whose event has passed
         self._reading: dict[str, int] = {}  # log -> bytes walked so far, event still to come
@@ -69,7 +70,10 @@ class Bar:
             TimeRemainingColumn(),
             console=console,
             transient=True,
-            refresh_per_second=5,  # the redraw thread takes the GIL: keep it rare
+            # no redraw thread: the bar is redrawn from the run's own updates (at most five
+            # times a second, _draw), so no thread runs when the run forks its --jobs workers
+            # (kseg.storage.jobs), and none takes the GIL from the walk
+            auto_refresh=False,
         )
         self._task = self._progress.add_task(description, total=total)
         self._progress.start()
@@ -105,6 +109,13 @@ class Bar:
             if self._total is not None:
                 shown = min(shown, self._total)  # a file walked twice never overshoots
             self._progress.update(self._task, completed=shown)
+            self._draw()
+
+    def _draw(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_draw:
+            self._next_draw = now + 0.2
+            self._progress.refresh()
 
     def update(self, completed: int | None = None, description: str | None = None, **kw) -> None:
         if self._progress is not None:
@@ -114,6 +125,7 @@ class Bar:
             if "total" in kw:
                 self._total = kw["total"]
             self._progress.update(self._task, completed=completed, description=description, **kw)
+            self._draw()
 
     def due(self, every: float = 0.1) -> bool:
         """True at most every ``every`` seconds (for callers that could update per batch)."""

@@ -41,6 +41,10 @@ class RepairRun(VerifyRun):
             if self._locks is not None:
                 self._locks.release()
 
+    def _jobs(self) -> int:
+        """A repair writes (a manifest, locks, the quarantine): one partition after another."""
+        return 1
+
     def _prepare(self, tlist: list[Target]) -> Iterator[dict]:
         if self.writing:  # every lock before anything is verified or planned
             yield from self._lock_log_dirs(tlist)

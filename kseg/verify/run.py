@@ -9,6 +9,7 @@ from typing import NamedTuple
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
 from kseg.outcome import Outcome, combined
+from kseg.storage import jobs
 from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
@@ -27,6 +28,7 @@ class VerifyOptions(NamedTuple):
     kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION
     topic: str | None = None
     partition: int | None = None
+    jobs: int | None = 1  # worker processes (None: every core); a repair runs in one
 
 
 class VerifyRun:
@@ -77,17 +79,19 @@ class VerifyRun:
         return iter(())
 
     def _events(self, sel: Selection) -> Iterator[dict]:
-        several = sel.several_log_dirs
+        self._several = several = sel.several_log_dirs
         reports: dict[Path, list[PartitionReport]] = {r: [] for r in sel.roots}
         tlist = self.targets(sel)
         yield from self._prepare(tlist)
+        todo = []
         for t in tlist:
             if t.log_dir.resolve() in self._refused:
                 reports.pop(t.log_dir, None)
-                continue
-            tags = target_tags(t, several)
-            read_only = t.log_dir.resolve() in self._locked_out
-            report = yield from _tagged(self._target(t, read_only), tags)
+            else:
+                todo.append(t)
+        walks = jobs.in_order(self._one, todo, self._jobs(), self)
+        for t, walk in zip(todo, walks, strict=True):
+            report = yield from walk
             if report is not None and t.log_dir in reports:
                 reports[t.log_dir].append(report)
         unfiltered = self.opts.topic is None and self.opts.partition is None
@@ -113,6 +117,33 @@ class VerifyRun:
             "repaired": self.repaired,
             "outcome": self.outcome,
         }
+
+    def _jobs(self) -> int | None:
+        """How many workers walk the partitions (a repair's hook: one)."""
+        return self.opts.jobs
+
+    def _one(self, t: Target):
+        """One partition's events, tagged (in this process or a worker: kseg.storage.jobs)."""
+        read_only = t.log_dir.resolve() in self._locked_out
+        return (yield from _tagged(self._target(t, read_only), target_tags(t, self._several)))
+
+    # kseg.storage.jobs.Shared: the counters a worker's partition adds to the run's
+    def fork_reset(self) -> None:
+        self.outcome = Outcome.OK
+        self.counts = dict.fromkeys(self.counts, 0)
+        self.partitions = self.segments = self.repaired = 0
+
+    def fork_state(self) -> tuple:
+        return self.outcome, self.counts, self.partitions, self.segments, self.repaired
+
+    def fork_absorb(self, state: tuple) -> None:
+        outcome, counts, partitions, segments, repaired = state
+        self.outcome |= outcome
+        for k, v in counts.items():
+            self.counts[k] += v
+        self.partitions += partitions
+        self.segments += segments
+        self.repaired += repaired
 
     def _target(self, t: Target, read_only: bool = False):
         """Verify one partition: its findings and Kafka's recovery outcome, then its segments'

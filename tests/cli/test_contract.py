@@ -88,9 +88,23 @@ def wide_root(tmp_path_factory) -> Path:
     return root
 
 
+def _family(pid: int) -> list[int]:
+    """The process and its children (the --jobs workers that walk the partitions)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return [pid, *map(int, children)]
+
+
 def _working_on(pid: int, path: Path, maps: bool) -> bool:
-    """Has the process opened (or, checked less often, mapped) a segment file under ``path``
-    (or ``path`` itself, a segment file)? Then it is past start-up and classification, mid-run."""
+    """Has the process or one of its workers opened (or, checked less often, mapped) a segment
+    file under ``path`` (or ``path`` itself, a segment file)? Then it is past start-up and
+    classification, mid-run."""
+    return any(_opened(p, path, maps) for p in _family(pid))
+
+
+def _opened(pid: int, path: Path, maps: bool) -> bool:
     prefix = str(path) if path.name.startswith("000000000") else str(path) + "/"
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):

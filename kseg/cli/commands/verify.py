@@ -4,6 +4,7 @@ undoes a repair (kseg.repair.restore)."""
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.inputs import parsed_kafka_version, selection
+from kseg.cli.jobs_option import JobsOpt
 from kseg.outcome import BadOption
 
 VERIFY_HELP = """Check CRCs, structure, offsets, indexes and checkpoint files; with --repair, fix them
@@ -38,6 +39,7 @@ def verify(
     fmt: o.FormatOpt = o.OutputFormat.text,
     problems_only: o.ProblemsOnlyOpt = False,
     quiet: o.QuietOpt = False,
+    jobs: JobsOpt = None,
 ) -> int:
     from kseg.cli.signals import Interrupted
     from kseg.render import finish
@@ -58,6 +60,7 @@ def verify(
         kafka_version=parsed_kafka_version(kafka_version),
         topic=topic,
         partition=partition,
+        jobs=jobs,
     )
     sel = selection(paths, topic, partition)  # a wrong path fails up front
     if repair:

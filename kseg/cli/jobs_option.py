@@ -1,0 +1,17 @@
+"""``--jobs N``: how many worker processes walk the partitions (kseg.storage.jobs)."""
+
+from typing import Annotated
+
+import typer
+
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        show_default="the cores available",
+        help="Worker processes walking partitions in parallel; the output is the same as "
+        "with --jobs 1, in the same order.",
+    ),
+]
