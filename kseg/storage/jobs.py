@@ -309,6 +309,8 @@ def _run_item(conn: Connection, work, item, shared: Shared) -> None:
     except (BrokenPipeError, ConnectionResetError):
         raise
     except BaseException as exc:  # noqa: BLE001 - every error goes to the parent, in order
+        if chunk:  # the events before it first, as --jobs 1 shows them
+            conn.send_bytes(pickle.dumps(("events", chunk), 5) + _MORE_MARK)
         conn.send_bytes(pickle.dumps(("raise", _portable(exc)), 5) + _LAST_MARK)
 
 

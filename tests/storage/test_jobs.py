@@ -1,0 +1,197 @@
+"""kseg.storage.jobs: a walk's items over forked workers, events back in input order."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from kseg.outcome import Outcome
+from kseg.storage import jobs, walked
+
+
+class Tally:
+    """A run's counters as the engine moves them (kseg.storage.jobs.Shared)."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.outcome = Outcome.OK
+        self.pids: set[int] = set()
+
+    def fork_reset(self) -> None:
+        self.events, self.outcome, self.pids = 0, Outcome.OK, set()
+
+    def fork_state(self):
+        return self.events, self.outcome, self.pids
+
+    def fork_absorb(self, state) -> None:
+        events, outcome, pids = state
+        self.events += events
+        self.outcome |= outcome
+        self.pids |= pids
+
+    def work(self, item):
+        """``item`` events (a skewed load: item 0 is the largest), then the item back."""
+        self.pids.add(os.getpid())
+        for k in range(item["n"]):
+            self.events += 1
+            yield {"item": item["name"], "k": k}
+        if item.get("bad"):
+            self.outcome |= Outcome.INVALID_DATA
+        if item.get("raise"):
+            raise item["raise"]
+        if item.get("die"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return item["name"]
+
+
+def run(tally: Tally, items, n: int):
+    out, values = [], []
+    for walk in jobs.in_order(tally.work, items, n, tally):
+        value = yield_all(walk, out)
+        values.append(value)
+    return out, values
+
+
+def yield_all(gen, out: list):
+    while True:
+        try:
+            out.append(next(gen))
+        except StopIteration as stop:
+            return stop.value
+
+
+ITEMS = [
+    {"name": "big", "n": 20_000},
+    {"name": "none", "n": 0},
+    {"name": "bad", "n": 3, "bad": True},
+    *({"name": f"p{i}", "n": i * 7} for i in range(12)),
+]
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_events_values_and_counters_are_those_of_one_job(n):
+    serial, parallel = Tally(), Tally()
+    assert run(parallel, ITEMS, n) == run(serial, ITEMS, 1)
+    assert (parallel.events, parallel.outcome) == (serial.events, serial.outcome)
+    assert parallel.outcome == Outcome.INVALID_DATA
+    assert serial.pids == {os.getpid()}  # one job: in this process, no fork
+    assert os.getpid() not in parallel.pids and 2 <= len(parallel.pids) <= n
+
+
+def test_one_item_runs_here():
+    t = Tally()
+    run(t, ITEMS[:1], 4)
+    assert t.pids == {os.getpid()}
+
+
+def test_an_exception_arrives_at_its_items_place_with_its_type():
+    items = [*ITEMS[:3], {"name": "boom", "n": 2, "raise": KeyError("no such key")}, *ITEMS[3:]]
+    out: list = []
+    t = Tally()
+    with pytest.raises(KeyError, match="no such key"):
+        for walk in jobs.in_order(t.work, items, 3, t):
+            yield_all(walk, out)
+    # everything before it, in order, and the failing item's own events before its error
+    expected: list = []
+    for item in items[:4]:
+        expected += [{"item": item["name"], "k": k} for k in range(item["n"])]
+    assert out == expected
+
+
+class Unpicklable(Exception):
+    def __init__(self, a, b) -> None:  # pickling re-calls __init__ with args: it fails
+        super().__init__(f"{a} and {b}")
+
+
+def test_an_exception_that_does_not_pickle_keeps_its_text():
+    t = Tally()
+    with pytest.raises(jobs.WorkerError, match="x and y"):
+        run(t, [ITEMS[1], {"name": "u", "n": 1, "raise": Unpicklable("x", "y")}, ITEMS[1]], 2)
+
+
+def test_a_worker_killed_is_an_error_at_its_place_naming_the_item_and_signal():
+    t = Tally()
+    out: list = []
+    items = [{"name": "a", "n": 5}, {"name": "dies", "n": 1, "die": True}, {"name": "c", "n": 5}]
+    with pytest.raises(jobs.WorkerError, match=r"'dies'.*signal SIGKILL"):
+        for walk in jobs.in_order(t.work, items, 2, t):
+            yield_all(walk, out)
+    names = [e["item"] for e in out]  # what the dead worker had not sent yet is gone
+    assert names[:5] == ["a"] * 5 and set(names[5:]) <= {"dies"}
+
+
+def test_no_worker_outlives_the_walk():
+    t = Tally()
+    gen = jobs.in_order(t.work, ITEMS, 3, t)
+    first = next(gen)
+    next(first)  # the pool is up, item 0 under way
+    assert len(_children()) == 3
+    first.close()
+    gen.close()  # the consumer stops early (an error, an interrupt, a --limit)
+    assert _children() == []  # killed and reaped: not even a zombie
+
+
+def _children() -> list[int]:
+    try:
+        with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+            mine = [int(p) for p in f.read().split()]
+    except OSError:
+        pytest.skip("needs /proc")
+    # only forks of this process (same command line) are the engine's workers
+    return [p for p in mine if _is_fork_of_this_test(p)]
+
+
+def _is_fork_of_this_test(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+        with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+            return cmd == f.read()  # a fork has its parent's command line
+    except OSError:
+        return False
+
+
+def test_read_ahead_is_bounded(monkeypatch):
+    """Items after the one being shown are read ahead at most AHEAD_BYTES each (plus one
+    message): the rest waits in the worker, blocked on its socket."""
+    monkeypatch.setattr(jobs, "AHEAD_BYTES", 64 << 10)
+    seen = []
+    real_pump = jobs._Pool._pump
+
+    def pump(self, head):
+        real_pump(self, head)
+        seen.append(max((w.ahead for w in self.workers if w.item != head), default=0))
+
+    monkeypatch.setattr(jobs._Pool, "_pump", pump)
+    items = [{"name": "slow", "n": 200_000}, {"name": "chatty", "n": 200_000}]
+    serial, parallel = Tally(), Tally()
+    assert run(parallel, items, 2) == run(serial, items, 1)
+    one_message = 600 << 10  # CHUNK_EVENTS small dicts, pickled
+    assert max(seen) < (64 << 10) + one_message
+
+
+def test_progress_reaches_the_parents_watcher(monkeypatch):
+    monkeypatch.setattr(jobs, "WALKED_EVERY", 0.0)
+    got: list = []
+    previous = walked.watch(lambda log, pos: got.append((log, pos)))
+    try:
+
+        class Walker(Tally):
+            def work(self, item):
+                for pos in (10, 20, 30):
+                    walked._watcher(item["name"], pos)
+                yield {"item": item["name"]}
+                return None
+
+        t = Walker()
+        run(t, [{"name": "a"}, {"name": "b"}, {"name": "c"}], 2)
+    finally:
+        walked.watch(previous)
+    assert sorted(got) == [(n, p) for n in "abc" for p in (10, 20, 30)]
+
+
+def test_jobs_none_is_every_core():
+    assert jobs.jobs_for(None) == jobs.cores() >= 1
+    assert jobs.jobs_for(3) == 3
