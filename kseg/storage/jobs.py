@@ -31,16 +31,17 @@ forks: the progress bar redraws from the walk, kseg.render.progress), and:
 from __future__ import annotations
 
 import os
-import pickle
 import signal
-import socket
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kseg.storage import walked
+
+if TYPE_CHECKING:  # imported when a pool starts: --jobs 1 and one partition pay nothing
+    import socket
+    from multiprocessing.connection import Connection
 
 AHEAD_BYTES = 4 << 20  # events read ahead per worker for an item not yet shown
 CHUNK_EVENTS = 512  # events per message a worker sends
@@ -126,6 +127,9 @@ class _Pool:
         self._started = False
 
     def _start(self) -> None:
+        import socket
+        from multiprocessing.connection import Connection
+
         self._started = True
         watch = walked.watching()
         for _ in range(self._n):
@@ -154,6 +158,8 @@ class _Pool:
 
     def stream(self, i: int) -> Generator[dict, None, Any]:
         """Item ``i``'s events, then its value (the generator in_order hands out)."""
+        import pickle
+
         if not self._started:
             self._start()
         while True:
@@ -179,11 +185,15 @@ class _Pool:
     def _pump(self, head: int) -> None:
         """Read what the workers have sent; block until something comes. The workers on items
         after ``head`` are read only while their read-ahead is under AHEAD_BYTES."""
+        import pickle
+
         ready_from = {
             w.conn.fileno(): w
             for w in self.workers
             if w.alive and w.item is not None and (w.item == head or w.ahead < AHEAD_BYTES)
         }
+        from multiprocessing.connection import wait
+
         if not ready_from:  # every worker died (each death was reported in its item's place)
             raise WorkerError(f"kseg: no worker left to walk {self.items[head]}")
         for conn in wait([w.conn for w in ready_from.values()]):
@@ -208,6 +218,8 @@ class _Pool:
 
     def _lost(self, w: _Worker) -> None:
         """A worker died (killed by the OOM killer, a signal): its item fails, in order."""
+        import pickle
+
         w.alive = False
         item = w.item
         if item is not None:
@@ -242,6 +254,7 @@ class _Pool:
 
 
 def _death(status: int) -> str:
+    """How a worker ended, for the error that names it."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -268,6 +281,8 @@ def _worker_main(sock: socket.socket, work, items, shared: Shared, watch: bool) 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent()
+        from multiprocessing.connection import Connection
+
         conn = Connection(sock.detach())
         if watch:
             walked.watch(_ProgressSender(conn))
@@ -286,6 +301,8 @@ def _worker_main(sock: socket.socket, work, items, shared: Shared, watch: bool) 
 
 
 def _run_item(conn: Connection, work, item, shared: Shared) -> None:
+    import pickle
+
     shared.fork_reset()
     chunk: list[dict] = []
     since = time.monotonic()
@@ -316,6 +333,8 @@ def _run_item(conn: Connection, work, item, shared: Shared) -> None:
 
 def _portable(exc: BaseException) -> BaseException:
     """``exc`` if it survives pickling (its type and message kept), else a WorkerError."""
+    import pickle
+
     try:
         back = pickle.loads(pickle.dumps(exc, 5))
         if type(back) is type(exc) and str(back) == str(exc):
@@ -334,6 +353,8 @@ class _ProgressSender:
         self.next = 0.0
 
     def __call__(self, log: str, position: int) -> None:
+        import pickle
+
         now = time.monotonic()
         if now >= self.next:
             self.next = now + WALKED_EVERY
