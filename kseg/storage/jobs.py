@@ -6,7 +6,8 @@ that returns what ``work(item)`` returns: the caller consumes it with ``yield fr
 ``work(item)`` itself. With one job (or one item) it *is* ``work(item)``, run in this process.
 With more, ``work`` runs in forked workers (fork: nothing is pickled on the way in, the workers
 start in milliseconds and share the parent's pages; no thread runs in kseg's process when it
-forks: the progress bar redraws from the walk, kseg.render.progress), and:
+forks: the progress bar redraws from the walk, kseg.render.progress; where one does, or where
+pyarrow reads URIs, the walk stays in this process: ``forkable``), and:
 
 - **Order**: events come back per item, items in input order; a worker that finishes early gets
   the next item while its results wait (the workers never idle behind a slow partition).
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -88,7 +90,7 @@ def in_order(
     """For each item in order, a generator of ``work(item)``'s events returning its value (see the
     module). The pool starts when the first item's generator is first advanced."""
     n = min(jobs_for(jobs), len(items))
-    if n <= 1 or not hasattr(os, "fork"):
+    if n <= 1 or not forkable():
         for item in items:
             yield work(item)
         return
@@ -98,6 +100,17 @@ def in_order(
             yield pool.stream(i)
     finally:
         pool.close()
+
+
+def forkable() -> bool:
+    """Can this process fork workers safely? Not without fork (Windows), nor with a thread
+    running (the worker would lack it, and might need a lock it held), nor once pyarrow's file
+    systems are loaded (a URI input: S3's and HDFS's clients own native threads). Then the walk
+    runs in this one process: the same output, one core."""
+    if not hasattr(os, "fork") or "pyarrow.fs" in sys.modules:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
 
 
 # ---- the parent's side --------------------------------------------------------------------------

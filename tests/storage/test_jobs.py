@@ -195,3 +195,29 @@ def test_progress_reaches_the_parents_watcher(monkeypatch):
 def test_jobs_none_is_every_core():
     assert jobs.jobs_for(None) == jobs.cores() >= 1
     assert jobs.jobs_for(3) == 3
+
+
+def test_a_running_thread_keeps_the_walk_in_this_process():
+    """A fork copies only the forking thread: with another one running, no worker is forked."""
+    import threading
+
+    stop = threading.Event()
+    th = threading.Thread(target=stop.wait)
+    th.start()
+    try:
+        t = Tally()
+        run(t, ITEMS, 3)
+    finally:
+        stop.set()
+        th.join()
+    assert t.pids == {os.getpid()}
+
+
+def test_uris_keep_the_walk_in_this_process(monkeypatch):
+    """pyarrow's file systems (S3, HDFS) own native threads a fork would not carry."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow.fs", object())
+    t = Tally()
+    run(t, ITEMS, 3)
+    assert t.pids == {os.getpid()}
