@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from kseg.format import checkpoint as cp
 from kseg.format.errors import CorruptionError
 from kseg.storage import files as F
 from kseg.storage.side_files import read_side_file
+from kseg.storage.tree import Target
 from kseg.verify import findings as K
 from kseg.verify.findings import Finding, from_error
 from kseg.verify.partition import PartitionReport
 
 
+class RootFacts(NamedTuple):
+    """What the root's checkpoint files are checked against, of one partition's report."""
+
+    target: Target
+    kafka_log_end: int | None
+    below_log_start: bool
+
+    @classmethod
+    def of(cls, report: PartitionReport) -> RootFacts:
+        return cls(report.target, report.kafka_log_end, report.below_log_start)
+
+
 def verify_root_checkpoints(
-    root: Path, reports: list[PartitionReport]
+    root: Path, reports: list[PartitionReport] | list[RootFacts]
 ) -> list[tuple[Finding, dict]]:
     """log.dirs checkpoint files against what is on disk: each finding with the ``topic`` and
     ``partition`` of the checkpoint entry it is about (None for the file as a whole)."""

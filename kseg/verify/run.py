@@ -14,7 +14,7 @@ from kseg.storage.tree import Selection, Target, resolve
 from kseg.verify import findings as K
 from kseg.verify.kafka_outcome import kafka_recovery
 from kseg.verify.partition import PartitionReport, verify_target
-from kseg.verify.root_checkpoints import verify_root_checkpoints
+from kseg.verify.root_checkpoints import RootFacts, verify_root_checkpoints
 
 
 class VerifyOptions(NamedTuple):
@@ -80,7 +80,7 @@ class VerifyRun:
 
     def _events(self, sel: Selection) -> Iterator[dict]:
         self._several = several = sel.several_log_dirs
-        reports: dict[Path, list[PartitionReport]] = {r: [] for r in sel.roots}
+        reports: dict[Path, list[RootFacts]] = {r: [] for r in sel.roots}
         tlist = self.targets(sel)
         yield from self._prepare(tlist)
         todo = []
@@ -123,9 +123,14 @@ class VerifyRun:
         return self.opts.jobs
 
     def _one(self, t: Target):
-        """One partition's events, tagged (in this process or a worker: kseg.storage.jobs)."""
+        """One partition's events, tagged (in this process or a worker: kseg.storage.jobs);
+        returns what the root's checks need of it (RootFacts), not its report: a report holds
+        every segment's rebuilt indexes (~5 MB per GiB), which the run would otherwise keep
+        for every partition until the end, and a worker send to the parent."""
         read_only = t.log_dir.resolve() in self._locked_out
-        return (yield from _tagged(self._target(t, read_only), target_tags(t, self._several)))
+        tags = target_tags(t, self._several)
+        report = yield from _tagged(self._target(t, read_only), tags)
+        return None if report is None else RootFacts.of(report)
 
     # kseg.storage.jobs.Shared: the counters a worker's partition adds to the run's
     def fork_reset(self) -> None:
