@@ -44,7 +44,8 @@ def _share_spark_classes(config) -> None:
     classes again (a `kseg spark stats` start: 18 s of CPU -> 13 s). Until then, or should it
     not match (another classpath), a JVM runs as without it; -Xlog:cds*=off keeps the JVM's
     notes about the archive off stdout and stderr. The archive is written under another name
-    and renamed, so no JVM maps half of it."""
+    and renamed, so no JVM maps half of it. KSEG_TEST_SHARED_CLASSES=0: no archive."""
+    import signal
     import subprocess
     import sys
     import tempfile
@@ -66,20 +67,28 @@ def _share_spark_classes(config) -> None:
     dump_env = {**os.environ, "SPARK_SUBMIT_OPTS": f"{opts} -XX:ArchiveClassesAtExit={work}/tmp.jsa"
                 " -Xlog:cds*=off"}  # fmt: skip
     os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} -XX:SharedArchiveFile={archive} -Xlog:cds*=off"
-    root = build_tree(work / "logs")
-    for name in [p.name for p in root.iterdir() if p.name != "txn-0"]:
-        shutil.rmtree(root / name) if (root / name).is_dir() else (root / name).unlink()
+    from kseg.fixtures.tree import build_txn
+
+    root = work / "logs"
+    build_txn(root / "txn-0")
     argv = [sys.executable, "-m", "kseg", "spark", "stats", str(root), "-f", "json", "-q"]
     argv += ["--master", "local[1]", "--conf", "spark.ui.enabled=false"]
 
-    def dump() -> None:
-        proc = subprocess.run(argv, env=dump_env, capture_output=True, timeout=600, check=False)
-        if proc.returncode == 0 and (work / "tmp.jsa").is_file():
+    proc = subprocess.Popen(argv, env=dump_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+    def publish() -> None:
+        if proc.wait() == 0 and (work / "tmp.jsa").is_file():
             (work / "tmp.jsa").rename(archive)
 
-    thread = threading.Thread(target=dump, name="kseg-tests-cds", daemon=True)
-    thread.start()
-    config.add_cleanup(lambda: (thread.join(timeout=600), shutil.rmtree(work, ignore_errors=True)))
+    def cleanup() -> None:
+        if proc.poll() is None:  # a short run ended first: the dump (and its JVM) are not needed
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+    threading.Thread(target=publish, name="kseg-tests-cds", daemon=True).start()
+    config.add_cleanup(cleanup)
 
 
 # The suite runs in parallel (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml). A test
