@@ -141,6 +141,11 @@ class Broker:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["KAFKA_HEAP_OPTS"] = "-Xmx512m -Xms128m"
+        # a test broker and its tools (a JVM each) live seconds to minutes: the client compiler
+        # and the serial collector cost far less CPU to start (as tests/replicas/cluster.py)
+        env["KAFKA_JVM_PERFORMANCE_OPTS"] = (
+            "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+        )
         env["LOG_DIR"] = str(self.logs)
         env.pop("KAFKA_OPTS", None)
         env.pop("CLASSPATH", None)

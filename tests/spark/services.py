@@ -142,6 +142,9 @@ class Cluster:
             "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
             "--conf",
             "spark.executor.memory=512m",
+            # short-lived executor JVMs: the client compiler only (as tests/conftest.py FAST_JVM)
+            "--conf",
+            "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             kseg.cli.spark_submit.__file__,
             *args,
         ]
