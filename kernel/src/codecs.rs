@@ -1,7 +1,8 @@
 //! The four codecs Kafka writes, decompressed inside the kernel for the Spark decoder: the
 //! framings and output bound of kseg.format.compression (gzip members, xerial or raw snappy,
 //! Kafka's LZ4 frames incl. KAFKA-3160's header checksum, zstd frames with or without a content
-//! size), with Rust crates: flate2 on zlib-rs, snap, lz4_flex, zstd-safe (libzstd, as cramjam).
+//! size), with Rust crates: flate2 on zlib-rs, snap (as cramjam), lz4-sys (liblz4, as cramjam)
+//! for the blocks of the frames parsed here, zstd-safe (libzstd, as cramjam).
 //!
 //! Only the success path lives here: `decompress` gives the bytes the core's
 //! `compression.decompress(cid, data, limit)` returns, or None wherever the core would raise
@@ -210,6 +211,20 @@ fn u32_le(data: &[u8], pos: usize) -> Option<u32> {
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
+/// One LZ4 block into `out` (at most its length), by liblz4's LZ4_decompress_safe: the call
+/// cramjam.lz4.decompress_block_into makes for the core, so the same blocks pass.
+fn lz4_block(block: &[u8], out: &mut [u8]) -> Option<usize> {
+    let src_len = i32::try_from(block.len()).ok()?;
+    let cap = i32::try_from(out.len()).ok()?;
+    // SAFETY: LZ4_decompress_safe reads at most `src_len` bytes of `block` and writes at most
+    // `cap` bytes to `out` (both lengths of live slices); it never reads or writes outside them
+    // whatever the input holds, and returns a negative number for malformed input.
+    let n = unsafe {
+        lz4_sys::LZ4_decompress_safe(block.as_ptr().cast(), out.as_mut_ptr().cast(), src_len, cap)
+    };
+    usize::try_from(n).ok()
+}
+
 /// kseg.format.lz4frame.decompress: every frame of `data`, its rules in its order.
 fn lz4(out: &mut Vec<u8>, block: &mut Vec<u8>, data: &[u8], limit: usize) -> Option<()> {
     let n = data.len();
@@ -274,8 +289,7 @@ fn lz4_frame(
         let piece: &[u8] = if word & LZ4_UNCOMPRESSED_BIT != 0 {
             block
         } else {
-            let produced =
-                lz4_flex::block::decompress_into(block, &mut scratch[..block_max]).ok()?;
+            let produced = lz4_block(block, &mut scratch[..block_max])?;
             &scratch[..produced]
         };
         if out.len() + piece.len() > limit {
@@ -295,7 +309,7 @@ fn lz4_frame(
 
 /// compression._zstd (cramjam's zstd, libzstd's streaming decoder): every frame of `data`
 /// (skippable ones too), with or without a content size, the output grown geometrically to
-/// at most `limit` + 1 bytes. Anything but all input consumed with its last frame complete:
+/// at most `limit` + 1 bytes (one call when the first frame says its size, up to `limit`). Anything but all input consumed with its last frame complete:
 /// None.
 fn zstd(
     ctx: &mut zstd_safe::DCtx<'static>,
@@ -307,6 +321,21 @@ fn zstd(
         return None;
     }
     ctx.reset(zstd_safe::ResetDirective::SessionOnly).ok()?;
+    // A first frame that says its size (the core's own writer, librdkafka): one call into a
+    // buffer of that size, without the streaming decoder's copies. Should it fail (more frames
+    // than that, a lie), the streaming decoder below decides.
+    if let Ok(Some(size)) = zstd_safe::get_frame_content_size(data) {
+        if let Ok(size) = usize::try_from(size) {
+            if size <= limit {
+                room(out, size)?;
+                if ctx.decompress(out, data).is_ok() {
+                    return Some(());
+                }
+                out.clear();
+                ctx.reset(zstd_safe::ResetDirective::SessionOnly).ok()?;
+            }
+        }
+    }
     let first = limit
         .saturating_add(1)
         .min((256usize << 10).max(data.len().saturating_mul(8)));
