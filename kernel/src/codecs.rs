@@ -29,6 +29,8 @@ const GZIP_PIECE: usize = 4 << 20;
 /// kseg.format.xerial.MAGIC
 const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 const XERIAL_HEADER: usize = 16;
+/// a xerial block's big-endian i32 length
+const XERIAL_LEN: usize = 4;
 /// kseg.format.lz4frame.MAGIC
 const LZ4_MAGIC: u32 = 0x184D2204;
 const LZ4_UNCOMPRESSED_BIT: u32 = 0x8000_0000;
@@ -146,9 +148,9 @@ fn snappy(out: &mut Vec<u8>, data: &[u8], limit: usize) -> Option<()> {
     if data.len() >= XERIAL_HEADER && &data[..8] == XERIAL_MAGIC {
         let mut pos = XERIAL_HEADER;
         while pos < data.len() {
-            let len = data.get(pos..pos + 4)?;
+            let len = data.get(pos..pos + XERIAL_LEN)?;
             let size = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
-            pos += 4;
+            pos += XERIAL_LEN;
             let size = usize::try_from(size).ok()?;
             let block = data.get(pos..pos.checked_add(size)?)?;
             snappy_raw(out, block, limit - out.len())?;
