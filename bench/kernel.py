@@ -11,8 +11,9 @@ in the same run: a bare Python crc32c header walk, and kafka-python's decode-onl
 The Spark decoder (kseg.spark.arrow.record_batches, records -> Arrow, the whole task: map, walk,
 CRCs, records, RecordBatches) runs on one uncompressed segment of 16 KiB batches (``kbig`` at
 --arrow-mib) and on one segment per codec (``kz-<codec>``, the same records, 60 a batch), with
-KSEG_KERNEL=python and =rust; for the compressed ones the run also times the core's bounded
-decompression of the same batches alone (the part the kernel path hands to kseg.format).
+KSEG_KERNEL=python and =rust; for the compressed ones the kernel both with the core's codecs
+(kseg.spark.kernel_arrow.KERNEL_CODECS off: before issue 33) and with its own (codecs.rs), and
+each codec layer alone on the same batches. ``--only arrow`` runs only these rows.
 """
 
 from __future__ import annotations
@@ -146,6 +147,101 @@ def decompress_only(path: Path) -> int:
     return n
 
 
+def kernel_decompress_only(path: Path) -> int:
+    """The kernel's codecs (kernel/src/codecs.rs) on every batch of a segment, nothing else."""
+    from kseg import _kernel as k
+    from kseg.format import compression as codecs
+    from kseg.format.batch import ATTR_COMPRESSION, HEADER_SIZE
+    from kseg.format.log import walk_headers
+
+    n = 0
+    limit = codecs.DEFAULT_MAX_DECOMPRESSED
+    with (
+        open(path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        memoryview(mm) as mv,
+    ):
+        for r in walk_headers(mm):
+            piece = mv[r[0] + HEADER_SIZE : r[0] + r[1]]
+            n += len(k.decompress(r[7] & ATTR_COMPRESSION, piece, limit))
+            piece.release()
+    return n
+
+
+def spark_decode_core_codecs(task, **options) -> int:
+    """spark_decode(task, "rust") with every compressed batch decompressed by the core's codecs
+    (kseg.spark.kernel_arrow.KERNEL_CODECS off): the kernel path before issue 33."""
+    from kseg.spark import kernel_arrow
+
+    kernel_arrow.KERNEL_CODECS = False
+    try:
+        return spark_decode(task, "rust", **options)
+    finally:
+        kernel_arrow.KERNEL_CODECS = True
+
+
+def arrow_rows(args, row) -> None:
+    """The Spark decoder rows: uncompressed, and per codec the Python decoder, the kernel with
+    the core's codecs (before) and with its own (after), and each codec layer alone."""
+    arrow_big, _ = generate(args.arrow_mib)
+    for label, path in [("16 KiB batches, uncompressed", arrow_big)] + [
+        (f"{codec}, 60-record batches", p)
+        for codec, p in generate_compressed(args.arrow_mib).items()
+    ]:
+        task = arrow_task(path)
+        mb = path.stat().st_size / 1e6
+        compressed = "uncompressed" not in label
+        spark_decode(task, "rust")  # imports, first-call costs
+        for what, opts in (
+            ("", {}),
+            (" + headers + segment columns", {"include_headers": True, "segment_columns": True}),
+        ):
+            t_py, recs = best(lambda t=task, o=opts: spark_decode(t, "python", **o), args.repeat)
+            row(f"Spark decoder (python){what}, {label} ({mb:.0f} MB)", t_py, mb, recs)
+            if compressed:
+                t_b, n_b = best(
+                    lambda t=task, o=opts: spark_decode_core_codecs(t, **o), args.repeat
+                )
+                assert n_b == recs, (n_b, recs)
+                row(
+                    f"Spark decoder (rust, the core's codecs: before){what}, {label}",
+                    t_b,
+                    mb,
+                    recs,
+                    note=f"{t_py / t_b:.1f}x the Python decoder",
+                )
+            t_k, n_k = best(lambda t=task, o=opts: spark_decode(t, "rust", **o), args.repeat)
+            assert n_k == recs, (n_k, recs)
+            target = "3 M rec/s" if compressed else "5 M rec/s"
+            note = f"{t_py / t_k:.1f}x the Python decoder"
+            if compressed:
+                note += f", {t_b / t_k:.1f}x before"
+            row(
+                f"Spark decoder (rust{', kernel codecs: after' if compressed else ''}){what}, "
+                f"{label}",
+                t_k,
+                mb,
+                recs,
+                note=f"{note} (target >= {target})",
+            )
+            if not compressed:
+                t_r, n_r = best(lambda p=path, o=opts: records_alone(p, **o), args.repeat)
+                assert n_r == recs, (n_r, recs)
+                row(f"  of which: kernel decoder alone on an mmap{what}", t_r, mb, recs)
+        if compressed:
+            t_d, n_d = best(lambda p=path: decompress_only(p), args.repeat)
+            row(f"  core bounded decompression alone, {label}", t_d, mb, recs)
+            t_kd, n_kd = best(lambda p=path: kernel_decompress_only(p), args.repeat)
+            assert n_kd == n_d, (n_kd, n_d)
+            row(
+                f"  kernel bounded decompression alone, {label}",
+                t_kd,
+                mb,
+                recs,
+                note=f"{t_d / t_kd:.1f}x the core's codecs (per-batch Python calls in both)",
+            )
+
+
 def best(fn, repeat: int) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -239,13 +335,16 @@ def main() -> None:
     ap.add_argument("--json-mib", type=int, default=32)
     ap.add_argument("--arrow-mib", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--only", default="walk,json,arrow", help="comma-separated parts: walk, json, arrow"
+    )
     args = ap.parse_args()
+    parts = set(args.only.split(","))
     os.environ["KSEG_KERNEL"] = "rust"
     from kseg import kernel
 
     kernel.reset()
     print(kernel.describe(), file=sys.stderr)
-    big, small = generate(args.mib)
     rows = []
 
     def row(name, secs, mb=None, recs=None, note=""):
@@ -254,7 +353,10 @@ def main() -> None:
         rows.append((name, f"{secs:.3f}", rate, rr, note))
         print(f"{name:58s} {secs:7.3f} s {rate:>11s} {rr:>14s} {note}", flush=True)
 
+    big, small = generate(args.mib) if parts & {"walk", "json"} else (None, None)
     for label, path in (("16 KiB batches", big), ("1-4-record batches", small)):
+        if "walk" not in parts:
+            break
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             mb = len(mm) / 1e6
             bytes(mm)  # warm the page cache
@@ -276,55 +378,28 @@ def main() -> None:
                 note=f"{t_py / t_k:.1f}x the core walk, {t_crc / t_k:.1f}x the bare crc32c walk",
             )
 
-    with open(big, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        positions, end = json_batches(mm, args.json_mib << 20)
-        data = bytes(mm[:end])
-        mb = len(data) / 1e6
-        t_kp, recs = best(lambda: kafka_python(data), 1)
-        row(f"anchor: kafka-python decode only, 16 KiB batches ({mb:.0f} MB)", t_kp, mb, recs)
-        name = str(big)
-        t_py, n_py = best(lambda: core_json(mm, positions, name), args.repeat)
-        row("core records -> JSON lines, --payload base64 (python)", t_py, mb, recs)
-        t_k, n_k = best(lambda: kernel_json(mm, positions, name), args.repeat)
-        assert n_k == n_py, (n_k, n_py)
-        row(
-            "kernel records -> JSON lines, --payload base64 (rust)",
-            t_k,
-            mb,
-            recs,
-            note=f"{t_py / t_k:.1f}x the core, {t_kp / t_k:.1f}x kafka-python (target >= 10x)",
-        )
-
-    arrow_big, _ = generate(args.arrow_mib)
-    for label, path in [("16 KiB batches, uncompressed", arrow_big)] + [
-        (f"{codec}, 60-record batches", p)
-        for codec, p in generate_compressed(args.arrow_mib).items()
-    ]:
-        task = arrow_task(path)
-        mb = path.stat().st_size / 1e6
-        spark_decode(task, "rust")  # imports, first-call costs
-        for what, opts in (
-            ("", {}),
-            (" + headers + segment columns", {"include_headers": True, "segment_columns": True}),
-        ):
-            t_py, recs = best(lambda t=task, o=opts: spark_decode(t, "python", **o), args.repeat)
-            row(f"Spark decoder (python){what}, {label} ({mb:.0f} MB)", t_py, mb, recs)
-            t_k, n_k = best(lambda t=task, o=opts: spark_decode(t, "rust", **o), args.repeat)
-            assert n_k == recs, (n_k, recs)
+    if "json" in parts:
+        with open(big, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            positions, end = json_batches(mm, args.json_mib << 20)
+            data = bytes(mm[:end])
+            mb = len(data) / 1e6
+            t_kp, recs = best(lambda: kafka_python(data), 1)
+            row(f"anchor: kafka-python decode only, 16 KiB batches ({mb:.0f} MB)", t_kp, mb, recs)
+            name = str(big)
+            t_py, n_py = best(lambda: core_json(mm, positions, name), args.repeat)
+            row("core records -> JSON lines, --payload base64 (python)", t_py, mb, recs)
+            t_k, n_k = best(lambda: kernel_json(mm, positions, name), args.repeat)
+            assert n_k == n_py, (n_k, n_py)
             row(
-                f"Spark decoder (rust){what}, {label}",
+                "kernel records -> JSON lines, --payload base64 (rust)",
                 t_k,
                 mb,
                 recs,
-                note=f"{t_py / t_k:.1f}x the Python decoder (target >= 5 M rec/s)",
+                note=f"{t_py / t_k:.1f}x the core, {t_kp / t_k:.1f}x kafka-python (target >= 10x)",
             )
-            if "uncompressed" in label:
-                t_r, n_r = best(lambda p=path, o=opts: records_alone(p, **o), args.repeat)
-                assert n_r == recs, (n_r, recs)
-                row(f"  of which: kernel decoder alone on an mmap{what}", t_r, mb, recs)
-        if "uncompressed" not in label:
-            t_d, _ = best(lambda p=path: decompress_only(p), args.repeat)
-            row(f"  of which: core bounded decompression alone, {label}", t_d, mb, recs)
+
+    if "arrow" in parts:
+        arrow_rows(args, row)
 
     print()
     print(

@@ -12,6 +12,7 @@
 //! decoder (which then decodes it or runs out of memory as it would without the kernel), never
 //! the abort of a failed infallible growth.
 
+use crate::codecs::Codecs;
 use crate::layout::{
     Header, ATTR_COMPRESSION, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, HEADER_SIZE, MAGIC,
 };
@@ -42,6 +43,10 @@ pub struct Options {
     pub max_ms: i64,
     /// kseg.format.compression.CODEC_NAMES by id
     pub codec_names: Vec<Vec<u8>>,
+    /// the core's bound on a batch's decompressed size (compression.DEFAULT_MAX_DECOMPRESSED):
+    /// with it the kernel decompresses batches itself (codecs.rs); None: `walk` stops at each
+    /// compressed batch (STOP_COMPRESSED) for the core's codecs
+    pub max_decompressed: Option<usize>,
 }
 
 /// `v.push(x)`, or None when `v` cannot grow.
@@ -207,6 +212,8 @@ pub struct Columns {
     pub producer_id: Vec<i64>,
     pub is_transactional: Bits,
     pub is_control: Bits,
+    /// the codecs' reused buffers and contexts (kept across chunks: see `take_codecs`)
+    pub codecs: Codecs,
 }
 
 impl Columns {
@@ -377,19 +384,41 @@ impl Columns {
                 pos += size;
                 continue;
             }
-            if h.has(ATTR_COMPRESSION) {
-                return (pos, STOP_COMPRESSED);
-            }
             let at = At {
                 header: h,
                 position: pos as i64 + self.opts.shift,
             };
+            if h.has(ATTR_COMPRESSION) {
+                // decompressed here when the kernel may; anything else (an error, a bomb, a
+                // framing codecs.rs leaves alone, records the core must see): the core's codecs
+                if !self.inflated(&at, &buf[pos + HEADER_SIZE..pos + size]) {
+                    return (pos, STOP_COMPRESSED);
+                }
+                pos += size;
+                continue;
+            }
             if !self.batch(&at, buf, pos + HEADER_SIZE, pos + size) {
                 return (pos, STOP_OTHER);
             }
             pos += size;
         }
         (pos, STOP_END)
+    }
+
+    /// The records of a compressed batch whose payload is `payload`, decompressed by codecs.rs;
+    /// false: nothing added (no limit set, or the core must decide).
+    fn inflated(&mut self, b: &At, payload: &[u8]) -> bool {
+        let Some(limit) = self.opts.max_decompressed else {
+            return false;
+        };
+        let mut codecs = std::mem::take(&mut self.codecs);
+        let ok = match codecs.decompress(b.header.compression_id() as u8, payload, limit) {
+            Some(data) => self.batch(b, data, 0, data.len()),
+            None => false,
+        };
+        codecs.settle();
+        self.codecs = codecs;
+        ok
     }
 
     /// The records of the compressed batch at `buf[pos]` (as `walk` returned it), decompressed

@@ -9,6 +9,7 @@
 //! glue turns into the core's path or kseg's out-of-memory line, as the core would.
 
 pub mod arrow;
+pub mod codecs;
 pub mod json_run;
 pub mod layout;
 pub mod records;
@@ -224,6 +225,27 @@ fn mode_of(mode: &str) -> PyResult<Mode> {
     Mode::parse(mode).ok_or_else(|| {
         PyValueError::new_err(format!("kernel: payload mode {mode:?} is not compiled"))
     })
+}
+
+/// decompress(cid, data, limit) -> bytes | None
+///
+/// `data` decompressed by the kernel's codecs (codecs.rs) as kseg.format.compression.decompress
+/// (cid, data, limit) returns it, or None wherever the core raises (or might do anything else):
+/// for the differential tests; the Spark decoder calls the codecs inside Records.walk.
+#[pyfunction(name = "decompress")]
+fn py_decompress<'py>(
+    py: Python<'py>,
+    cid: u8,
+    data: &Bound<'py, PyAny>,
+    limit: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let d = Bytes::get(data)?;
+    let input = d.slice();
+    let mut codecs = codecs::Codecs::default();
+    let out = maybe_detach(py, d.read_only(), || {
+        codecs.decompress(cid, input, limit).map(<[u8]>::to_vec)
+    });
+    out.map(|o| py_bytes(py, &o)).transpose()
 }
 
 /// batch_json(buf, position, file_json, mode) -> bytes | None
@@ -640,7 +662,9 @@ fn py_resync_scan<'py>(
     let b = Bytes::get(buf)?;
     let d = b.slice();
     let (pos, end) = (clamp(pos, d.len()), clamp(end, d.len()));
-    Ok(maybe_detach(py, b.read_only(), || resync::scan(d, pos, end, last)))
+    Ok(maybe_detach(py, b.read_only(), || {
+        resync::scan(d, pos, end, last)
+    }))
 }
 
 /// An output buffer the kernel filled, handed to pyarrow without a copy:
@@ -692,8 +716,14 @@ struct Records {
 #[pymethods]
 impl Records {
     /// Records(include_headers, segment_columns, include_control, from_time, to_time,
-    /// from_offset, to_offset, shift, min_ms, max_ms, codec_names)
+    /// from_offset, to_offset, shift, min_ms, max_ms, codec_names, max_decompressed=None):
+    /// with max_decompressed (the core's bound) compressed batches are decompressed in the
+    /// kernel (codecs.rs), without it walk() stops at each for the core's codecs.
     #[new]
+    #[pyo3(signature = (
+        include_headers, segment_columns, include_control, from_time, to_time, from_offset,
+        to_offset, shift, min_ms, max_ms, codec_names, max_decompressed=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         include_headers: bool,
@@ -707,6 +737,7 @@ impl Records {
         min_ms: i64,
         max_ms: i64,
         codec_names: Vec<Vec<u8>>,
+        max_decompressed: Option<usize>,
     ) -> Records {
         Records {
             cols: arrow::Columns::new(arrow::Options {
@@ -721,6 +752,7 @@ impl Records {
                 min_ms,
                 max_ms,
                 codec_names,
+                max_decompressed,
             }),
         }
     }
@@ -733,8 +765,9 @@ impl Records {
 
     /// walk(buf, start, end, max_rows) -> (stop, reason): decode the valid uncompressed v2
     /// batches from `start` (0 reached end, 1 holds max_rows rows or more, 2 the Python decoder
-    /// takes the entry at stop, 3 the compressed batch at stop: hand its records to
-    /// decompressed(), 4 done: the batch at stop starts past to_offset).
+    /// takes the entry at stop, 3 the compressed batch at stop (one the kernel did not
+    /// decompress itself): hand its records to decompressed(), 4 done: the batch at stop starts
+    /// past to_offset).
     fn walk(
         &mut self,
         py: Python<'_>,
@@ -778,7 +811,8 @@ impl Records {
     /// value is there, with its null count), and start a new chunk.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let opts = self.cols.opts.clone();
-        let c = std::mem::replace(&mut self.cols, arrow::Columns::new(opts));
+        let mut c = std::mem::replace(&mut self.cols, arrow::Columns::new(opts));
+        self.cols.codecs = std::mem::take(&mut c.codecs); // buffers and contexts go on
         let out = PyDict::new(py);
         out.set_item("rows", c.rows)?;
         let bits = |py: Python<'py>, b: arrow::Bits| -> PyResult<(Option<Py<Buf>>, usize)> {
@@ -838,6 +872,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(py_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(py_resync_scan, m)?)?;
     m.add_class::<Records>()?;
     m.add_class::<JsonRecords>()?;

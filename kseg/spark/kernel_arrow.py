@@ -10,6 +10,11 @@ from kseg.storage import kernel_walk
 # why Records.walk returned (kernel/src/arrow.rs)
 _STOP_END, _STOP_FULL, _STOP_COMPRESSED, _STOP_DONE = 0, 1, 3, 4
 
+# Compressed batches decompressed by the kernel's codecs (kernel/src/codecs.rs) under the core's
+# bound; any batch they do not decompress (an error, a bomb) still goes to the core's codecs,
+# which say why. False: every compressed batch goes to the core's codecs (tests, bench/kernel.py).
+KERNEL_CODECS = True
+
 
 def spark_records(
     schema,
@@ -36,8 +41,9 @@ def spark_records(
     or bad entry raises the core's CorruptionError, as kseg.format.log.iter_entries does), and
     ``(batches, None)`` for the rows the kernel decoded from the batches before it: a list of
     pyarrow RecordBatches of ``schema``, at most ``rows`` rows each, equal to the Python path's
-    rows. Compressed batches are decompressed by the core's bounded codecs, their records
-    decoded by the kernel.
+    rows. Compressed batches are decompressed by the kernel's codecs under the core's bound
+    (any it does not take, by the core's, which report what fails), their records decoded by
+    the kernel.
     """
     k = kernel.compiled()
     if k is None:
@@ -54,6 +60,7 @@ def spark_records(
     from kseg.format.timestamps import MAX_MS, MIN_MS
 
     names = [codecs.codec_name(cid).encode() for cid in range(ATTR_COMPRESSION + 1)]
+    limit = codecs.DEFAULT_MAX_DECOMPRESSED if KERNEL_CODECS else None
 
     def assemble(out: dict, n: int) -> list:
         arrays = []
@@ -97,7 +104,7 @@ def spark_records(
     def decode(buf, start: int, end: int, shift: int):
         rec = k.Records(
             include_headers, segment_columns, include_control, from_time, to_time,
-            from_offset, to_offset, shift, MIN_MS, MAX_MS, names,
+            from_offset, to_offset, shift, MIN_MS, MAX_MS, names, limit,
         )  # fmt: skip
 
         def take() -> tuple:

@@ -225,6 +225,19 @@ def check_arrow(task, options=ARROW_OPTIONS) -> int:
     return decoded
 
 
+def check_codecs(data: bytes, k, limit: int = 1 << 20) -> int:
+    """``data`` as each codec's payload through the kernel's codecs (kernel/src/codecs.rs) and
+    the core's: whenever the kernel gives bytes, the core gives the same without an error.
+    Returns how many codecs the kernel decoded it with."""
+    decoded = 0
+    for cid in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD):
+        got = k.decompress(cid, data, limit)
+        if got is not None:
+            assert codecs.decompress(cid, data, limit) == got, (cid, data[:40])
+            decoded += 1
+    return decoded
+
+
 # --- kseg dump -f json over a whole file (runs of batches in the kernel) ----------------------
 
 DUMP_OPTIONS = (

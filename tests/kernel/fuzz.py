@@ -6,7 +6,9 @@ Each input is a segment: the first byte chooses whether the CRCs are recomputed 
 mutation (so lies reach the record loop) and the payload mode; the rest is the log. Both paths
 must agree (walk rows, stop positions, errors, JSON bytes; the whole file's `kseg dump -f json`
 output for the selection bits 6-7 choose; and, with pyarrow installed, the Spark decoder's Arrow
-table and warnings for the option set bits 4-5 choose); a difference or a crash is a finding.
+table and warnings for the option set bits 4-5 choose; the bytes after the first batch header
+as each codec's payload: whenever the kernel's codecs decode them, the core's give the same
+bytes); a difference or a crash is a finding.
 Runs for a bounded time; new inputs go to a temporary directory, the committed corpus
 (tests/kernel/corpus/, written by --seed-corpus from kseg's own writer) stays as it is.
 
@@ -30,7 +32,14 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 def one_input(data: bytes) -> None:
     from kseg import _kernel as k
 
-    from .diff import KERNEL_MODES, check_json, check_raw_walk, core_walk, spliced_walk
+    from .diff import (
+        KERNEL_MODES,
+        check_codecs,
+        check_json,
+        check_raw_walk,
+        core_walk,
+        spliced_walk,
+    )
     from .test_differential import fix_crcs
 
     if not data:
@@ -45,6 +54,7 @@ def one_input(data: bytes) -> None:
     check_json(buf, "fuzz.log", k, modes=(mode,))
     check_arrow_input(buf, flags)
     check_dump_input(buf, flags, mode)
+    check_codecs(buf[61:], k)  # the bytes after a first batch header as each codec's payload
 
 
 def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
