@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -62,12 +63,38 @@ def rebuild_target(
 ) -> list[SegmentRebuild]:
     """Rebuild every segment of the target (the whole partition is replayed for `.txnindex`),
     by ``kafka_version``'s rules."""
+    out = []
+    for log, scan, rebuilt, last in rebuilt_segments(
+        target, index_interval_bytes=index_interval_bytes, kafka_version=kafka_version
+    ):
+        files = write_indexes(
+            log,
+            rebuilt,
+            offset_index_bytes if preallocate and last else None,
+            dry_run=dry_run,
+            backup_dir=backup_dir,
+            target=target,
+            only=only,
+        )
+        out.append(SegmentRebuild(scan, files))
+    return out
+
+
+def rebuilt_segments(
+    target: Target,
+    *,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+) -> Iterator[tuple[Path, SegmentScan, RebuiltIndexes, bool]]:
+    """Read only: each wanted segment of the target in order, its scan, its indexes as Kafka's
+    recovery writes them (the whole partition replayed for `.txnindex`) and whether it is the
+    partition's last (active) segment. Nothing written: rebuild_target writes each segment's
+    before the next is scanned; `index rebuild --jobs` scans in workers, writes in one."""
     wanted = set(target.logs)
     partition_logs = segment_logs(target.partition_dir)
     txn = TxnTracker()  # replayed from the first segment: a transaction may span segments
     if partition_logs:
         seed_from_snapshot(txn, partition_logs[0])
-    out = []
     for log in partition_logs:
         scan = scan_segment(
             log,
@@ -76,20 +103,8 @@ def rebuild_target(
             txn=txn,
             kafka_view=True,
         )
-        if log not in wanted:
-            continue
-        pad = preallocate and log == partition_logs[-1]
-        files = write_indexes(
-            log,
-            rebuilt_indexes(scan, kafka_version),
-            offset_index_bytes if pad else None,
-            dry_run=dry_run,
-            backup_dir=backup_dir,
-            target=target,
-            only=only,
-        )
-        out.append(SegmentRebuild(scan, files))
-    return out
+        if log in wanted:
+            yield log, scan, rebuilt_indexes(scan, kafka_version), log == partition_logs[-1]
 
 
 class RebuiltIndexes(NamedTuple):

@@ -9,6 +9,7 @@ from pathlib import Path
 from kseg.format.kafka_version import DEFAULT as DEFAULT_KAFKA_VERSION
 from kseg.format.kafka_version import KafkaVersion
 from kseg.outcome import BadOption, Outcome
+from kseg.storage import jobs
 from kseg.storage.mapped import read_slices
 from kseg.storage.tree import Selection, Target
 from kseg.verify.index_check import WRONG
@@ -30,6 +31,16 @@ def target_tags(t: Target, several: bool) -> dict:
 
 def _unreadable(exc: OSError, where: Path, suffix: str = "") -> dict:
     return {"type": "failure", "message": f"{exc.filename or where}: {exc.strerror or exc}{suffix}"}
+
+
+def _drain(walk) -> None:
+    """Consume the rest of a partition's walk (a worker's events must all be taken) after a
+    failure; a read error in it is the one already reported."""
+    try:
+        for _ in walk:
+            pass
+    except OSError:
+        pass
 
 
 def _without_07(run, verb: str) -> Iterator[dict]:
@@ -64,6 +75,7 @@ class RebuildRun:
         backup: Path | None = None,
         force: bool = False,
         kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+        jobs: int | None = 1,
     ) -> None:
         from kseg.storage.lock import LogDirLocks
         from kseg.storage.locking import inside_message, is_inside
@@ -73,6 +85,7 @@ class RebuildRun:
         self.several = sel.several_log_dirs
         self.dry_run = dry_run
         self.backup = backup
+        self.jobs = jobs  # processes reading the partitions (None: every core); one writes
         self._rebuild = dict(
             index_interval_bytes=index_interval_bytes,
             preallocate=preallocate,
@@ -93,8 +106,6 @@ class RebuildRun:
             yield from self._events()
 
     def _events(self) -> Iterator[dict]:
-        from kseg.index.rebuild import UNCHANGED, rebuild_target
-        from kseg.storage.atomic import fix_hint, remove_stale_temps, removed_message
         from kseg.storage.locking import lock_log_dirs
 
         refused: set[Path] = set()
@@ -105,52 +116,113 @@ class RebuildRun:
             if refused:
                 self.outcome |= Outcome.UNREADABLE
             yield from said
-        segments = changed = 0
+        self.segments = self.changed = 0
         yield from _without_07(self, "rebuild")
-        for t in self.targets:
-            if t.log_dir.resolve() in refused:
-                continue
-            try:
-                linked = self._refused_file(t)
-                if linked is not None:  # said alike by --dry-run: it predicts the real run
-                    self.outcome |= Outcome.UNREADABLE
-                    yield {"type": "failure", "message": f"{linked}: not rebuilt"}
-                    continue
-                if not self.dry_run and self.locks.holds(t.log_dir):
-                    removed = remove_stale_temps(t.partition_dir)  # of a run killed before
-                    if removed:
-                        yield {
-                            "type": "notice",
-                            "message": removed_message(t.partition_dir, removed),
-                        }
-                results = rebuild_target(t, **self._rebuild)
-            except OSError as exc:
-                self.outcome |= Outcome.UNREADABLE
-                yield _unreadable(exc, t.partition_dir, f": not rebuilt{fix_hint(exc)}")
-                continue
-            for r in results:
-                segments += 1
-                changed += sum(f.action != UNCHANGED for f in r.files)
-                if r.error is not None:
-                    self.outcome |= Outcome.INVALID_DATA
-                yield {
-                    "type": "index_rebuild",
-                    "file": str(r.scan.log),
-                    **target_tags(t, self.several),
-                    "base_offset": r.scan.base_offset,
-                    "size": r.scan.size,
-                    "valid_bytes": r.scan.valid_bytes,
-                    "dry_run": self.dry_run,
-                    "files": [f.to_dict() for f in r.files],
-                    "error": r.error.to_event() if r.error else None,
-                }
+        todo = [t for t in self.targets if t.log_dir.resolve() not in refused]
+        # the workers only read (kseg.storage.jobs): this process writes, one partition after
+        # another, as with --jobs 1; a partition named twice is read in one
+        n = self.jobs if len({t.partition_dir for t in todo}) == len(todo) else 1
+        walks = jobs.in_order(self._read, todo, n, self)
+        try:
+            for t, walk in zip(todo, walks, strict=True):
+                yield from self._write(t, walk)
+        finally:
+            walks.close()  # the workers stopped before the locks go
         yield {
             "type": "summary",
-            "segments": segments,
-            "files_changed": changed,
+            "segments": self.segments,
+            "files_changed": self.changed,
             "dry_run": self.dry_run,
             "outcome": self.outcome,
         }
+
+    def _read(self, t: Target) -> Iterator[dict]:
+        """Read only (in this process or a worker): a ``_check`` event (the file that refuses
+        the partition's rebuild, or None), then a ``_plan`` per wanted segment (its rebuilt
+        indexes)."""
+        from kseg.index.rebuild import rebuilt_segments
+
+        linked = self._refused_file(t)
+        yield {"type": "_check", "linked": linked}
+        if linked is not None:
+            return
+        for log, scan, rebuilt, last in rebuilt_segments(
+            t,
+            index_interval_bytes=self._rebuild["index_interval_bytes"],
+            kafka_version=self._rebuild["kafka_version"],
+        ):
+            yield {
+                "type": "_plan",
+                "log": log,
+                "rebuilt": rebuilt,
+                "last": last,
+                "base_offset": scan.base_offset,
+                "size": scan.size,
+                "valid_bytes": scan.valid_bytes,
+                "error": scan.first_error.to_event() if scan.first_error else None,
+            }
+
+    def _write(self, t: Target, walk) -> Iterator[dict]:
+        """Write a partition's indexes from its ``_read`` events (``walk``), each segment's before
+        the next one's are read; then its events (none but a failure when a read or a write
+        fails: the segments before it are rebuilt)."""
+        from kseg.index.rebuild import UNCHANGED, write_indexes
+        from kseg.storage.atomic import fix_hint, remove_stale_temps, removed_message
+
+        done = []
+        try:
+            linked = next(walk)["linked"]
+            if linked is not None:  # said alike by --dry-run: it predicts the real run
+                _drain(walk)
+                self.outcome |= Outcome.UNREADABLE
+                yield {"type": "failure", "message": f"{linked}: not rebuilt"}
+                return
+            if not self.dry_run and self.locks.holds(t.log_dir):
+                removed = remove_stale_temps(t.partition_dir)  # of a run killed before
+                if removed:
+                    yield {"type": "notice", "message": removed_message(t.partition_dir, removed)}
+            for plan in walk:
+                pad = self._rebuild["preallocate"] and plan["last"]
+                files = write_indexes(
+                    plan["log"],
+                    plan["rebuilt"],
+                    self._rebuild["offset_index_bytes"] if pad else None,
+                    dry_run=self.dry_run,
+                    backup_dir=self.backup,
+                    target=t,
+                )
+                done.append((plan, files))
+        except OSError as exc:
+            _drain(walk)
+            self.outcome |= Outcome.UNREADABLE
+            yield _unreadable(exc, t.partition_dir, f": not rebuilt{fix_hint(exc)}")
+            return
+        for plan, files in done:
+            self.segments += 1
+            self.changed += sum(f.action != UNCHANGED for f in files)
+            if plan["error"] is not None:
+                self.outcome |= Outcome.INVALID_DATA
+            yield {
+                "type": "index_rebuild",
+                "file": str(plan["log"]),
+                **target_tags(t, self.several),
+                "base_offset": plan["base_offset"],
+                "size": plan["size"],
+                "valid_bytes": plan["valid_bytes"],
+                "dry_run": self.dry_run,
+                "files": [f.to_dict() for f in files],
+                "error": plan["error"],
+            }
+
+    # kseg.storage.jobs.Shared: the workers only read; what they find comes back in events
+    def fork_reset(self) -> None:
+        pass
+
+    def fork_state(self) -> None:
+        return None
+
+    def fork_absorb(self, state: None) -> None:
+        pass
 
     def _refused_file(self, t: Target) -> str | None:
         """'<file>: <why>' for the first index file the rebuild of ``t`` would change that is a
@@ -185,47 +257,69 @@ class CheckRun:
         *,
         index_interval_bytes: int = 4096,
         kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+        jobs: int | None = 1,
     ) -> None:
         self.outcome = Outcome.OK
         self.targets = sel.required_targets("check indexes in")
+        self.jobs = jobs  # worker processes (None: every core)
         self.several = sel.several_log_dirs
         self.index_interval_bytes = index_interval_bytes
         self.kafka_version = kafka_version
 
     def events(self) -> Iterator[dict]:
-        order = {s: n for n, s in enumerate(INDEX_STATUSES)}
         counts = dict.fromkeys(INDEX_STATUSES, 0)
         yield from _without_07(self, "check")
-        for t in self.targets:
-            if not t.logs:  # none, or the directory could not be listed: say which
-                try:
-                    next(t.partition_dir.iterdir(), None)
-                except OSError as exc:
-                    self.outcome |= Outcome.UNREADABLE
-                    yield _unreadable(exc, t.partition_dir)
-            for log, scan, txn_status in self._scans(t):
-                if scan is None:  # an OSError: name the file that failed (the log or an index)
-                    self.outcome |= Outcome.UNREADABLE
-                    yield _unreadable(txn_status, log)
-                    continue
-                status = max(
-                    (scan.offset_index.status, scan.time_index.status, txn_status.status),
-                    key=order.__getitem__,
-                )
-                counts[status] += 1
-                if status == WRONG or scan.first_error is not None:
-                    self.outcome |= Outcome.INVALID_DATA
-                yield {
-                    "type": "index_check",
-                    "file": str(log),
-                    **target_tags(t, self.several),
-                    "status": status,
-                    "offset_index": scan.offset_index.to_dict(),
-                    "time_index": scan.time_index.to_dict(),
-                    "txn_index": txn_status.to_dict(),
-                    "log_error": scan.first_error.to_event() if scan.first_error else None,
-                }
+        walks = jobs.in_order(self._check, self.targets, self.jobs, self)
+        try:
+            for walk in walks:
+                for ev in walk:  # counted here, as shown: a closed pipe's exit status is exact
+                    if ev["type"] == "failure":
+                        self.outcome |= Outcome.UNREADABLE
+                    else:
+                        counts[ev["status"]] += 1
+                        if ev["status"] == WRONG or ev["log_error"] is not None:
+                            self.outcome |= Outcome.INVALID_DATA
+                    yield ev
+        finally:
+            walks.close()
         yield {"type": "summary", **counts, "outcome": self.outcome}
+
+    def _check(self, t: Target) -> Iterator[dict]:
+        """One partition's events (in this process or a worker: kseg.storage.jobs)."""
+        order = {s: n for n, s in enumerate(INDEX_STATUSES)}
+        if not t.logs:  # none, or the directory could not be listed: say which
+            try:
+                next(t.partition_dir.iterdir(), None)
+            except OSError as exc:
+                yield _unreadable(exc, t.partition_dir)
+        for log, scan, txn_status in self._scans(t):
+            if scan is None:  # an OSError: name the file that failed (the log or an index)
+                yield _unreadable(txn_status, log)
+                continue
+            status = max(
+                (scan.offset_index.status, scan.time_index.status, txn_status.status),
+                key=order.__getitem__,
+            )
+            yield {
+                "type": "index_check",
+                "file": str(log),
+                **target_tags(t, self.several),
+                "status": status,
+                "offset_index": scan.offset_index.to_dict(),
+                "time_index": scan.time_index.to_dict(),
+                "txn_index": txn_status.to_dict(),
+                "log_error": scan.first_error.to_event() if scan.first_error else None,
+            }
+
+    # kseg.storage.jobs.Shared: what a partition finds comes back in its events
+    def fork_reset(self) -> None:
+        pass
+
+    def fork_state(self) -> None:
+        return None
+
+    def fork_absorb(self, state: None) -> None:
+        pass
 
     def _scans(self, t: Target) -> Iterator[tuple]:
         """(log, scan, `.txnindex` status) per wanted log, or (log, None, OSError). The whole

@@ -29,6 +29,7 @@ from kseg.events import Event
 from kseg.format.timestamps import with_iso
 from kseg.outcome import Outcome
 from kseg.storage import files as F
+from kseg.storage import jobs
 from kseg.storage.tree import Selection
 from kseg.txn.coordinator import Coordinator
 from kseg.txn.hanging import DEFAULT_MAX_TIMEOUT_MINUTES, HANGING, UNJUDGED, abort_command, judge
@@ -72,6 +73,7 @@ class TxnRun:
         coordinator_sel: Selection | None = None,
         bootstrap: str | None = None,
         internal: bool = False,
+        jobs: int | None = 1,
     ) -> None:
         self.targets = sel.required_targets("replay transactions in")
         self.several = sel.several_log_dirs
@@ -81,6 +83,7 @@ class TxnRun:
         self.coordinator = Coordinator(coordinator_sel or sel, at)
         self.bootstrap = bootstrap
         self.internal = internal
+        self.jobs = jobs  # worker processes replaying partitions (None: every core)
         self.outcome = Outcome.OK
         self.data_end = -1
         self.judged_at: int | None = None
@@ -92,10 +95,14 @@ class TxnRun:
         self.outcome |= self.coordinator.outcome
         self.data_end = self.coordinator.last_time
         parts: list[_Part] = []
-        for t in self.targets:
-            part = yield from self._replay(t)
-            if part is not None:
-                parts.append(part)
+        walks = jobs.in_order(self._replay, self.targets, self.jobs, self)
+        try:
+            for walk in walks:  # the partitions replayed in workers; judged here, once all are
+                part = yield from walk
+                if part is not None:
+                    parts.append(part)
+        finally:
+            walks.close()
         self.judged_at, self.judged_by = judged_time(self.at, self.now, self.data_end)
         by_producer = self.coordinator.by_producer() if self.coordinator.present else None
         totals = dict.fromkeys(("open", "hanging", "unjudged", "committed", "aborted", "empty"), 0)
@@ -133,8 +140,21 @@ class TxnRun:
             "max_transaction_timeout_ms": self.max_timeout_ms,
         }
 
+    # kseg.storage.jobs.Shared: what a worker's partition replay adds to the run's
+    def fork_reset(self) -> None:
+        self.outcome = Outcome.OK
+        self.data_end = -1
+
+    def fork_state(self) -> tuple[Outcome, int]:
+        return self.outcome, self.data_end
+
+    def fork_absorb(self, state: tuple[Outcome, int]) -> None:
+        self.outcome |= state[0]
+        self.data_end = max(self.data_end, state[1])
+
     def _replay(self, t) -> Iterator[dict]:
-        """One partition's replay (as of ``at``), kept compact; None when it is not reported."""
+        """One partition's replay (as of ``at``), kept compact; None when it is not reported
+        (in this process or a worker: kseg.storage.jobs)."""
         from kseg.storage.txn_replay import replay_transactions
 
         pdir = t.partition_dir

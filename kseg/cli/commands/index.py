@@ -3,6 +3,7 @@
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.inputs import parsed_kafka_version, selection
+from kseg.cli.jobs_option import JobsOpt
 
 
 def rebuild(
@@ -18,6 +19,7 @@ def rebuild(
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
     quiet: o.QuietOpt = False,
+    jobs: JobsOpt = None,
 ) -> int:
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would (temp file, fsync, rename).
 
@@ -45,6 +47,7 @@ def rebuild(
         dry_run=dry_run,
         backup=backup,
         force=force,
+        jobs=jobs,
     )
     track(run)
     total = lambda: log_bytes(run.targets)  # noqa: E731
@@ -67,6 +70,7 @@ def check(
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
+    jobs: JobsOpt = None,
 ) -> int:
     """Compare existing indexes with a rebuild: identical, equivalent (different bytes, every lookup
     still correct under Kafka's rules, e.g. live multi-batch appends or follower-written entries),
@@ -84,6 +88,6 @@ def check(
 
     version = parsed_kafka_version(kafka_version)
     sel = selection(paths, topic, partition)
-    run = CheckRun(sel, index_interval_bytes=index_interval_bytes, kafka_version=version)
+    run = CheckRun(sel, index_interval_bytes=index_interval_bytes, kafka_version=version, jobs=jobs)
     track(run)
     return exit_status(finish("index check", run, with_exit_codes(run.events()), fmt.value))

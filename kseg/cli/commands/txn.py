@@ -4,6 +4,7 @@ command runs)."""
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track
 from kseg.cli.inputs import selection
+from kseg.cli.jobs_option import JobsOpt
 
 
 def txn(
@@ -16,6 +17,7 @@ def txn(
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.StatsFormatOpt = o.StatsFormat.text,
+    jobs: JobsOpt = None,
 ) -> int:
     """Open transactions per partition and the offset they hold read_committed consumers at
     (last stable offset), joined with __transaction_state from the same roots; each open
@@ -55,6 +57,7 @@ def txn(
         coordinator_sel=selection(paths, None, None) if topic or partition is not None else None,
         bootstrap=bootstrap_server,
         internal=asked,
+        jobs=jobs,
     )
     track(run)
     return exit_status(finish("txn", run, run.events(), fmt.value))
