@@ -59,3 +59,29 @@ def copy_log07(log07: Path, tmp_path: Path) -> Path:
 
 def segments07(pdir: Path) -> list[Path]:
     return sorted(pdir.glob("*.kafka"))
+
+
+def damaged_copy(tree: Path, dest: Path) -> Path:
+    """A copy of the fixture tree with damage in two partitions: a flipped byte in a segment of
+    orders-0 (a CRC error) and, in orders-1, a directory where a segment should be (unreadable,
+    also when the suite runs as root)."""
+    shutil.copytree(tree, dest)
+    log = sorted((dest / "orders-0").glob("*.log"))[1]
+    data = bytearray(log.read_bytes())
+    data[200] ^= 0xFF
+    log.write_bytes(bytes(data))
+    hole = sorted((dest / "orders-1").glob("*.log"))[0]
+    hole.unlink()
+    hole.mkdir()
+    return dest
+
+
+def same_with_jobs(*args, jobs: int = 3):
+    """Run kseg with ``--jobs 1`` and ``--jobs N``: stdout, stderr and the exit code must be the
+    same; returns the --jobs 1 run."""
+    one = run_kseg(*args, "--jobs", "1")
+    many = run_kseg(*args, "--jobs", str(jobs))
+    assert many.stderr == one.stderr
+    assert many.stdout == one.stdout
+    assert many.returncode == one.returncode
+    return one

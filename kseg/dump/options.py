@@ -58,6 +58,8 @@ class DumpOptions(NamedTuple):
     # ``committed`` is the partition's Committed, set per partition by kseg.dump.plan
     isolation: str = "read_uncommitted"
     committed: object = None
+    # worker processes for a search or --count (kseg.dump.plan._jobs; None: every core)
+    jobs: int | None = 1
 
 
 def search_options(key, value, header, key_eq, value_contains, format_string):

@@ -11,8 +11,10 @@ each partition dir, root or file given dumped in order within one --limit (or co
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from itertools import chain
+from contextlib import closing
+from itertools import chain, islice
 from pathlib import Path
 
 from kseg import kernel
@@ -20,9 +22,10 @@ from kseg.dump.error_events import error_event
 from kseg.dump.files import RECORD_KINDS, dump_file, dump_partition
 from kseg.dump.options import DumpOptions
 from kseg.dump.selection import Budget
+from kseg.format.header_columns import StreamedEvent, StreamedLine
 from kseg.outcome import BadOption
 from kseg.storage import files as F
-from kseg.storage import tree
+from kseg.storage import jobs, tree
 
 
 def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
@@ -59,29 +62,103 @@ def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | by
         kernel.compiled()  # a KSEG_KERNEL that cannot be had fails here, before any output
     several = sel.several_log_dirs
     budget = Budget(opts.limit)
-    for item in sel.items:
-        # JSON only: text and table lines name the file already
-        tagged = json_lines or opts.format_string is not None  # %t and %p need them
-        tags = partition_tags(item.name, item.log_dir if several else None) if tagged else {}
-        if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
-            # a data file outside any <topic>-<partition> dir (not a root's own file): null
-            tags = {"topic": None, "partition": None, **tags}
-        mine = opts
-        if opts.isolation == "read_committed":  # kseg.storage.isolation
-            mine, problem = isolated(item, opts)
-            if problem is not None:
-                yield [{**problem, **tags}]
-                if mine is None:
-                    continue
-        if item.kind == tree.FILE:
-            yield from dump_file(item.path, mine, budget, tags)
-        elif item.kind == tree.PARTITION:
-            yield from dump_partition(item.path, mine, budget, tags)
-        else:
-            for f in tree.root_files(item.path):
-                yield from dump_file(f, mine, budget, tags)
-        if budget.spent:
-            return
+
+    def work(item):
+        return _item_chunks(item, opts, budget, several, json_lines)
+
+    yield from _in_order(work, sel.items, _jobs(opts), budget)
+
+
+def _item_chunks(item, opts: DumpOptions, budget: Budget, several: bool, json_lines: bool):
+    """One item's chunks (a file, a partition dir, a root's own files)."""
+    # JSON only: text and table lines name the file already
+    tagged = json_lines or opts.format_string is not None  # %t and %p need them
+    tags = partition_tags(item.name, item.log_dir if several else None) if tagged else {}
+    if tagged and item.kind == tree.FILE and item.name is None and not item.log_dir:
+        # a data file outside any <topic>-<partition> dir (not a root's own file): null
+        tags = {"topic": None, "partition": None, **tags}
+    mine = opts
+    if opts.isolation == "read_committed":  # kseg.storage.isolation
+        mine, problem = isolated(item, opts)
+        if problem is not None:
+            yield [{**problem, **tags}]
+            if mine is None:
+                return
+    if item.kind == tree.FILE:
+        yield from dump_file(item.path, mine, budget, tags)
+    elif item.kind == tree.PARTITION:
+        yield from dump_partition(item.path, mine, budget, tags)
+    else:
+        for f in tree.root_files(item.path):
+            yield from dump_file(f, mine, budget, tags)
+
+
+def _jobs(opts: DumpOptions) -> int | None:
+    """The workers a dump's items are spread over: a search (a record filter) and --count in
+    ``opts.jobs``; --limit (a stop shared by every item) and a plain dump (its events cost more
+    to move between processes than to decode: BENCHMARKS.md) in this process."""
+    if opts.limit is not None:
+        return 1
+    if opts.count or opts.record_filter is not None:
+        return opts.jobs
+    return 1
+
+
+def _in_order(work, items: list, n: int | None, budget: Budget) -> Iterator:
+    """Each item's chunks in order (kseg.storage.jobs), up to where --limit is spent.
+
+    A record with many headers is made while it is written (kseg.format.header_columns: its
+    headers read from the segment's buffer): such an event cannot leave the worker that made it.
+    That worker stops its item there (_Streamed) and the item is walked again here, in this
+    process, from its start, the chunks already shown left out (the walk is the same)."""
+    with closing(jobs.in_order(_portable(work), items, n, NOTHING_SHARED)) as walks:
+        for item, walk in zip(items, walks, strict=True):
+            try:
+                yield from walk
+            except _Streamed as stop:
+                yield from islice(work(item), stop.args[0], None)
+            if budget.spent:
+                return
+
+
+class _Streamed(Exception):
+    """A worker met an event that cannot leave it (its chunks shown so far: args[0])."""
+
+
+_LOCAL = (StreamedEvent, StreamedLine)
+
+
+def _portable(work):
+    """``work`` whose chunks a worker can send (see _in_order); in this process as it is."""
+    main = os.getpid()
+
+    def portable(item):
+        if os.getpid() == main:
+            return (yield from work(item))
+        with closing(work(item)) as gen:
+            for sent, chunk in enumerate(gen):
+                for ev in chunk:
+                    if type(ev) in _LOCAL:
+                        raise _Streamed(sent)
+                yield chunk
+
+    return portable
+
+
+class _NothingShared:
+    """kseg.storage.jobs.Shared for a walk whose items count nothing in the run."""
+
+    def fork_reset(self) -> None:
+        pass
+
+    def fork_state(self) -> None:
+        return None
+
+    def fork_absorb(self, state: None) -> None:
+        pass
+
+
+NOTHING_SHARED = _NothingShared()
 
 
 def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
@@ -119,7 +196,23 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
     several = sel.several_log_dirs
     budget = Budget(opts.limit)
     total = places = 0
-    for item, file, chunks in _count_places(sel, opts, budget):
+
+    def work(item):
+        return _count_item(item, opts, budget, several)
+
+    for walk in jobs.in_order(work, sel.items, _jobs(opts), NOTHING_SHARED):
+        n, p = yield from walk
+        total += n
+        places += p
+        if budget.spent:
+            break
+    yield [{"type": "match_total", "matches": total, "partitions": places}]
+
+
+def _count_item(item, opts: DumpOptions, budget: Budget, several: bool):
+    """One item's ``match_count`` events (and errors); returns (matches, places counted)."""
+    total = places = 0
+    for file, chunks in _count_places(item, opts, budget):
         n = 0
         for chunk in chunks:
             errors = []
@@ -139,29 +232,28 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
         places += 1
         if budget.spent:
             break
-    yield [{"type": "match_total", "matches": total, "partitions": places}]
+    return total, places
 
 
-def _count_places(sel, opts: DumpOptions, budget: Budget) -> Iterator[tuple]:
-    """(item, file or None, chunks) for each place --count counts: a partition dir, a file given
-    alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is an
-    item only without --topic/--partition), each such file on its own, as dump prints them."""
-    for item in sel.items:
-        mine, first = opts, []
-        if opts.isolation == "read_committed":  # kseg.storage.isolation
-            mine, problem = isolated(item, opts)
-            if mine is None:
-                yield item, item.path, iter([[problem]])
-                continue
-            first = [[problem]] if problem is not None else []
-        if item.kind == tree.FILE:
-            yield item, item.path, chain(first, dump_file(item.path, mine, budget))
-        elif item.kind == tree.PARTITION:
-            yield item, None, chain(first, dump_partition(item.path, mine, budget))
-        else:
-            for f in tree.root_files(item.path):
-                if F.file_kind(f).kind in RECORD_KINDS:
-                    yield item, f, dump_file(f, mine, budget)
+def _count_places(item, opts: DumpOptions, budget: Budget) -> Iterator[tuple]:
+    """(file or None, chunks) for each place --count counts in ``item``: a partition dir, a file
+    given alone, and a root's own files that hold records (``bootstrap.checkpoint``: the root is
+    an item only without --topic/--partition), each such file on its own, as dump prints them."""
+    mine, first = opts, []
+    if opts.isolation == "read_committed":  # kseg.storage.isolation
+        mine, problem = isolated(item, opts)
+        if mine is None:
+            yield item.path, iter([[problem]])
+            return
+        first = [[problem]] if problem is not None else []
+    if item.kind == tree.FILE:
+        yield item.path, chain(first, dump_file(item.path, mine, budget))
+    elif item.kind == tree.PARTITION:
+        yield None, chain(first, dump_partition(item.path, mine, budget))
+    else:
+        for f in tree.root_files(item.path):
+            if F.file_kind(f).kind in RECORD_KINDS:
+                yield f, dump_file(f, mine, budget)
 
 
 def partition_tags(name: F.PartitionName | None, log_dir: Path | None = None) -> dict:

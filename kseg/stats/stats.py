@@ -53,7 +53,7 @@ from kseg.format.magic import CURRENT_MAGIC
 from kseg.format.timestamps import MAX_MS
 from kseg.outcome import Outcome
 from kseg.storage import files as F
-from kseg.storage import kernel_walk
+from kseg.storage import jobs, kernel_walk
 from kseg.storage.segment import Segment
 from kseg.storage.tree import NOTHING_FOUND, InputError, Selection, Target, log_bytes
 
@@ -250,6 +250,20 @@ class StatsOptions(NamedTuple):
     # count only what a read_committed consumer is handed (kseg.storage.isolation): aborted
     # transactions, control batches and what lies at or past the last stable offset left out
     read_committed: bool = False
+    jobs: int | None = 1  # worker processes counting partitions (None: every core)
+
+
+class Counted(NamedTuple):
+    """What the totals take from one counted partition (it crosses from a --jobs worker)."""
+
+    topic: str | None
+    counts: Counts
+    segments: int
+    segment_bytes: int
+    index_bytes: int
+    walked: int  # batches walked (counted or, with read_committed, left out)
+    outcome: Outcome
+    timeline: Timeline | None  # with StatsOptions.timeline
 
 
 class StatsRun:
@@ -295,27 +309,17 @@ class StatsRun:
         roots: dict[str, Counts] = {}
         extras: dict[tuple[str, str | None], list[int]] = {}  # segments, segment/index bytes
         root_extras: dict[str, list[int]] = {}
-        for t in self.targets:
-            part = PartitionCount(t, self.opts)
-            yield from part.walk()
+        walks = jobs.in_order(self._partition, self.targets, self.opts.jobs, self)
+        for t, walk in zip(self.targets, walks, strict=True):
+            part = yield from walk
             self.outcome |= part.outcome
             self.counted_batches += part.walked  # read_committed may count none of them
             ld = str(t.log_dir)
-            if self.opts.timeline:
+            if part.timeline is not None:
                 self.timelines.append(part.timeline)
                 key = (ld, part.timeline.topic, part.timeline.partition)
                 self.partition_bytes[key] = self.partition_bytes.get(key, 0) + part.counts.bytes
-            tags = self._tags(t)
-            if self.opts.by_hour:
-                for hour in sorted(part.hours, key=lambda h: (h is None, h or 0)):
-                    yield {
-                        "type": "hour_stats",
-                        **tags,
-                        "hour": hour_text(hour),
-                        **part.hours[hour].fields(self.opts.uncompressed),
-                    }
-            yield {"type": "partition_stats", **tags, **part.row()}
-            key = (ld, tags["topic"])
+            key = (ld, part.topic)
             topics.setdefault(key, Counts()).merge(part.counts)
             roots.setdefault(ld, Counts()).merge(part.counts)
             for bucket, k in ((extras, key), (root_extras, ld)):
@@ -357,6 +361,42 @@ class StatsRun:
                 "message": f"{', '.join(str(t.partition_dir) for t in self.targets[:3])}: the "
                 "segments hold no batch: nothing to count",
             }
+
+    def _partition(self, t: Target):
+        """One partition counted, its rows (``hour_stats``, then ``partition_stats``) last;
+        returns what the totals need (in this process or a worker: kseg.storage.jobs)."""
+        part = PartitionCount(t, self.opts)
+        yield from part.walk()
+        tags = self._tags(t)
+        if self.opts.by_hour:
+            for hour in sorted(part.hours, key=lambda h: (h is None, h or 0)):
+                yield {
+                    "type": "hour_stats",
+                    **tags,
+                    "hour": hour_text(hour),
+                    **part.hours[hour].fields(self.opts.uncompressed),
+                }
+        yield {"type": "partition_stats", **tags, **part.row()}
+        return Counted(
+            tags["topic"],
+            part.counts,
+            part.segments,
+            part.segment_bytes,
+            part.index_bytes,
+            part.walked,
+            part.outcome,
+            part.timeline if self.opts.timeline else None,
+        )
+
+    # kseg.storage.jobs.Shared: nothing to move, _partition returns all the totals need
+    def fork_reset(self) -> None:
+        pass
+
+    def fork_state(self) -> None:
+        return None
+
+    def fork_absorb(self, state: None) -> None:
+        pass
 
     def _tags(self, t: Target) -> dict:
         name = t.name

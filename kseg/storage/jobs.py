@@ -339,8 +339,12 @@ def _run_item(conn: Connection, work, item, shared: Shared) -> None:
     except (BrokenPipeError, ConnectionResetError):
         raise
     except BaseException as exc:  # noqa: BLE001 - every error goes to the parent, in order
-        if chunk:  # the events before it first, as --jobs 1 shows them
-            conn.send_bytes(pickle.dumps(("events", chunk), 5) + _MORE_MARK)
+        try:  # the events before it are shown first, as in one process
+            before = pickle.dumps(("events", chunk), 5) if chunk else None
+        except Exception:  # noqa: BLE001 - the error was in them: it is what goes
+            before = None
+        if before is not None:
+            conn.send_bytes(before + _MORE_MARK)
         conn.send_bytes(pickle.dumps(("raise", _portable(exc)), 5) + _LAST_MARK)
 
 

@@ -165,8 +165,15 @@ def test_interrupt_exits_32_with_one_line(big_root, args, sig):
 @pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize(
     "args",
-    [["seek", "--time", "latest"], ["seek", "--offset", "120"], ["index", "check"]],
-    ids=["seek-time", "seek-offset", "index-check"],
+    [
+        ["seek", "--time", "latest"],
+        ["seek", "--offset", "120"],
+        ["index", "check"],
+        ["stats", "--by", "hour"],
+        ["dump", "--count"],
+        ["dump", "--value", "x", "-f", "json"],
+    ],
+    ids=["seek-time", "seek-offset", "index-check", "stats", "dump-count", "dump-search"],
 )
 def test_interrupt_wide_commands(wide_root, args, sig):
     proc = _interrupt([*args, wide_root], wide_root, sig)

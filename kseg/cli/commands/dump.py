@@ -2,6 +2,7 @@
 
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track
+from kseg.cli.jobs_option import JobsOpt
 
 
 def dump(
@@ -29,6 +30,7 @@ def dump(
     quiet: o.QuietOpt = False,
     resync: o.ResyncOpt = False,
     isolation: o.IsolationOpt = o.Isolation.read_uncommitted,
+    jobs: JobsOpt = None,
 ) -> int:
     """Decode every file of a Kafka data directory (read-only).
 
@@ -67,6 +69,7 @@ def dump(
         format_string=parts,
         resync=resync,
         isolation=isolation.value,
+        jobs=jobs,
     )
     run = DumpRun(paths, opts)
     track(run)

@@ -3,6 +3,7 @@
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track
 from kseg.cli.inputs import selection
+from kseg.cli.jobs_option import JobsOpt
 
 
 def stats(
@@ -16,6 +17,7 @@ def stats(
     quiet: o.QuietOpt = False,
     resync: o.StatsResyncOpt = False,
     isolation: o.IsolationOpt = o.Isolation.read_uncommitted,
+    jobs: JobsOpt = None,
 ) -> int:
     """Records, batches, bytes, codecs, offset and time ranges, producers, transactional share
     per partition (and hour), topic and log dir, from one pass over batch headers.
@@ -39,6 +41,7 @@ def stats(
         timeline=plot is not None,
         resync=resync,
         read_committed=isolation is o.Isolation.read_committed,
+        jobs=jobs,
     )
     run = StatsRun(selection(paths, topic, partition), opts)
     track(run)
