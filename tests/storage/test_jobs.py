@@ -11,6 +11,14 @@ from kseg.outcome import Outcome
 from kseg.storage import jobs, walked
 
 
+@pytest.fixture(autouse=True)
+def fork_anyway(request, monkeypatch):
+    """The engine's mechanics fork even when a thread some earlier test left behind runs in
+    this pytest worker (jobs.forkable would keep the walk here; its own tests are below)."""
+    if "forkable" not in request.function.__name__ and "process" not in request.function.__name__:
+        monkeypatch.setattr(jobs, "forkable", lambda: True)
+
+
 class Tally:
     """A run's counters as the engine moves them (kseg.storage.jobs.Shared)."""
 
