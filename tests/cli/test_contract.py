@@ -165,8 +165,13 @@ def test_interrupt_exits_32_with_one_line(big_root, args, sig):
 @pytest.mark.parametrize("sig", SIGNALS, ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize(
     "args",
-    [["seek", "--time", "latest"], ["seek", "--offset", "120"], ["index", "check"]],
-    ids=["seek-time", "seek-offset", "index-check"],
+    [
+        ["seek", "--time", "latest"],
+        ["seek", "--offset", "120"],
+        ["index", "check"],
+        ["salvage", "--dry-run"],
+    ],
+    ids=["seek-time", "seek-offset", "index-check", "salvage-dry-run"],
 )
 def test_interrupt_wide_commands(wide_root, args, sig):
     proc = _interrupt([*args, wide_root], wide_root, sig)
