@@ -124,7 +124,7 @@ class ReplicasRun:
         self.leader = leader
         self.export_lost = export_lost
         self.record_files = record_files
-        self.jobs = jobs
+        self.workers = jobs  # kseg.storage.jobs: None, every core
         self.outcome = Outcome.OK
         self._metadata: dict = {}  # the KRaft metadata replayed once per run (leader.choose)
 
@@ -184,9 +184,9 @@ class ReplicasRun:
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
                    "nothing to compare"}  # fmt: skip
         groups = sorted(self.groups.items())
-        if min(jobs.jobs_for(self.jobs), len(groups)) > 1 and self.leader is None:
+        if min(jobs.jobs_for(self.workers), len(groups)) > 1 and self.leader is None:
             self._replay_metadata(groups)  # before the workers fork: each inherits the replays
-        walks = jobs.in_order(self._one, groups, self.jobs, self)
+        walks = jobs.in_order(self._one, groups, self.workers, self)
         for _, walk in zip(groups, walks, strict=True):
             found = yield from walk
             if found is None:
