@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kseg.fixtures import replicas as R
 from kseg.storage.writer import LogWriter
@@ -89,4 +91,30 @@ def test_export_lost_jobs_3_writes_what_jobs_1_writes(roots, tmp_path):
         out.append((proc.returncode, proc.stdout, proc.stderr, files))
         shutil.rmtree(dest)
     assert out[0][0] == 4 | 8 and out[0][3], out[0][2]
+    assert out[0] == out[1]
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    topic=st.sampled_from([None, "^lag$", "^(twice|damaged|match)$", "a", "nothing"]),
+    partition=st.sampled_from([None, 0, 1]),
+    jobs=st.integers(2, 4),
+)
+def test_a_selection_compared_by_jobs_n_as_by_one(roots, topic, partition, jobs):
+    from kseg.outcome import BadOption
+    from kseg.replicas.run import ReplicasRun
+    from kseg.storage.tree import resolve
+
+    out = []
+    for n in (1, jobs):
+        try:
+            run = ReplicasRun(resolve([roots], topic, partition), jobs=n)
+        except BadOption as exc:
+            out.append(str(exc))
+            continue
+        out.append((list(run.events()), run.outcome))
     assert out[0] == out[1]

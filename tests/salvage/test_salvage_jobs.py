@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kseg.format import checkpoint as cp
 from tests.helpers import run_kseg
@@ -116,4 +118,31 @@ def test_salvage_to_jobs_3_writes_what_jobs_1_writes(pristine, tmp_path):
         out.append((proc.returncode, proc.stdout, proc.stderr, hashes(to)))
         shutil.rmtree(to)
     assert out[0][0] == 1 | 8, out[0][2]
+    assert out[0] == out[1]
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    topic=st.sampled_from([None, "t0", "t[12]", "t[0-4]", "x"]),
+    partition=st.sampled_from([None, 0, 1]),
+    jobs=st.integers(2, 4),
+)
+def test_a_selection_salvaged_dry_by_jobs_n_as_by_one(pristine, topic, partition, jobs):
+    from kseg.salvage.run import SalvageRun
+    from kseg.storage.tree import InputError
+    from kseg.verify.run import VerifyOptions
+
+    roots = [pristine / name for name in LAYOUT]
+    out = []
+    for n in (1, jobs):
+        opts = VerifyOptions(repair=True, dry_run=True, topic=topic, partition=partition, jobs=n)
+        run = SalvageRun(opts)
+        try:
+            out.append((list(run.events(roots)), run.outcome))
+        except InputError as exc:  # nothing selected
+            out.append(str(exc))
     assert out[0] == out[1]
