@@ -32,20 +32,10 @@ def _metadata_leader(
     """(node id, why) from the most complete KRaft metadata log under the replicas' roots, or
     (None, why not). ``memo``: a run's store of replays (one replay per set of metadata logs,
     not one per partition)."""
-    from kseg.offsets.leaders import final_leaders
-    from kseg.offsets.placement import best_replica
-
-    mdirs = [r.log_dir / METADATA_DIR for r in replicas if (r.log_dir / METADATA_DIR).is_dir()]
-    if not mdirs:
-        return None, "no KRaft metadata under the roots"
     memo = {} if memo is None else memo
-    key = tuple(mdirs)
-    if key not in memo:
-        mdir, _ = best_replica(mdirs)
-        try:
-            memo[key] = mdir, final_leaders(mdir)
-        except (CorruptionError, OSError) as exc:
-            memo[key] = mdir, exc
+    key = replay_metadata([r.log_dir for r in replicas], memo)
+    if key is None:
+        return None, "no KRaft metadata under the roots"
     mdir, found = memo[key]
     if isinstance(found, Exception):
         return None, f"KRaft metadata {mdir} unreadable ({found})"
@@ -55,6 +45,26 @@ def _metadata_leader(
     if at.leader < 0:
         return None, f"KRaft metadata {mdir}: {topic}-{partition} has no leader"
     return at.leader, f"KRaft metadata {mdir}: node {at.leader} leads"
+
+
+def replay_metadata(roots: Sequence[Path], memo: dict) -> tuple[Path, ...] | None:
+    """The KRaft metadata under ``roots`` replayed into ``memo`` (once per set of metadata
+    logs: the most complete one's final leaders, or the error reading it); its key in ``memo``,
+    None when no root holds metadata."""
+    from kseg.offsets.leaders import final_leaders
+    from kseg.offsets.placement import best_replica
+
+    mdirs = [root / METADATA_DIR for root in roots if (root / METADATA_DIR).is_dir()]
+    if not mdirs:
+        return None
+    key = tuple(mdirs)
+    if key not in memo:
+        mdir, _ = best_replica(mdirs)
+        try:
+            memo[key] = mdir, final_leaders(mdir)
+        except (CorruptionError, OSError) as exc:
+            memo[key] = mdir, exc
+    return key
 
 
 def greatest_epoch(r: Replica) -> int:

@@ -19,6 +19,7 @@ from kseg.replicas.leader import Choice, choose
 from kseg.replicas.model import Replica, load_replica
 from kseg.replicas.rejoin import Rejoin, rejoin
 from kseg.storage import files as F
+from kseg.storage import jobs
 from kseg.storage.tree import FILE, Selection, Target
 
 if TYPE_CHECKING:  # the export's modules load only when it runs
@@ -91,9 +92,12 @@ class ReplicasRun:
         leader: Path | None = None,
         export_lost: Path | None = None,
         record_files: RecordFiles | None = None,
+        jobs: int | None = 1,
     ) -> None:
         """``record_files``: the writers of the exports' JSON Lines and Parquet (the caller's:
-        kseg.render.lost_records.record_files()); without them only the partition dirs."""
+        kseg.render.lost_records.record_files()); without them only the partition dirs.
+        ``jobs``: worker processes comparing partitions (None: every core; kseg.storage.jobs);
+        the exports are written by this process, after each partition's verdict."""
         # (kseg.spark.replicas hands partition dirs only, no items)
         files = [it.path for it in getattr(sel, "items", ()) if it.kind == FILE]
         if files:
@@ -120,6 +124,7 @@ class ReplicasRun:
         self.leader = leader
         self.export_lost = export_lost
         self.record_files = record_files
+        self.workers = jobs  # kseg.storage.jobs: None, every core
         self.outcome = Outcome.OK
         self._metadata: dict = {}  # the KRaft metadata replayed once per run (leader.choose)
 
@@ -178,8 +183,12 @@ class ReplicasRun:
             yield {"type": "notice", "message": f"{self.single} partition"
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
                    "nothing to compare"}  # fmt: skip
-        for (topic, partition), targets in sorted(self.groups.items()):
-            found = yield from self._partition(topic, partition, targets)
+        groups = sorted(self.groups.items())
+        if min(jobs.jobs_for(self.workers), len(groups)) > 1 and self.leader is None:
+            self._replay_metadata(groups)  # before the workers fork: each inherits the replays
+        walks = jobs.in_order(self._one, groups, self.workers, self)
+        for _, walk in zip(groups, walks, strict=True):
+            found = yield from walk
             if found is None:
                 continue
             evs, exports = found
@@ -194,6 +203,29 @@ class ReplicasRun:
             self.outcome |= Outcome.INVALID_DATA
         yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]
                + totals[DAMAGED], **totals}  # fmt: skip
+
+    def _one(self, group: tuple[tuple[str, int], list[Target]]):
+        """One partition's replicas compared (in this process or a worker: kseg.storage.jobs)."""
+        (topic, partition), targets = group
+        return (yield from self._partition(topic, partition, targets))
+
+    def _replay_metadata(self, groups) -> None:
+        """The KRaft metadata of every set of roots the partitions' leaders are chosen from,
+        replayed into the run's memo (kseg.replicas.leader.replay_metadata)."""
+        from kseg.replicas.leader import replay_metadata
+
+        for key in dict.fromkeys(tuple(t.log_dir for t in targets) for _, targets in groups):
+            replay_metadata(key, self._metadata)
+
+    # kseg.storage.jobs.Shared: what a worker's partition adds to the run's outcome
+    def fork_reset(self) -> None:
+        self.outcome = Outcome.OK
+
+    def fork_state(self) -> Outcome:
+        return self.outcome
+
+    def fork_absorb(self, state: Outcome) -> None:
+        self.outcome |= state
 
     # what kseg.spark.replicas answers from its Spark jobs instead (the same functions' results)
     def _load(self, t: Target, topic: str, partition: int) -> Replica:

@@ -24,6 +24,7 @@ from kseg.salvage.kafka import kafka_limits
 from kseg.salvage.leftovers import deleted_sources, ordered, quarantine_sources
 from kseg.salvage.plan import plan_salvage
 from kseg.salvage.walk import AMBIGUOUS, SegmentSource, salvage_walk
+from kseg.storage import jobs
 from kseg.storage.tree import Selection, Target, partition_logs
 from kseg.verify.partition import PartitionReport, verify_target
 from kseg.verify.run import VerifyOptions, _tagged, outcome_of, target_tags
@@ -60,12 +61,17 @@ class SalvageRun(RepairRun):
         if self.to is not None and not self.opts.dry_run:
             yield from self._check_to(tlist)
         yield from self._prepare(tlist)
-        for t in tlist:
-            if t.log_dir.resolve() in self._refused:
-                continue
-            tags = target_tags(t, several)
-            read_only = t.log_dir.resolve() in self._locked_out  # as --dry-run
-            yield from _tagged(self._salvage(t, read_only), tags)
+        todo = [(t, t.log_dir.resolve() in self._locked_out)  # locked out: as --dry-run
+                for t in tlist if t.log_dir.resolve() not in self._refused]  # fmt: skip
+        resumed: dict[int, tuple] = {}
+        if self.writing and min(jobs.jobs_for(self.opts.jobs), len(todo)) > 1:
+            resumed = self._resume_first(todo)
+        items = [(t, read_only, resumed.get(i)) for i, (t, read_only) in enumerate(todo)]
+        walks = jobs.in_order(self._scan, items, self.opts.jobs, self)
+        for (t, read_only), walk in zip(todo, walks, strict=True):
+            scanned = yield from _tagged(walk, target_tags(t, several))
+            if scanned is not None:
+                yield from _tagged(self._salvage(read_only, *scanned), target_tags(t, several))
         yield {
             "type": "summary",
             "partitions": self.partitions,
@@ -74,6 +80,25 @@ class SalvageRun(RepairRun):
             "lost_bytes": self.lost_bytes,
             "outcome": self.outcome,
         }
+
+    def _resume_first(self, todo: list[tuple[Target, bool]]) -> dict[int, tuple]:
+        """With workers scanning (kseg.storage.jobs), the unfinished repairs and salvages of the
+        partitions are finished here first, one after another (a scan must see the partition
+        as the resume left it); each partition's events wait for its place in the output.
+        Returns {index in ``todo``: (its events, the target as it is now or None)}."""
+        out: dict[int, tuple] = {}
+        for i, (t, read_only) in enumerate(todo):
+            if read_only or t.kafka07 or (t.name is not None and t.name.state == "delete"):
+                continue  # _scan says why it is not salvaged in place, before any resume
+            evs: list[dict] = []
+            resuming = self._resume(t)
+            while True:
+                try:
+                    evs.append(next(resuming))
+                except StopIteration as stop:
+                    out[i] = (evs, stop.value)
+                    break
+        return out
 
     def _check_to(self, tlist: list[Target]) -> Iterator[dict]:
         """--to inside an input log dir is refused (16): Kafka would find a stray dir there."""
@@ -89,9 +114,13 @@ class SalvageRun(RepairRun):
                     "Not salvaging anything there",
                 }
 
-    def _salvage(self, t: Target, read_only: bool = False):
-        """Salvage one partition; ``read_only``: a broker holds its log dir's lock (said
-        once, 8): its cost and plan are reported as with --dry-run."""
+    def _scan(self, item: tuple[Target, bool, tuple | None]):
+        """One partition's scan and plan, read-only (in this process or a worker:
+        kseg.storage.jobs); returns what ``_salvage`` writes from, or None when it is not
+        salvaged. ``read_only``: a broker holds its log dir's lock (said once, 8): its cost and
+        plan are reported as with --dry-run. ``resumed``: its unfinished repair already
+        resumed (``_resume_first``: the events, the target)."""
+        t, read_only, resumed = item
         self.partitions += 1
         opts = self.opts
         writing = self.writing and not read_only
@@ -101,7 +130,7 @@ class SalvageRun(RepairRun):
                 "message": f"{t.partition_dir}: a Kafka 0.7 partition: not salvaged "
                 "(`kseg verify --repair` repairs it)",
             }
-            return
+            return None
         deleted_topic = t.name is not None and t.name.state == "delete"
         if deleted_topic and self.to is None and not opts.dry_run:
             yield {
@@ -109,16 +138,20 @@ class SalvageRun(RepairRun):
                 "message": f"{t.partition_dir}: a deleted topic's partition (Kafka removes the dir "
                 "at start): not salvaged in place; salvage it with --to DIR",
             }
-            return
+            return None
         if writing:
-            t = yield from self._resume(t)
+            if resumed is None:
+                t = yield from self._resume(t)
+            else:
+                evs, t = resumed
+                yield from evs
             if t is None:
-                return
+                return None
         report = verify_target(t, index_interval_bytes=opts.index_interval_bytes)
         unread = _unreadable_file(report)
         if unread is not None:
             yield self._failure(f"{t.partition_dir}: not salvaged: {unread} could not be read")
-            return
+            return None
         limits, starts = kafka_limits(report)
         sources = [SegmentSource(s.log, s.log.name, s.base_offset, tuple(s.patches))
                    for s in report.scans]  # fmt: skip
@@ -127,8 +160,6 @@ class SalvageRun(RepairRun):
             sources + extra, log_start_offset=report.log_start_offset,
             kafka_limits=limits + [0] * len(extra), keep_ambiguous=self.keep_ambiguous,
         )  # fmt: skip
-        # entries reached through an ambiguous resync left out: damage left (4) whatever else
-        left_out = any(x.kind == AMBIGUOUS for sg in segs for x in sg.lost)
         clash = [s.put_back_name for s in leftovers(segs)
                  if (t.partition_dir / s.put_back_name).exists()]  # fmt: skip
         if clash:
@@ -136,7 +167,7 @@ class SalvageRun(RepairRun):
                 f"{t.partition_dir / clash[0]}: exists, and a leftover's entries would go back "
                 f"under that name: not salvaging {t.partition_dir}"
             )
-            return
+            return None
         ev = cost_event(report, segs, limits, starts)
         plan = plan_salvage(
             report, segs, index_interval_bytes=opts.index_interval_bytes,
@@ -156,6 +187,15 @@ class SalvageRun(RepairRun):
                     f"(inside the extent its size claims, or not running on to the end): "
                     f"{done}; check them with kseg dump --resync",
                 }
+        return t, report, segs, plan, ev
+
+    def _salvage(self, read_only: bool, t: Target, report: PartitionReport, segs, plan, ev):
+        """Salvage one partition from its scan (``_scan``): in this process, one partition
+        after another (the repair manifest, the quarantine, --to's root files)."""
+        opts = self.opts
+        writing = self.writing and not read_only
+        # entries reached through an ambiguous resync left out: damage left (4) whatever else
+        left_out = any(x.kind == AMBIGUOUS for sg in segs for x in sg.lost)
         if self.to is not None and not opts.dry_run:
             yield from self._write_to(t, report, segs, plan, ev)
             if left_out:

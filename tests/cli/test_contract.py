@@ -172,8 +172,17 @@ def test_interrupt_exits_32_with_one_line(big_root, args, sig):
         ["stats", "--by", "hour"],
         ["dump", "--count"],
         ["dump", "--value", "x", "-f", "json"],
+        ["salvage", "--dry-run"],
     ],
-    ids=["seek-time", "seek-offset", "index-check", "stats", "dump-count", "dump-search"],
+    ids=[
+        "seek-time",
+        "seek-offset",
+        "index-check",
+        "stats",
+        "dump-count",
+        "dump-search",
+        "salvage-dry-run",
+    ],
 )
 def test_interrupt_wide_commands(wide_root, args, sig):
     proc = _interrupt([*args, wide_root], wide_root, sig)

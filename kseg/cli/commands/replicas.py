@@ -4,6 +4,7 @@ rejoin (kseg.replicas.run, imported only when the command runs)."""
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track
 from kseg.cli.inputs import selection
+from kseg.cli.jobs_option import JobsOpt
 
 
 def replicas(
@@ -13,6 +14,7 @@ def replicas(
     topic: o.TopicOpt = None,
     partition: o.PartitionOpt = None,
     fmt: o.FormatOpt = o.OutputFormat.text,
+    jobs: JobsOpt = None,
 ) -> int:
     """Compare the replicas of each partition held in two or more broker roots, byte for byte:
     the first offset where their batches differ, the leader Kafka keeps (the rule named, or
@@ -41,6 +43,6 @@ def replicas(
         from kseg.render.lost_records import record_files
 
         files = record_files()
-    run = ReplicasRun(sel, leader=leader, export_lost=export_lost, record_files=files)
+    run = ReplicasRun(sel, leader=leader, export_lost=export_lost, record_files=files, jobs=jobs)
     track(run)
     return exit_status(finish("replicas", run, run.events(), fmt.value))

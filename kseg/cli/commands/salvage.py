@@ -8,6 +8,7 @@ import typer
 from kseg.cli import options as o
 from kseg.cli.exit import exit_status, track, with_exit_codes
 from kseg.cli.inputs import parsed_kafka_version, selection
+from kseg.cli.jobs_option import JobsOpt
 
 SALVAGE_HELP = """Keep every intact record of a damaged partition: what Kafka's recovery would keep,
 plus every intact batch after each damage, written back so that Kafka loads it as it is
@@ -103,6 +104,7 @@ def salvage(
     fmt: o.FormatOpt = o.OutputFormat.text,
     quiet: o.QuietOpt = False,
     plot: SalvagePlotOpt = None,
+    jobs: JobsOpt = None,
 ) -> int:
     from kseg.cli.signals import Interrupted
     from kseg.render import check_plot, finish, finish_salvage_plot
@@ -119,6 +121,7 @@ def salvage(
         kafka_version=parsed_kafka_version(kafka_version),
         topic=topic,
         partition=partition,
+        jobs=jobs,
     )
     if plot is not None:
         check_plot(plot)  # a wrong name or no matplotlib fails before any work
