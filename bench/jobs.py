@@ -5,8 +5,9 @@
 The input (built once under bench/data/jobs-P-MIB/ with kseg's LogWriter, one partition written
 and copied): P partitions of one MIB-MiB segment of ~16 KiB batches of ~250-byte records. Each
 row is a whole `kseg` process on a warm page cache: the median wall and CPU seconds of --repeat
-runs, the speed-up against --jobs 1 measured in the same run, and the peak proportional resident memory (PSS) of
-the whole process tree (the parent and its workers, sampled every 10 ms), against --jobs 1's.
+runs, the speed-up against --jobs 1 measured in the same run, and (from one more run) the peak
+proportional resident memory (PSS) of the whole process tree (the parent and its workers,
+sampled every 10 ms), against --jobs 1's.
 The machine's load average is printed with the table: on a shared machine, wall times scale
 with what else runs.
 """
@@ -74,16 +75,21 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_once(cmd: list[str]) -> tuple[float, float, int]:
+def run_once(cmd: list[str], sample: bool = False) -> tuple[float, float, int]:
+    """Wall and CPU seconds of one run; with ``sample``, also its peak PSS (sampling reads the
+    page tables every 10 ms: on two cores it takes CPU from the run, so timed runs do not)."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc.pid))
-        time.sleep(0.01)
+    if sample:
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.01)
+    else:
+        proc.wait()
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -101,6 +107,11 @@ def main() -> None:
     ap.add_argument("--only", default="verify")
     args = ap.parse_args()
     root = generate(args.partitions, args.mib)
+    # kseg's bytecode compiled once, as an installed kseg has it (an editable install under
+    # PYTHONDONTWRITEBYTECODE would compile every module on every start: ~0.15 s of start-up)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "kseg")], check=True
+    )
     size = sum(f.stat().st_size for f in root.rglob("*.log"))
     print(
         f"input: {args.partitions} partitions x {args.mib} MiB ({size / 1e9:.2f} GB), "
@@ -115,7 +126,7 @@ def main() -> None:
             runs = [run_once(cmd) for _ in range(args.repeat)]
             wall = statistics.median(r[0] for r in runs)
             cpu = statistics.median(r[1] for r in runs)
-            peak = max(r[2] for r in runs)
+            peak = run_once(cmd, sample=True)[2]  # one more run, for its memory
             base = base or wall
             print(
                 f"| kseg {' '.join(COMMANDS[name])} | {n} | {wall:.3f} | {cpu:.3f} | "
