@@ -191,6 +191,7 @@ class RebuildRun:
                     backup_dir=self.backup,
                     target=t,
                 )
+                del plan["rebuilt"]  # written: only its numbers are kept for the events
                 done.append((plan, files))
         except OSError as exc:
             _drain(walk)

@@ -180,3 +180,42 @@ def test_interrupted_index_rebuild_jobs_leaves_what_one_job_leaves(tmp_path):
     assert 0 < written.count(True) < len(written)
     for p in order[: written.count(True)]:
         assert p.read_bytes() == wanted[p]
+
+
+def test_index_rebuild_holds_one_segments_rebuilt_indexes_at_a_time(tmp_path, monkeypatch):
+    """The rebuilt indexes of a segment are let go once written: a partition of many segments
+    is rebuilt in the memory of one segment's indexes, not of all of them (as before --jobs)."""
+    import kseg
+    from kseg.index import rebuild
+    from kseg.index.run import RebuildRun
+    from kseg.storage.tree import resolve
+
+    records = [kseg.Record(key=b"k", value=b"v" * 300, timestamp=1_700_000_000_000 + i)
+               for i in range(50)]  # fmt: skip
+    with kseg.LogWriter(tmp_path / "logs" / "wide-0", segment_bytes=20_000) as w:
+        for _ in range(8):
+            w.append(records)
+
+    live = [0]  # RebuiltIndexes alive (a tuple: no weak reference to count them by)
+
+    class Tracked(rebuild.RebuiltIndexes):
+        def __del__(self) -> None:
+            live[0] -= 1
+
+    seen: list[int] = []
+    real_rebuilt, real_write = rebuild.rebuilt_indexes, rebuild.write_indexes
+
+    def tracked(*args, **kw):
+        live[0] += 1
+        return Tracked(*real_rebuilt(*args, **kw))
+
+    def write(*args, **kw):
+        seen.append(live[0])
+        return real_write(*args, **kw)
+
+    monkeypatch.setattr(rebuild, "rebuilt_indexes", tracked)
+    monkeypatch.setattr(rebuild, "write_indexes", write)
+    run = RebuildRun(resolve([tmp_path / "logs"], None, None, logs_only=True), jobs=1)
+    evs = [ev for ev in run.events() if ev["type"] == "index_rebuild"]
+    assert len(evs) == len(seen) >= 6
+    assert max(seen) <= 2, seen
