@@ -159,15 +159,21 @@ class _Pool:
             self._assign(w)
 
     def _assign(self, w: _Worker) -> None:
+        w.item = None
         if self.next_item < len(self.items):
             i = self.next_item
+            try:
+                w.conn.send_bytes(i.to_bytes(8, "little"))
+            except OSError:  # it died after its last item: the item waits for another worker
+                # (a BrokenPipeError here would end the command as if stdout had been closed)
+                w.alive = False
+                os.waitpid(w.pid, 0)
+                w.pid = 0
+                return
             self.next_item += 1
             w.item, w.ahead = i, 0
             self.owner[i] = w
             self.buffers[i] = deque()
-            w.conn.send_bytes(i.to_bytes(8, "little"))
-        else:
-            w.item = None
 
     def stream(self, i: int) -> Generator[dict, None, Any]:
         """Item ``i``'s events, then its value (the generator in_order hands out)."""

@@ -130,6 +130,46 @@ def test_a_worker_killed_is_an_error_at_its_place_naming_the_item_and_signal():
     assert names[:5] == ["a"] * 5 and set(names[5:]) <= {"dies"}
 
 
+def test_a_worker_dead_after_its_item_is_no_closed_pipe_and_its_next_item_goes_on():
+    """A worker that dies once its item is done (the OOM killer, a kill) before it is handed
+    the next one: that item goes to another worker; it is not a BrokenPipeError raised in
+    the parent (which the CLI takes for `| head` closing stdout: output cut short, silently)."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    t = Tally()
+
+    def work(item):
+        if item["name"] == "dies after":
+            os.write(ready_w, os.getpid().to_bytes(4, "little"))
+            os.read(go_r, 1)  # its end waits until the parent has stopped reading
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.setitimer(signal.ITIMER_REAL, 0.01)  # dies waiting for its next item
+            yield {"item": item["name"], "k": 0}
+            return item["name"]
+        return (yield from t.work(item))
+
+    items = [{"name": "a", "n": 3000}, {"name": "dies after"}, *ITEMS[3:6]]
+    out: list = []
+    values = []
+    try:
+        for i, walk in enumerate(jobs.in_order(work, items, 2, t)):
+            if i == 0:
+                out.append(next(walk))  # the pool is up; the parent stops reading here
+                pid = int.from_bytes(os.read(ready_r, 4), "little")
+                os.write(go_w, b"x")
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped
+            values.append(yield_all(walk, out))
+    finally:
+        for fd in (ready_r, ready_w, go_r, go_w):
+            os.close(fd)
+    assert values == [item["name"] for item in items]
+    expected = [{"item": "a", "k": k} for k in range(3000)] + [{"item": "dies after", "k": 0}]
+    for item in items[2:]:
+        expected += [{"item": item["name"], "k": k} for k in range(item["n"])]
+    assert out == expected
+    assert _children() == []
+
+
 def test_no_worker_outlives_the_walk():
     t = Tally()
     gen = jobs.in_order(t.work, ITEMS, 3, t)
