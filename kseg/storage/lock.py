@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import struct
+import weakref
 from pathlib import Path
 
 LOCK_NAME = ".lock"
@@ -86,6 +87,27 @@ def lock_held(log_dir: str | Path) -> bool:
     return False
 
 
+_ALL: weakref.WeakSet = weakref.WeakSet()  # every LogDirLocks of this process
+
+
+def _drop_in_child() -> None:
+    """In a forked child (a --jobs worker, kseg.storage.jobs): close its copies of the lock
+    descriptors. An OFD lock (and a flock) lasts while any descriptor of its open file is open,
+    so a worker's copies would keep a log dir locked after the parent released it, for as long
+    as the worker lived. The parent's own descriptors, and its locks, are untouched."""
+    for locks in list(_ALL):
+        for fd in locks._held.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        locks._held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_in_child)
+
+
 class LogDirLocks:
     """The `.lock` of every log dir a writing command touches, each taken once and held to the end.
 
@@ -94,13 +116,14 @@ class LogDirLocks:
     A resource that changes as locks are taken, not a value: a plain class.
     """
 
-    __slots__ = ("force", "_held", "_refused", "forced")
+    __slots__ = ("force", "_held", "_refused", "forced", "__weakref__")
 
     def __init__(self, force: bool = False) -> None:
         self.force = force
         self._held: dict[Path, int] = {}  # log dir -> the descriptor holding its lock
         self._refused: set[Path] = set()
         self.forced: set[Path] = set()  # held by someone else, gone past with force
+        _ALL.add(self)
 
     def acquire(self, log_dir: str | Path) -> bool:
         key = Path(log_dir).resolve()

@@ -269,3 +269,27 @@ def test_uris_keep_the_walk_in_this_process(monkeypatch):
     t = Tally()
     run(t, ITEMS, 3)
     assert t.pids == {os.getpid()}
+
+
+def test_a_worker_never_holds_the_parents_log_dir_locks(tmp_path):
+    """An OFD lock lasts while any copy of its descriptor is open: a forked worker's copy would
+    keep the log dir locked after the parent released it. Forked children close theirs."""
+    from kseg.storage.lock import LogDirLocks
+
+    held = LogDirLocks()
+    assert held.acquire(tmp_path)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a worker: alive until told
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        held.release()
+        other = LogDirLocks()
+        assert other.acquire(tmp_path), "the worker's copy kept the log dir locked"
+        other.release()
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
