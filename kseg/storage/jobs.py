@@ -20,7 +20,8 @@ pyarrow reads URIs, the walk stays in this process: ``forkable``), and:
   an item (``fork_reset``) and sends them after it (``fork_state``); the parent adds them when that
   item's events have all been shown (``fork_absorb``), so the run's totals are those of --jobs 1.
 - **Errors**: an exception raised by ``work`` in a worker is raised again in the parent at that
-  item's place in the order (its type kept when it pickles; else a ``WorkerError`` with its text).
+  item's place in the order (its type, args and attributes kept; a ``WorkerError`` with its text
+  only where even those do not pickle).
 - **Interrupts**: the workers ignore SIGINT (the terminal sends it to the whole process group);
   the parent's interrupt stops and reaps every worker before it propagates, so Ctrl-C is still one
   line and exit 32. A worker whose parent dies exits (the kernel's parent-death signal, and a
@@ -37,7 +38,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kseg.storage import walked
 
@@ -68,12 +69,42 @@ class WorkerError(RuntimeError):
     """An exception from a worker that could not cross to the parent as itself."""
 
 
+CGROUP_V2_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+CGROUP_V1_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
 def cores() -> int:
-    """The cores this process may run on (its affinity, as taskset or a cgroup's cpuset sets)."""
+    """The cores this process may run on: its affinity (taskset, a cgroup's cpuset), and no
+    more than its cgroup's CPU quota allows (a container given 2 CPUs of a 64-core host sees
+    64 in its affinity: 64 workers there would only share 2 CPUs, with 64 walks' memory)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        n = os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def cpu_quota() -> int | None:
+    """CPUs the cgroup's CFS quota allows, rounded up (cgroup v2 cpu.max "QUOTA PERIOD", v1
+    cfs_quota_us / cfs_period_us); None where none is set or readable."""
+    try:
+        with open(CGROUP_V2_CPU_MAX) as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max" and int(period) > 0:
+            return -(-int(quota) // int(period))
+        return None
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(CGROUP_V1_QUOTA) as f:
+            quota = int(f.read())
+        with open(CGROUP_V1_PERIOD) as f:
+            period = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return -(-quota // period) if quota > 0 and period > 0 else None
 
 
 def jobs_for(jobs: int | None) -> int:
@@ -199,7 +230,7 @@ class _Pool:
                 return value
             else:  # "raise"
                 del self.buffers[i]
-                raise payload
+                raise payload.exception() if isinstance(payload, _Rebuild) else payload
 
     def _pump(self, head: int) -> None:
         """Read what the workers have sent; block until something comes. The workers on items
@@ -354,17 +385,50 @@ def _run_item(conn: Connection, work, item, shared: Shared) -> None:
         conn.send_bytes(pickle.dumps(("raise", _portable(exc)), 5) + _LAST_MARK)
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling (its type and message kept), else a WorkerError."""
+def _portable(exc: BaseException):
+    """What crosses to the parent for ``exc``: itself if it survives pickling (its type and
+    message kept); else its class, args and attributes, rebuilt in the parent without calling
+    its ``__init__`` (kseg's errors with their own signatures: FileShrankError, InputError...);
+    else a WorkerError with its text."""
     import pickle
 
     try:
         back = pickle.loads(pickle.dumps(exc, 5))
         if type(back) is type(exc) and str(back) == str(exc):
             return exc
+    except Exception:  # noqa: BLE001 - then field by field
+        pass
+    try:
+        made = exc.args
+        if isinstance(exc, OSError) and exc.filename is not None:  # not in its args
+            made = (exc.errno, exc.strerror, exc.filename, None, exc.filename2)
+        rebuild = _Rebuild(type(exc), made, exc.args, dict(getattr(exc, "__dict__", {})))
+        back = pickle.loads(pickle.dumps(rebuild, 5)).exception()
+        if type(back) is type(exc) and str(back) == str(exc):
+            return rebuild
     except Exception:  # noqa: BLE001 - whatever fails, the text still crosses
         pass
     return WorkerError(str(exc) or type(exc).__name__)
+
+
+class _Rebuild(NamedTuple):
+    """An exception as its class, args and attributes (see _portable)."""
+
+    cls: type
+    made: tuple  # what __new__ takes (an OSError's errno, strerror, filename, ...)
+    args: tuple
+    state: dict
+
+    def exception(self) -> BaseException:
+        exc = self.cls.__new__(self.cls, *self.made)
+        # the builtin base's __init__, not the class's own (whose signature differs): it sets
+        # args (an OSError's errno, strerror and filename)
+        builtin = next(c for c in self.cls.__mro__ if c.__module__ == "builtins")
+        builtin.__init__(exc, *self.made)
+        if not isinstance(exc, OSError):
+            exc.args = self.args
+        exc.__dict__.update(self.state)
+        return exc
 
 
 class _ProgressSender:

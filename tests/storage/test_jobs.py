@@ -113,10 +113,59 @@ class Unpicklable(Exception):
         super().__init__(f"{a} and {b}")
 
 
-def test_an_exception_that_does_not_pickle_keeps_its_text():
+def test_an_exception_whose_init_does_not_pickle_keeps_its_type_text_and_attributes():
+    """Pickling calls ``__init__`` again with ``args``: kseg's errors with their own signatures
+    (FileShrankError, ...) are rebuilt field by field instead, so the CLI says what it would
+    with one job."""
+    from kseg.storage.file_errors import FileShrankError
+
     t = Tally()
-    with pytest.raises(jobs.WorkerError, match="x and y"):
+    with pytest.raises(Unpicklable, match="x and y"):
         run(t, [ITEMS[1], {"name": "u", "n": 1, "raise": Unpicklable("x", "y")}, ITEMS[1]], 2)
+    shrank = FileShrankError("/d/00.log", 4096, 10_000, 100)
+    with pytest.raises(FileShrankError) as got:
+        run(t, [ITEMS[1], {"name": "s", "n": 1, "raise": shrank}, ITEMS[1]], 2)
+    assert str(got.value) == str(shrank) and got.value.position == 4096
+    assert (got.value.errno, got.value.filename) == (shrank.errno, "/d/00.log")
+
+
+class Unshippable(Exception):
+    def __init__(self, a) -> None:
+        super().__init__(f"held {a!r}")
+        self.held = a
+
+
+def test_an_exception_holding_what_does_not_pickle_keeps_its_text():
+    t = Tally()
+    with pytest.raises(jobs.WorkerError, match="held <function"):
+        run(t, [{"name": "u", "n": 1, "raise": Unshippable(lambda: 0)}, ITEMS[1]], 2)
+
+
+@pytest.mark.parametrize(
+    "v2, v1, expected",
+    [
+        ("200000 100000\n", None, 2),  # cgroup v2: 2 CPUs
+        ("150000 100000\n", None, 2),  # 1.5 CPUs: rounded up
+        ("max 100000\n", None, None),  # no quota: the affinity
+        (None, ("300000", "100000"), 3),  # cgroup v1
+        (None, ("-1", "100000"), None),
+        (None, None, None),
+    ],
+)
+def test_the_default_is_no_more_workers_than_the_cgroup_quota_allows(
+    tmp_path, monkeypatch, v2, v1, expected
+):
+    for name, text in [
+        ("CGROUP_V2_CPU_MAX", v2),
+        *zip(("CGROUP_V1_QUOTA", "CGROUP_V1_PERIOD"), v1 or (None, None), strict=True),
+    ]:
+        f = tmp_path / name
+        if text is not None:
+            f.write_text(text)
+        monkeypatch.setattr(jobs, name, str(f))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert jobs.cpu_quota() == expected
+    assert jobs.cores() == (expected or 64)
 
 
 def test_a_worker_killed_is_an_error_at_its_place_naming_the_item_and_signal():
@@ -279,17 +328,22 @@ def test_a_worker_never_holds_the_parents_log_dir_locks(tmp_path):
     held = LogDirLocks()
     assert held.acquire(tmp_path)
     r, w = os.pipe()
+    up_r, up_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # a worker: alive until told
+    if pid == 0:  # a worker (the fork's handlers have run): says so, alive until told
         os.close(w)
+        os.write(up_w, b"!")
         os.read(r, 1)
         os._exit(0)
     os.close(r)
+    os.close(up_w)
     try:
+        assert os.read(up_r, 1) == b"!"
         held.release()
         other = LogDirLocks()
         assert other.acquire(tmp_path), "the worker's copy kept the log dir locked"
         other.release()
     finally:
         os.close(w)
+        os.close(up_r)
         os.waitpid(pid, 0)
