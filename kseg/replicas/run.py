@@ -187,18 +187,21 @@ class ReplicasRun:
         if min(jobs.jobs_for(self.workers), len(groups)) > 1 and self.leader is None:
             self._replay_metadata(groups)  # before the workers fork: each inherits the replays
         walks = jobs.in_order(self._one, groups, self.workers, self)
-        for _, walk in zip(groups, walks, strict=True):
-            found = yield from walk
-            if found is None:
-                continue
-            evs, exports = found
-            head = evs[0]
-            totals[head["status"]] += 1
-            totals["lost_records"] += head["lost_records"]
-            totals["lost_bytes"] += head["lost_bytes"]
-            yield from evs
-            for export in exports:
-                yield self._export(*export)
+        try:
+            for _, walk in zip(groups, walks, strict=True):
+                found = yield from walk
+                if found is None:
+                    continue
+                evs, exports = found
+                head = evs[0]
+                totals[head["status"]] += 1
+                totals["lost_records"] += head["lost_records"]
+                totals["lost_bytes"] += head["lost_bytes"]
+                yield from evs
+                for export in exports:
+                    yield self._export(*export)
+        finally:
+            walks.close()  # the workers stopped and reaped, also on an error
         if totals[DIVERGED] or totals[DAMAGED]:
             self.outcome |= Outcome.INVALID_DATA
         yield {"type": "summary", "partitions": totals[CONSISTENT] + totals[DIVERGED]

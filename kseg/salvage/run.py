@@ -68,10 +68,13 @@ class SalvageRun(RepairRun):
             resumed = self._resume_first(todo)
         items = [(t, read_only, resumed.get(i)) for i, (t, read_only) in enumerate(todo)]
         walks = jobs.in_order(self._scan, items, self.opts.jobs, self)
-        for (t, read_only), walk in zip(todo, walks, strict=True):
-            scanned = yield from _tagged(walk, target_tags(t, several))
-            if scanned is not None:
-                yield from _tagged(self._salvage(read_only, *scanned), target_tags(t, several))
+        try:
+            for (t, read_only), walk in zip(todo, walks, strict=True):
+                scanned = yield from _tagged(walk, target_tags(t, several))
+                if scanned is not None:
+                    yield from _tagged(self._salvage(read_only, *scanned), target_tags(t, several))
+        finally:
+            walks.close()  # the workers stopped and reaped, also on an error
         yield {
             "type": "summary",
             "partitions": self.partitions,

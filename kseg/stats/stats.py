@@ -310,24 +310,27 @@ class StatsRun:
         extras: dict[tuple[str, str | None], list[int]] = {}  # segments, segment/index bytes
         root_extras: dict[str, list[int]] = {}
         walks = jobs.in_order(self._partition, self.targets, self.opts.jobs, self)
-        for t, walk in zip(self.targets, walks, strict=True):
-            part = yield from walk
-            self.outcome |= part.outcome
-            self.counted_batches += part.walked  # read_committed may count none of them
-            ld = str(t.log_dir)
-            if part.timeline is not None:
-                self.timelines.append(part.timeline)
-                key = (ld, part.timeline.topic, part.timeline.partition)
-                self.partition_bytes[key] = self.partition_bytes.get(key, 0) + part.counts.bytes
-            key = (ld, part.topic)
-            topics.setdefault(key, Counts()).merge(part.counts)
-            roots.setdefault(ld, Counts()).merge(part.counts)
-            for bucket, k in ((extras, key), (root_extras, ld)):
-                acc = bucket.setdefault(k, [0, 0, 0, 0])
-                acc[0] += 1
-                acc[1] += part.segments
-                acc[2] += part.segment_bytes
-                acc[3] += part.index_bytes
+        try:
+            for t, walk in zip(self.targets, walks, strict=True):
+                part = yield from walk
+                self.outcome |= part.outcome
+                self.counted_batches += part.walked  # read_committed may count none of them
+                ld = str(t.log_dir)
+                if part.timeline is not None:
+                    self.timelines.append(part.timeline)
+                    key = (ld, part.timeline.topic, part.timeline.partition)
+                    self.partition_bytes[key] = self.partition_bytes.get(key, 0) + part.counts.bytes
+                key = (ld, part.topic)
+                topics.setdefault(key, Counts()).merge(part.counts)
+                roots.setdefault(ld, Counts()).merge(part.counts)
+                for bucket, k in ((extras, key), (root_extras, ld)):
+                    acc = bucket.setdefault(k, [0, 0, 0, 0])
+                    acc[0] += 1
+                    acc[1] += part.segments
+                    acc[2] += part.segment_bytes
+                    acc[3] += part.index_bytes
+        finally:
+            walks.close()  # the workers stopped and reaped, also on an error
         for (ld, topic), c in topics.items():
             n, segs, sb, ib = extras[(ld, topic)]
             row = {

@@ -90,10 +90,13 @@ class VerifyRun:
             else:
                 todo.append(t)
         walks = jobs.in_order(self._one, todo, self._jobs(), self)
-        for t, walk in zip(todo, walks, strict=True):
-            report = yield from walk
-            if report is not None and t.log_dir in reports:
-                reports[t.log_dir].append(report)
+        try:
+            for t, walk in zip(todo, walks, strict=True):
+                report = yield from walk
+                if report is not None and t.log_dir in reports:
+                    reports[t.log_dir].append(report)
+        finally:
+            walks.close()  # the workers stopped and reaped, also on an error
         unfiltered = self.opts.topic is None and self.opts.partition is None
         for root, reps in reports.items():
             found = verify_root_checkpoints(root, reps)
