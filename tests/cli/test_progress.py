@@ -169,6 +169,9 @@ class _Shown:
         if completed is not None:
             self.shown.append(completed)
 
+    def refresh(self) -> None:  # the bar redraws itself (no thread), at most 5 times a second
+        pass
+
     def stop(self) -> None:
         pass
 
