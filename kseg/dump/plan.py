@@ -111,7 +111,7 @@ def _in_order(work, items: list, n: int | None, budget: Budget) -> Iterator:
     headers read from the segment's buffer): such an event cannot leave the worker that made it.
     That worker stops its item there (_Streamed) and the item is walked again here, in this
     process, from its start, the chunks already shown left out (the walk is the same)."""
-    with closing(jobs.in_order(_portable(work), items, n, NOTHING_SHARED)) as walks:
+    with closing(jobs.in_order(_portable(work), items, n, jobs.NO_COUNTERS)) as walks:
         for item, walk in zip(items, walks, strict=True):
             try:
                 yield from walk
@@ -143,22 +143,6 @@ def _portable(work):
                 yield chunk
 
     return portable
-
-
-class _NothingShared:
-    """kseg.storage.jobs.Shared for a walk whose items count nothing in the run."""
-
-    def fork_reset(self) -> None:
-        pass
-
-    def fork_state(self) -> None:
-        return None
-
-    def fork_absorb(self, state: None) -> None:
-        pass
-
-
-NOTHING_SHARED = _NothingShared()
 
 
 def isolated(item, opts: DumpOptions) -> tuple[DumpOptions | None, dict | None]:
@@ -200,7 +184,7 @@ def _count_chunks(sel, opts: DumpOptions) -> Iterator[list[dict]]:
     def work(item):
         return _count_item(item, opts, budget, several)
 
-    for walk in jobs.in_order(work, sel.items, _jobs(opts), NOTHING_SHARED):
+    for walk in jobs.in_order(work, sel.items, _jobs(opts), jobs.NO_COUNTERS):
         n, p = yield from walk
         total += n
         places += p

@@ -61,7 +61,7 @@ def _without_07(run, verb: str) -> Iterator[dict]:
     run.targets = kept
 
 
-class RebuildRun:
+class RebuildRun(jobs.NoCounters):  # its workers move no counters (kseg.storage.jobs)
     """Write each segment's indexes exactly as Kafka's LogSegment.recover would."""
 
     def __init__(
@@ -215,16 +215,6 @@ class RebuildRun:
                 "error": plan["error"],
             }
 
-    # kseg.storage.jobs.Shared: the workers only read; what they find comes back in events
-    def fork_reset(self) -> None:
-        pass
-
-    def fork_state(self) -> None:
-        return None
-
-    def fork_absorb(self, state: None) -> None:
-        pass
-
     def _refused_file(self, t: Target) -> str | None:
         """'<file>: <why>' for the first index file the rebuild of ``t`` would change that is a
         symlink or a special file (kseg.storage.links: never written through), so that nothing
@@ -249,7 +239,7 @@ class RebuildRun:
         return None
 
 
-class CheckRun:
+class CheckRun(jobs.NoCounters):  # its workers move no counters (kseg.storage.jobs)
     """Compare existing indexes with a rebuild: identical, equivalent, missing or wrong."""
 
     def __init__(
@@ -311,16 +301,6 @@ class CheckRun:
                 "txn_index": txn_status.to_dict(),
                 "log_error": scan.first_error.to_event() if scan.first_error else None,
             }
-
-    # kseg.storage.jobs.Shared: what a partition finds comes back in its events
-    def fork_reset(self) -> None:
-        pass
-
-    def fork_state(self) -> None:
-        return None
-
-    def fork_absorb(self, state: None) -> None:
-        pass
 
     def _scans(self, t: Target) -> Iterator[tuple]:
         """(log, scan, `.txnindex` status) per wanted log, or (log, None, OSError). The whole

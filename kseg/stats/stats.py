@@ -266,7 +266,7 @@ class Counted(NamedTuple):
     timeline: Timeline | None  # with StatsOptions.timeline
 
 
-class StatsRun:
+class StatsRun(jobs.NoCounters):  # its workers move no counters (kseg.storage.jobs)
     """``kseg stats`` over a resolved selection: ``events()`` yields a ``partition_stats`` per
     partition (after its ``hour_stats`` with ``by_hour``) as each is counted, ``failure`` and
     ``notice`` messages, ``progress`` (bytes walked, for the bar; never rendered), then
@@ -390,16 +390,6 @@ class StatsRun:
             part.outcome,
             part.timeline if self.opts.timeline else None,
         )
-
-    # kseg.storage.jobs.Shared: nothing to move, _partition returns all the totals need
-    def fork_reset(self) -> None:
-        pass
-
-    def fork_state(self) -> None:
-        return None
-
-    def fork_absorb(self, state: None) -> None:
-        pass
 
     def _tags(self, t: Target) -> dict:
         name = t.name

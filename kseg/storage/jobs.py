@@ -65,6 +65,23 @@ class Shared(Protocol):
         """In the parent, after the item's events: add a worker's counters to the run's."""
 
 
+class NoCounters:
+    """Shared for a run whose workers move no counters: what a partition finds comes back in
+    its events or its value (a base class, or NO_COUNTERS)."""
+
+    def fork_reset(self) -> None:
+        pass
+
+    def fork_state(self) -> None:
+        return None
+
+    def fork_absorb(self, state: None) -> None:
+        pass
+
+
+NO_COUNTERS = NoCounters()
+
+
 class WorkerError(RuntimeError):
     """An exception from a worker that could not cross to the parent as itself."""
 
