@@ -19,9 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import _records, _writer, kseg_cmd, timed_cpu  # noqa: E402
-
-DATA = Path(__file__).resolve().parent / "data" / "jobs"
+from run import kseg_cmd, timed_cpu  # noqa: E402
 
 # the plain dump, its items forced into workers (a measurement only; kernel Lines as bytes)
 FORCED = """
@@ -45,19 +43,11 @@ run_app()
 
 
 def build(partitions: int, mib: int) -> Path:
-    root = DATA / f"root-{partitions}x{mib}"
-    if root.is_dir():
-        return root
-    first = root / "bench-0"
-    with _writer(first, segment_bytes=(mib + 64) << 20) as w:
-        i = size = 0
-        while size < mib << 20:
-            info = w.append(_records(60, i))
-            i += 60
-            size = info.position + info.size
-    for n in range(1, partitions):
-        shutil.copytree(first, root / f"bench-{n}")
-    return root
+    """The input of bench/jobs.py (P partitions of one MIB-MiB segment of ~16 KiB batches),
+    built once by it and shared."""
+    from jobs import generate
+
+    return generate(partitions, mib)
 
 
 def main() -> None:
