@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 PY = sys.executable
@@ -79,20 +77,11 @@ def generate(log: Path, mib: int, counts: list[int]) -> Path:
 
 
 def timed_cpu(cmd: list[str], repeat: int, kernel: str | None = None) -> tuple[float, float]:
-    import resource
+    """bench/run.py's timing (median wall and CPU seconds of the child), without the output."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import timed_cpu as timed
 
-    env = None if kernel is None else {**os.environ, "KSEG_KERNEL": kernel}
-    walls, cpus = [], []
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if proc.returncode not in (0, 4):
-            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
-    return statistics.median(walls), statistics.median(cpus)
+    return timed(cmd, repeat, kernel)[:2]
 
 
 def main() -> None:
