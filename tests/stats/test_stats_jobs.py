@@ -3,7 +3,11 @@ failures, --plot's picture, exit code) exactly that of --jobs 1."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kseg.stats.stats import StatsOptions, count
 
@@ -51,3 +55,35 @@ def test_library_totals_and_timelines_merge_as_one_job(damaged, tmp_path):
 def test_jobs_must_be_at_least_one(damaged):
     r = run_kseg("stats", damaged, "--jobs", "0")
     assert r.returncode == 16 and r.stdout == b""
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(2, 4),
+    topic=st.sampled_from([None, "orders", "^(orders|txn)$", "nosuch"]),
+    partition=st.sampled_from([None, 0, 1]),
+    by_hour=st.booleans(),
+    resync=st.booleans(),
+    read_committed=st.booleans(),
+)
+def test_a_selection_counted_by_workers_is_that_selection_counted_by_one(
+    damaged, tree, n, topic, partition, by_hour, resync, read_committed
+):
+    """Every combination of what stats selects and how it counts: N workers give the events
+    (rows, totals, failures) and the outcome of one process."""
+    from kseg.storage.tree import InputError
+
+    def counted(jobs: int):
+        opts = StatsOptions(
+            by_hour=by_hour, resync=resync, read_committed=read_committed, jobs=jobs
+        )
+        run = count([damaged, tree], topic, partition, opts=opts)
+        return list(run.events()), run.outcome
+
+    try:
+        expected = counted(1)
+    except InputError as exc:  # nothing selected: the same refusal with N workers
+        with pytest.raises(InputError, match=re.escape(str(exc)[:40])):
+            counted(n)
+        return
+    assert counted(n) == expected
