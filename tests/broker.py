@@ -41,8 +41,44 @@ def unpack_kafka(dest: Path) -> Path:
     return home
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+# Ports handed out by this process so far (never the same one twice in a session).
+_PORTS_GIVEN: set[int] = set()
+_PORT_SPAN = 1000  # ports per xdist worker
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port no one listens on, for a broker or controller to bind later.
+
+    Not bind(("127.0.0.1", 0)): that port comes from the ephemeral range, which every outgoing
+    connection (a Kafka client's, another broker's) also draws from, so between our probe and the
+    JVM's bind another socket could take it ("Address already in use" in CI). Ports below the
+    ephemeral range are never given to outgoing connections; each xdist worker owns its own
+    slice of them, so two workers never race for one port either.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    top = _ephemeral_low()
+    base = max(1024, top - 16 * _PORT_SPAN) + (index % 16) * _PORT_SPAN
+    start = os.getpid() % _PORT_SPAN  # two sessions at once start at different places
+    for step in range(_PORT_SPAN):
+        port = base + (start + step) % _PORT_SPAN
+        if port in _PORTS_GIVEN or port >= top:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _PORTS_GIVEN.add(port)
+        return port
+    with socket.socket() as s:  # every port of our slice is taken: the old way, at worst racy
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
