@@ -220,3 +220,18 @@ def damage_segments(tmp_path_factory) -> dict:
         data = log.read_bytes()
         out[name] = (pdir, data, original_entries(data), int(log.stem) - 1)
     return out
+
+
+@pytest.fixture(scope="session")
+def spark_cli(tmp_path_factory):
+    """A Spark driver JVM for this test worker that `kseg spark ...` subprocesses attach to
+    (tests/spark_gateway.py): ``spark_cli.run(*args)`` is run_kseg for Spark commands without a
+    JVM start each. Skips where the spark extra or Java is missing."""
+    pytest.importorskip("pyspark", reason="Spark tests need the spark extra")
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("Spark tests need a Java runtime (17+)")
+    from tests.spark_gateway import SparkGateway
+
+    gateway = SparkGateway(tmp_path_factory.mktemp("spark-gateway"))
+    yield gateway
+    gateway.close()

@@ -706,9 +706,8 @@ def test_real_directory_of_roots_nested(real_root):
 
 
 @pytest.mark.spark
-def test_spark_stats_keeps_replicas_apart(brokers):
-    pytest.importorskip("pyspark")
-    proc = run_kseg("spark", "stats", brokers, "-f", "json", "--master", "local[2]", timeout=600)
+def test_spark_stats_keeps_replicas_apart(spark_cli, brokers):
+    proc = spark_cli.run("spark", "stats", brokers, "-f", "json", "--master", "local[2]")
     rows = [e for e in events(proc.stdout.decode()) if e["type"] == "stats"]
     assert proc.returncode == 0, proc.stderr
     assert len(rows) == 21  # 7 partitions x 3 replicas, none dropped
@@ -716,10 +715,9 @@ def test_spark_stats_keeps_replicas_apart(brokers):
 
 
 @pytest.mark.spark
-def test_spark_export_says_when_replicas_are_read(brokers, tmp_path):
-    pytest.importorskip("pyspark")
+def test_spark_export_says_when_replicas_are_read(spark_cli, brokers, tmp_path):
     out = tmp_path / "out"
-    proc = run_kseg(
+    proc = spark_cli.run(
         "spark",
         "export",
         brokers,

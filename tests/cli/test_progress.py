@@ -13,14 +13,15 @@ import pytest
 from tests.helpers import kseg_command, run_kseg
 
 
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+def _env(base: dict | None = None) -> dict:
+    env = {k: v for k, v in (base or os.environ).items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     env["TERM"] = "xterm"
     return env
 
 
-def run_with_tty_stderr(*args, stdout=subprocess.PIPE, timeout: float = 120):
-    """Run kseg with stderr on a pseudo-terminal; returns (exit code, stdout, terminal bytes)."""
+def run_with_tty_stderr(*args, stdout=subprocess.PIPE, timeout: float = 120, env=None):
+    """Run kseg with stderr on a pseudo-terminal; returns (exit code, stdout, terminal bytes).
+    ``env``: the subprocess's environment (default: this one, made to look like a terminal's)."""
     master, slave = pty.openpty()
     try:
         proc = subprocess.Popen(
@@ -28,7 +29,7 @@ def run_with_tty_stderr(*args, stdout=subprocess.PIPE, timeout: float = 120):
             stdout=stdout,
             stderr=slave,
             stdin=subprocess.DEVNULL,
-            env=_env(),
+            env=_env(env),
         )
         os.close(slave)
         seen = b""

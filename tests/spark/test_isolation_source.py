@@ -73,9 +73,9 @@ def test_export_read_committed(spark, root, tmp_path, writer):
     assert _rows(spark.read.parquet(str(out))) == _dump(root, "--isolation", "read_committed")
 
 
-def test_cli_export_read_committed(root, tmp_path):
+def test_cli_export_read_committed(spark_cli, root, tmp_path):
     out = tmp_path / "cli-out"
-    proc = run_kseg(
+    proc = spark_cli.run(
         "spark", "export", root, "--out", out, "--isolation", "read_committed", "--quiet",
         "--master", "local[1]", timeout=300,
     )  # fmt: skip

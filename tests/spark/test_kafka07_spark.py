@@ -72,19 +72,17 @@ def test_spark_reads_07_partitions(spark, log07):
 
 
 @pytest.mark.spark
-def test_spark_export_of_a_07_log_dir(log07, tmp_path):
+def test_spark_export_of_a_07_log_dir(spark_cli, log07, tmp_path):
     """`kseg spark export` (the real entry point) exports a 0.7 archive with the same job."""
     import pyarrow.parquet as pq
 
-    from tests.helpers import run_kseg
-
     out = tmp_path / "out"
-    r = run_kseg("spark", "export", log07, "--out", out, timeout=600)
+    r = spark_cli.run("spark", "export", log07, "--out", out, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = pq.read_table(out).to_pylist()
     got = {(r["topic"], int(r["partition"]), r["offset"], r["value"]) for r in rows}
     assert got == expected(log07) and len(rows) == len(got)
     assert {r["timestamp"] for r in rows} == {None} and {r["key"] for r in rows} == {None}
     # stats/verify on Spark read .log segments only: said, 16, as for a root without any
-    r = run_kseg("spark", "stats", log07, timeout=600)
+    r = spark_cli.run("spark", "stats", log07, timeout=600)
     assert r.returncode == 16 and b"no Kafka segment (.log file)" in r.stderr

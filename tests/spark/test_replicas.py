@@ -90,18 +90,18 @@ def _ok(proc) -> None:
     assert "Traceback" not in err and "internal error" not in err, err
 
 
-def test_spark_replicas_cli_json_and_exit_4(tmp_path):
+def test_spark_replicas_cli_json_and_exit_4(spark_cli, tmp_path):
     R.build(tmp_path, "unclean")
     want, _ = local(tmp_path)
-    proc = run_kseg("spark", "replicas", tmp_path, "-f", "json", *SPARK, timeout=300)
+    proc = spark_cli.run("spark", "replicas", tmp_path, "-f", "json", *SPARK)
     _ok(proc)
     assert proc.returncode == 4, proc.stderr
     assert events(proc.stdout.decode()) == want
 
 
-def test_spark_replicas_cli_consistent_exit_0(tmp_path):
+def test_spark_replicas_cli_consistent_exit_0(spark_cli, tmp_path):
     R.build(tmp_path, "lag")
-    proc = run_kseg("spark", "replicas", tmp_path, *SPARK, timeout=300)
+    proc = spark_cli.run("spark", "replicas", tmp_path, *SPARK)
     _ok(proc)
     assert proc.returncode == 0, proc.stderr
     assert "behind" in proc.stdout.decode()

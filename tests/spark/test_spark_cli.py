@@ -1,5 +1,7 @@
 """Every `kseg spark` command in every output format, as an operator runs it: the real entry
-point as a subprocess, on one small partition (each run starts its own Spark: seconds each)."""
+point as a subprocess, on one small partition. The runs attach to the test worker's Spark JVM
+(``spark_cli``: tests/spark_gateway.py), as under spark-submit; the JVM's own start is tested
+where it shows (`-q` below, tests/spark/test_spark_workers.py)."""
 
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ def _ok(proc) -> str:
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "table"])
-def test_spark_verify_every_format(small_root, fmt):
-    proc = run_kseg("spark", "verify", small_root, "-f", fmt, *SPARK, timeout=300)
+def test_spark_verify_every_format(spark_cli, small_root, fmt):
+    proc = spark_cli.run("spark", "verify", small_root, "-f", fmt, *SPARK)
     _ok(proc)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
@@ -47,8 +49,8 @@ def test_spark_verify_every_format(small_root, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "text"])
-def test_spark_stats_every_format(small_root, fmt):
-    proc = run_kseg("spark", "stats", small_root, "-f", fmt, *SPARK, timeout=300)
+def test_spark_stats_every_format(spark_cli, small_root, fmt):
+    proc = spark_cli.run("spark", "stats", small_root, "-f", fmt, *SPARK)
     _ok(proc)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
@@ -63,14 +65,14 @@ def test_spark_stats_every_format(small_root, fmt):
 @pytest.mark.parametrize(
     ("fmt", "writer"), [("parquet", ()), ("parquet", ("--writer", "spark")), ("json", ())]
 )
-def test_spark_export_every_format(small_root, tmp_path, fmt, writer):
+def test_spark_export_every_format(spark_cli, small_root, tmp_path, fmt, writer):
     out = tmp_path / "out"
-    proc = run_kseg(
-        "spark", "export", small_root, "--out", out, "--format", fmt, *writer, *SPARK, timeout=300
+    proc = spark_cli.run(
+        "spark", "export", small_root, "--out", out, "--format", fmt, *writer, *SPARK
     )
     err = _ok(proc)
     assert proc.returncode == 0, err
-    last = err.splitlines()[-1]  # before it: the JVM's own start-up lines
+    last = err.splitlines()[-1]
     assert last.startswith("kseg: wrote ") and int(last.split()[2]) > 0
     files = list(out.rglob(f"*.{fmt}"))
     assert files and (out / "topic=txn" / "partition=0").is_dir()
@@ -127,12 +129,15 @@ def test_spark_on_nothing_is_one_line_and_usage_exit(tmp_path, args):
         assert "no Kafka segment (.log file) found" in err
 
 
-def test_spark_job_draws_a_bar_on_a_terminal(small_root):
+def test_spark_job_draws_a_bar_on_a_terminal(spark_cli, small_root):
     from tests.cli.test_progress import run_with_tty_stderr
 
-    code, out, seen = run_with_tty_stderr(
-        "spark", "stats", small_root, "-f", "json", *SPARK, timeout=300
-    )
+    try:
+        code, out, seen = run_with_tty_stderr(
+            "spark", "stats", small_root, "-f", "json", *SPARK, timeout=300, env=spark_cli.env()
+        )
+    finally:
+        spark_cli.reset()
     assert code == 0 and b"spark stats" in seen
     assert events(out.decode())[0]["topic"] == "txn"
 

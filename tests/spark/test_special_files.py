@@ -35,7 +35,7 @@ JOBS = {  # job: (its local command, a corrupt partition beside?)
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
-def test_spark_jobs_skip_special_files_with_the_local_exit_code(tree, tmp_path, job):
+def test_spark_jobs_skip_special_files_with_the_local_exit_code(spark_cli, tree, tmp_path, job):
     local_args, corrupt = JOBS[job]
     root = tmp_path / "logs"
     shutil.copytree(tree / "orders-0", root / "orders-0")
@@ -51,7 +51,7 @@ def test_spark_jobs_skip_special_files_with_the_local_exit_code(tree, tmp_path, 
     special = _special(root / "orders-0")
     local = run_kseg(*local_args, root, timeout=60)
     extra = ("--out", tmp_path / "out") if job == "export" else ("-f", "json")
-    proc = run_kseg("spark", job, root, *extra, *SPARK, timeout=600)
+    proc = spark_cli.run("spark", job, root, *extra, *SPARK, timeout=600)
     err = proc.stderr.decode()
     assert "Traceback" not in err and "internal error" not in err, err[-3000:]
     assert proc.returncode == local.returncode == (12 if corrupt else 8), (local.stderr, err)

@@ -14,7 +14,6 @@ import pytest
 import kseg.spark
 from kseg.cli.exit import exit_status
 from kseg.spark import arrow, planning
-from tests.helpers import run_kseg
 from tests.spark.test_spark import expected_records, spark_records
 
 pytestmark = pytest.mark.spark
@@ -53,9 +52,9 @@ def test_arrow_export_says_which_segment_it_left_out(spark, tree, with_hole, tmp
     assert "not a regular file" in unreadable[0]
 
 
-def test_spark_export_cli_exits_8_and_names_the_segment(with_hole, tmp_path):
+def test_spark_export_cli_exits_8_and_names_the_segment(spark_cli, with_hole, tmp_path):
     out = tmp_path / "out"
-    proc = run_kseg(
+    proc = spark_cli.run(
         "spark", "export", with_hole, "--out", out, "-q", "--master", "local[1]",
         "--conf", "spark.ui.enabled=false", timeout=300,
     )  # fmt: skip
