@@ -119,11 +119,16 @@ SHARED_SERVICES = {
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:  # first, before xdist's own hook reads the groups
-        used = [
-            SHARED_SERVICES[f] for f in getattr(item, "fixturenames", ()) if f in SHARED_SERVICES
-        ]
-        if used and item.get_closest_marker("xdist_group") is None:
+        names = getattr(item, "fixturenames", ())
+        used = [SHARED_SERVICES[f] for f in names if f in SHARED_SERVICES]
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if used:
             item.add_marker(pytest.mark.xdist_group(used[0]))
+        elif "kafka_home" in names:
+            # a module's brokers are set up by its module-scoped fixtures (a broker serving
+            # the module's data): its tests on one worker, or each worker starts them again
+            item.add_marker(pytest.mark.xdist_group(f"kafka-{item.module.__name__}"))
     yield
     if getattr(config.option, "loadgroup", False):  # last, in each xdist worker
         _carry_xdist_groups(items)

@@ -10,7 +10,7 @@ JobsOpt = Annotated[
         "--jobs",
         "-j",
         min=1,
-        show_default="the cores available",
+        show_default="the cores available, at most one per 32 MiB of segments",
         help="Worker processes walking partitions in parallel; the output is the same as "
         "with --jobs 1, in the same order.",
     ),

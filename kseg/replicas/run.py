@@ -184,7 +184,7 @@ class ReplicasRun:
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
                    "nothing to compare"}  # fmt: skip
         groups = sorted(self.groups.items())
-        if min(jobs.jobs_for(self.workers), len(groups)) > 1 and self.leader is None:
+        if jobs.workers_for(self.workers, groups) > 1 and self.leader is None:
             self._replay_metadata(groups)  # before the workers fork: each inherits the replays
         walks = jobs.in_order(self._one, groups, self.workers, self)
         try:

@@ -129,6 +129,57 @@ def jobs_for(jobs: int | None) -> int:
     return cores() if jobs is None else jobs
 
 
+# Without --jobs, a worker per this much input at least: below it a worker costs more than it
+# saves (its fork, its socket and the events it pickles against 10-30 ms of walk; a verify of a
+# 1.5 MB root took 40-70 ms more CPU with 2 workers than with one). BENCHMARKS.md.
+MIN_WORKER_BYTES = 32 << 20
+
+
+def workers_for(jobs: int | None, items: Sequence[Any]) -> int:
+    """How many workers walk ``items``: ``--jobs N`` as given (at most one per item); without
+    it, every core, but no more than one per MIN_WORKER_BYTES of the items' segments (so a
+    small input is walked in this process)."""
+    n = min(jobs_for(jobs), len(items))
+    if jobs is not None or n <= 1:
+        return max(n, 0)
+    total, enough = 0, n * MIN_WORKER_BYTES
+    for item in items:
+        total += input_bytes(item)
+        if total >= enough:
+            return n
+    return max(1, total // MIN_WORKER_BYTES)
+
+
+def input_bytes(item: Any) -> int:
+    """The bytes of segments an item of a walk reads, by stat: a Target (its ``logs``), an Item
+    (a partition dir's ``.log`` files, or a file), a list of them, or a tuple holding them or
+    such lists (a replica group: (key, targets); salvage's (target, ...)); anything else counts as MIN_WORKER_BYTES (not known to be small).
+    Unreadable files count nothing here (the walk says what is wrong with them)."""
+    logs = getattr(item, "logs", None)
+    if logs is not None:
+        return sum(_size(p) for p in logs)
+    kind = getattr(item, "kind", None)
+    if kind is not None and isinstance(getattr(item, "path", None), os.PathLike):
+        if kind == "file":
+            return _size(item.path)
+        try:
+            with os.scandir(item.path) as found:
+                return sum(_size(e) for e in found if e.name.endswith((".log", ".kafka")))
+        except OSError:
+            return 0
+    if isinstance(item, (tuple, list)):  # its lists, Targets and Items (not a key's numbers)
+        return sum(input_bytes(x) for x in item
+                   if isinstance(x, list) or hasattr(x, "logs") or hasattr(x, "kind"))  # fmt: skip
+    return MIN_WORKER_BYTES
+
+
+def _size(path: Any) -> int:
+    try:
+        return path.stat().st_size if isinstance(path, os.DirEntry) else os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def in_order(
     work: Callable[[Any], Generator[dict, None, Any]],
     items: Sequence[Any],
@@ -136,8 +187,9 @@ def in_order(
     shared: Shared,
 ) -> Iterator[Generator[dict, None, Any]]:
     """For each item in order, a generator of ``work(item)``'s events returning its value (see the
-    module). The pool starts when the first item's generator is first advanced."""
-    n = min(jobs_for(jobs), len(items))
+    module). The pool starts when the first item's generator is first advanced. ``jobs``: as
+    ``--jobs`` (None: workers_for decides from the cores and the input's size)."""
+    n = workers_for(jobs, items)
     if n <= 1 or not forkable():
         for item in items:
             yield work(item)

@@ -22,7 +22,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from tests.broker import START_TIMEOUT, STARTED, free_port, run_tool
+from tests.broker import (
+    START_TIMEOUT,
+    STARTED,
+    claim_class_dump,
+    free_port,
+    kafka_env,
+    kafka_uuid,
+    publish_class_dump,
+    run_tool,
+)
 
 WAIT = 90.0  # seconds: the most a cluster-side condition is waited for
 
@@ -54,6 +63,7 @@ class Node:
         self.port = cluster.cport if self.controller else free_port()
         self.config = self.dir / "server.properties"
         self.proc: subprocess.Popen | None = None
+        self._dump: Path | None = None  # the class archive this node writes at its exit
         self._mark = 0
         self.dir.mkdir(parents=True, exist_ok=True)
 
@@ -111,12 +121,13 @@ class Node:
         """Start the JVM (``kafka-server-start.sh`` execs it); ``wait_started`` waits for it."""
         assert not self.running, f"{self.name} runs already"
         self._mark = len(self.server_log())
+        self._dump = claim_class_dump(self.cluster.home)
         self.proc = subprocess.Popen(
             [str(self.cluster.home / "bin" / "kafka-server-start.sh"), str(self.config)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
-            env=self.cluster.env(self.logs),
+            env=self.cluster.env(self.logs, self._dump),
             start_new_session=True,
         )
 
@@ -136,14 +147,15 @@ class Node:
     def stop(self, timeout: float = 90) -> None:
         """SIGTERM (a broker's controlled shutdown), then wait; SIGKILL if it does not end."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+        dump, self._dump = self._dump, None
+        publish_class_dump(dump)
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -153,6 +165,7 @@ class Node:
             except ProcessLookupError:
                 pass
             proc.wait(timeout=30)
+        self._dump = None  # killed: it wrote no archive (another node will)
 
 
 class Cluster:
@@ -177,7 +190,7 @@ class Cluster:
         self.brokers = {i: Node(self, i) for i in range(1, brokers + 1)}
         for node in self.nodes():
             node.write_config()
-        cid = self.tool("kafka-storage.sh", "random-uuid", check=True).stdout.strip()
+        cid = kafka_uuid()
         self.cluster_id = cid
         self.tool(
             "kafka-storage.sh", "format", "-t", cid, "-c", str(self.controller.config),
@@ -192,18 +205,8 @@ class Cluster:
     def nodes(self) -> list[Node]:
         return [self.controller, *self.brokers.values()]
 
-    def env(self, logs: Path | None = None) -> dict[str, str]:
-        env = dict(os.environ)
-        env["KAFKA_HEAP_OPTS"] = self.heap
-        # four JVMs start on a shared 2-core machine: C1 only and the serial collector cost
-        # far less CPU than the default G1 with C2, and these nodes hold a few KB each
-        env["KAFKA_JVM_PERFORMANCE_OPTS"] = (
-            "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
-        )
-        env["LOG_DIR"] = str(logs or self.workdir / "tool-logs")
-        env.pop("KAFKA_OPTS", None)
-        env.pop("CLASSPATH", None)
-        return env
+    def env(self, logs: Path | None = None, dump: Path | None = None) -> dict[str, str]:
+        return kafka_env(self.home, logs or self.workdir / "tool-logs", self.heap, dump)
 
     def tool(self, script: str, *args: str, timeout: float = 120, check: bool = False):
         return run_tool(self.home, self.env(), script, *args, timeout=timeout, check=check)

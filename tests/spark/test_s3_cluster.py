@@ -74,12 +74,33 @@ def _ok(cluster, proc) -> None:
     assert workers_with_tasks(cluster, proc.stderr) == {"worker1", "worker2"}, err[-4000:]
 
 
-def test_cluster_verify_on_s3_equals_kseg_verify(cluster, on_s3, corrupt_cases):
+@pytest.fixture(scope="module")
+def readme_verify(cluster, on_s3, corrupt_cases, tmp_path_factory):
+    """The README's spark-submit command, verbatim (only the master's port and the bucket are
+    this cluster's), run once from a fresh directory whose .venv is this venv: `verify
+    s3://... --deep -f json` on the damaged tree. Two tests read its answer (a cluster job
+    costs a driver and two executor JVMs)."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the recipe runs a venv's .venv/bin/python")
+    damaged = corrupt_cases[0].partition_dir.parent
+    command = _readme_recipe()
+    assert "PYSPARK_PYTHON=.venv/bin/python" in command and "s3://bucket/kafka-logs" in command
+    command = command.replace("spark://127.0.0.1:7077", cluster.master)
+    command = command.replace("s3://bucket/kafka-logs", on_s3[damaged])
+    where = tmp_path_factory.mktemp("readme-recipe")
+    (where / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    env = {k: v for k, v in cluster.env.items() if not k.startswith("PYSPARK_")}
+    return subprocess.run(
+        ["bash", "-c", command], cwd=where, env=env, capture_output=True, timeout=600
+    )
+
+
+def test_cluster_verify_on_s3_equals_kseg_verify(cluster, readme_verify, on_s3, corrupt_cases):
     """spark-submit ... verify s3://...: kseg verify's findings on the local copy, and its exit
     code: a corrupt object fails no job, it is a finding with its URI and byte position."""
     damaged = corrupt_cases[0].partition_dir.parent
     uri = on_s3[damaged]
-    proc = cluster.submit("verify", uri, "--deep", "-f", "json")
+    proc = readme_verify
     _ok(cluster, proc)
     evs = events(proc.stdout)
     found = [{k: v for k, v in e.items() if k != "type"} for e in evs if e["type"] == "finding"]
@@ -147,25 +168,13 @@ def _readme_recipe() -> str:
     return block[block.index("PYSPARK_PYTHON=") :]
 
 
-@pytest.mark.skipif(
-    sys.prefix == sys.base_prefix, reason="the recipe runs a venv's .venv/bin/python"
-)
-def test_readme_standalone_recipe_runs_as_written(cluster, on_s3, corrupt_cases, tmp_path):
-    """The README's command, verbatim (only the master's port and the bucket are this cluster's),
-    from a fresh directory whose .venv is this venv: `PYSPARK_PYTHON=.venv/bin/python` is
-    relative and the executors start in their own directories; kseg makes it absolute before
-    Spark starts (it used to fail every task, exit 8, with a 10 KB line). The answer is kseg
-    verify's on the local copy."""
+def test_readme_standalone_recipe_runs_as_written(readme_verify, on_s3, corrupt_cases):
+    """The README's command, verbatim, from a fresh directory whose .venv is this venv
+    (``readme_verify``): `PYSPARK_PYTHON=.venv/bin/python` is relative and the executors start
+    in their own directories; kseg makes it absolute before Spark starts (it used to fail every
+    task, exit 8, with a 10 KB line). The answer is kseg verify's on the local copy."""
     damaged = corrupt_cases[0].partition_dir.parent
-    command = _readme_recipe()
-    assert "PYSPARK_PYTHON=.venv/bin/python" in command and "s3://bucket/kafka-logs" in command
-    command = command.replace("spark://127.0.0.1:7077", cluster.master)
-    command = command.replace("s3://bucket/kafka-logs", on_s3[damaged])
-    (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
-    env = {k: v for k, v in cluster.env.items() if not k.startswith("PYSPARK_")}
-    proc = subprocess.run(
-        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=600
-    )
+    proc = readme_verify
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 4, err[-4000:] + proc.stdout.decode(errors="replace")[-2000:]
     assert "Traceback" not in err and "internal error" not in err, err[-4000:]

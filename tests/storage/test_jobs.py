@@ -347,3 +347,64 @@ def test_a_worker_never_holds_the_parents_log_dir_locks(tmp_path):
         os.close(w)
         os.close(up_r)
         os.waitpid(pid, 0)
+
+
+def test_default_jobs_walk_a_small_input_in_one_process(tmp_path, monkeypatch):
+    """Without --jobs: every core, but no more workers than 32 MiB of segments each (a fork
+    costs more than it saves on less); --jobs N as given, whatever the size."""
+    from kseg.storage.tree import Item, Target
+
+    monkeypatch.setattr(jobs, "cores", lambda: 8)
+    mib = 1 << 20
+
+    def target(name: str, *sizes: int) -> Target:
+        pdir = tmp_path / name
+        pdir.mkdir()
+        logs = []
+        for i, size in enumerate(sizes):
+            log = pdir / f"{i:020d}.log"
+            with open(log, "wb") as f:
+                f.truncate(size)  # sparse: the size is what counts
+            logs.append(log)
+        return Target(pdir, logs)
+
+    small = [target(f"s-{i}", 10 * mib) for i in range(3)]  # 30 MiB in 3 partitions
+    assert jobs.workers_for(None, small) == 1
+    assert jobs.workers_for(2, small) == 2  # asked for: as given
+    big = [target(f"b-{i}", 20 * mib, 20 * mib) for i in range(3)]  # 120 MiB: 3 workers
+    assert jobs.workers_for(None, big) == 3
+    assert jobs.workers_for(None, big + small) == 4  # 150 MiB
+    many = [target(f"m-{i}", 40 * mib) for i in range(20)]
+    assert jobs.workers_for(None, many) == 8  # the cores, at most
+    # a dump's items (a partition dir's .log files), a replica group, salvage's tuples
+    items = [Item("partition", t.partition_dir, tmp_path) for t in big]
+    assert jobs.workers_for(None, items) == 3
+    assert jobs.workers_for(None, [(("b", 0), big[:2]), (("b", 1), big[2:])]) == 2
+    assert jobs.workers_for(None, [(t, False, None) for t in small]) == 1
+    # what the engine cannot size counts as enough for a worker
+    assert jobs.workers_for(None, [{"n": 1}, {"n": 2}]) == 2
+
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    tally = Tally()
+    assert _values(tally, small) == [str(t.partition_dir) for t in small]
+    assert forks == [] and tally.pids == {os.getpid()}
+
+
+def _values(tally: Tally, targets) -> list:
+    """Walk ``targets`` with --jobs left to the default: each item's value."""
+
+    def work(t):
+        tally.pids.add(os.getpid())
+        yield {"target": str(t.partition_dir)}
+        return str(t.partition_dir)
+
+    values = []
+    for walk in jobs.in_order(work, targets, None, tally):
+        try:
+            while True:
+                next(walk)
+        except StopIteration as done:
+            values.append(done.value)
+    return values
