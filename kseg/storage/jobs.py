@@ -153,13 +153,16 @@ def workers_for(jobs: int | None, items: Sequence[Any]) -> int:
 def input_bytes(item: Any) -> int:
     """The bytes of segments an item of a walk reads, by stat: a Target (its ``logs``), an Item
     (a partition dir's ``.log`` files, or a file), a list of them, or a tuple holding them or
-    such lists (a replica group: (key, targets); salvage's (target, ...)); anything else counts as MIN_WORKER_BYTES (not known to be small).
-    Unreadable files count nothing here (the walk says what is wrong with them)."""
+    such lists (a replica group: (key, targets); salvage's (target, ...)). Anything else, or an
+    Item named by a URI, counts as MIN_WORKER_BYTES (not known to be small). Unreadable files
+    count nothing here (the walk says what is wrong with them)."""
     logs = getattr(item, "logs", None)
     if logs is not None:
         return sum(_size(p) for p in logs)
     kind = getattr(item, "kind", None)
-    if kind is not None and isinstance(getattr(item, "path", None), os.PathLike):
+    if kind is not None:
+        if not isinstance(getattr(item, "path", None), os.PathLike):
+            return MIN_WORKER_BYTES
         if kind == "file":
             return _size(item.path)
         try:
