@@ -382,11 +382,19 @@ class Broker:
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         """kafka-get-offsets.sh --time latest: partition -> log end offset."""
+        return {p: o for (_, p), o in self.all_end_offsets([topic]).items()}
+
+    def all_end_offsets(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        """kafka-get-offsets.sh --time latest for several topics in one run (its --topic is a
+        regular expression; one JVM): (topic, partition) -> log end offset."""
+        import re
+
+        pattern = "^(" + "|".join(re.escape(t) for t in topics) + ")$"
         out = self.tool(
-            "kafka-get-offsets.sh", "--bootstrap-server", self.bootstrap, "--topic", topic,
+            "kafka-get-offsets.sh", "--bootstrap-server", self.bootstrap, "--topic", pattern,
             "--time", "-1", check=True,
         ).stdout  # fmt: skip
-        return {int(p): int(o) for _, p, o in (line.rsplit(":", 2) for line in out.split())}
+        return {(t, int(p)): int(o) for t, p, o in (line.rsplit(":", 2) for line in out.split())}
 
 
 def _copy_writable(src: Path, dest: Path) -> None:
