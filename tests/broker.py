@@ -112,15 +112,19 @@ def kafka_uuid() -> str:
             return text
 
 
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+def create_topics(bootstrap: str, topics: dict[str, int], *, if_not_exists: bool = False) -> None:
     """Create ``{topic: partitions}`` (replication factor 1) through kafka-python's admin client
-    (a bin/kafka-topics.sh start is a JVM)."""
+    (a bin/kafka-topics.sh start is a JVM); ``if_not_exists``: one that exists is left as it is."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
     try:
-        admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], timeout_ms=60000)
+        if if_not_exists:
+            there = set(admin.list_topics())
+            topics = {t: n for t, n in topics.items() if t not in there}
+        if topics:
+            admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], timeout_ms=60000)
     finally:
         admin.close()
 
@@ -312,11 +316,8 @@ class Broker:
         self.stop()
 
     # -- topics and data -------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        self.tool(
-            "kafka-topics.sh", "--bootstrap-server", self.bootstrap, "--create", "--topic", name,
-            "--partitions", str(partitions), "--replication-factor", "1", check=True,
-        )  # fmt: skip
+    def create_topic(self, name: str, partitions: int = 1, *, if_not_exists: bool = False) -> None:
+        create_topics(self.bootstrap, {name: partitions}, if_not_exists=if_not_exists)
 
     def partition_dir(self, topic: str, partition: int) -> Path:
         return self.data / f"{topic}-{partition}"

@@ -16,13 +16,15 @@ GROUP = "dev-g-classic"  # the real 4.1.0 copy's classic group: dev-gzip-0 at 70
 def _fill(broker, topic: str, records: int) -> None:
     """``topic`` (one partition) holding at least ``records`` records, so that the tool keeps
     the file's offsets (it clamps one past the log end to the log end)."""
-    from kafka import KafkaProducer
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-    broker.tool(
-        "kafka-topics.sh", "--bootstrap-server", broker.bootstrap, "--create", "--if-not-exists",
-        "--topic", topic, "--partitions", "1", "--replication-factor", "1", check=True,
-    )  # fmt: skip
-    missing = records - broker.end_offsets(topic).get(0, 0)
+    broker.create_topic(topic, if_not_exists=True)  # another test may have made it
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        tp = TopicPartition(topic, 0)
+        missing = records - consumer.end_offsets([tp])[tp]
+    finally:
+        consumer.close()
     if missing > 0:
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
         try:
