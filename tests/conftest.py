@@ -123,6 +123,9 @@ SHARED_SERVICES = {
     "spark": "spark",  # the local SparkSession (a JVM) and the moto S3 server it reads
     "s3": "spark",
     "cluster": "spark",  # a standalone Spark cluster (three JVMs) beside the S3 server
+    # the Spark JVM `kseg spark` subprocesses attach to (tests/spark_gateway.py): its start
+    # and first contexts (JIT warm-up, 30-40 s of CPU) paid once, not once per worker
+    "spark_cli": "spark-cli",
 }
 
 
