@@ -1,4 +1,5 @@
-"""One Spark driver JVM per test worker, which `kseg spark ...` subprocesses attach to instead of
+"""One Spark driver JVM (on the one worker that runs these tests: the "spark-cli" group in
+tests/conftest.py), which `kseg spark ...` subprocesses attach to instead of
 starting their own: the way spark-submit runs kseg (its JVM first, then Python attached to it
 through PYSPARK_GATEWAY_PORT/SECRET), so the CLI runs its real code path end to end.
 
