@@ -242,7 +242,8 @@ def damage_segments(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def spark_cli(tmp_path_factory):
-    """A Spark driver JVM for this test worker that `kseg spark ...` subprocesses attach to
+    """A Spark driver JVM (the session's one: its tests share a worker, SHARED_SERVICES) that
+    `kseg spark ...` subprocesses attach to
     (tests/spark_gateway.py): ``spark_cli.run(*args)`` is run_kseg for Spark commands without a
     JVM start each. Skips where the spark extra or Java is missing."""
     pytest.importorskip("pyspark", reason="Spark tests need the spark extra")
