@@ -12,9 +12,11 @@ from kseg.format.offset_index import OffsetIndex
 from kseg.format.time_index import TimeIndex
 from kseg.storage.segment import OFFSET_INDEX, TIME_INDEX, Segment
 from kseg.verify.index_check import (
+    EMPTIED_MESSAGE,
     EQUIVALENT,
     IDENTICAL,
     MISSING,
+    TIME_RULE_EMPTIED,
     WRONG,
     IndexStatus,
     OffsetIndexChecker,
@@ -85,7 +87,10 @@ def index_statuses(
         diff = problem or (
             None if same_t else _first_diff(tidx.buf, builder.time_index, t_size, len(tidx))
         )
-        time_status = IndexStatus(status, len(tidx), rebuilt_t, tidx.padded_bytes, diff)
+        rule = tc.rule if tc is not None and status == EQUIVALENT else None
+        if rule == TIME_RULE_EMPTIED:
+            diff = {"entry": 0, "position": 0, "message": EMPTIED_MESSAGE}
+        time_status = IndexStatus(status, len(tidx), rebuilt_t, tidx.padded_bytes, diff, rule)
     return offset_status, time_status
 
 
