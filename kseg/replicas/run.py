@@ -184,9 +184,10 @@ class ReplicasRun:
                    f"{' has' if self.single == 1 else 's have'} a replica in one root only: "
                    "nothing to compare"}  # fmt: skip
         groups = sorted(self.groups.items())
-        if jobs.workers_for(self.workers, groups) > 1 and self.leader is None:
+        n = jobs.workers_for(self.workers, groups)  # sized once, by stat
+        if n > 1 and self.leader is None:
             self._replay_metadata(groups)  # before the workers fork: each inherits the replays
-        walks = jobs.in_order(self._one, groups, self.workers, self)
+        walks = jobs.in_order(self._one, groups, n, self)
         try:
             for _, walk in zip(groups, walks, strict=True):
                 found = yield from walk

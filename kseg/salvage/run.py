@@ -64,10 +64,11 @@ class SalvageRun(RepairRun):
         todo = [(t, t.log_dir.resolve() in self._locked_out)  # locked out: as --dry-run
                 for t in tlist if t.log_dir.resolve() not in self._refused]  # fmt: skip
         resumed: dict[int, tuple] = {}
-        if self.writing and jobs.workers_for(self.opts.jobs, [t for t, _ in todo]) > 1:
+        n = jobs.workers_for(self.opts.jobs, [t for t, _ in todo])  # sized once, by stat
+        if self.writing and n > 1:
             resumed = self._resume_first(todo)
         items = [(t, read_only, resumed.get(i)) for i, (t, read_only) in enumerate(todo)]
-        walks = jobs.in_order(self._scan, items, self.opts.jobs, self)
+        walks = jobs.in_order(self._scan, items, n, self)
         try:
             for (t, read_only), walk in zip(todo, walks, strict=True):
                 scanned = yield from _tagged(walk, target_tags(t, several))

@@ -141,7 +141,7 @@ def workers_for(jobs: int | None, items: Sequence[Any]) -> int:
     small input is walked in this process)."""
     n = min(jobs_for(jobs), len(items))
     if jobs is not None or n <= 1:
-        return max(n, 0)
+        return n
     total, enough = 0, n * MIN_WORKER_BYTES
     for item in items:
         total += input_bytes(item)
@@ -153,9 +153,9 @@ def workers_for(jobs: int | None, items: Sequence[Any]) -> int:
 def input_bytes(item: Any) -> int:
     """The bytes of segments an item of a walk reads, by stat: a Target (its ``logs``), an Item
     (a partition dir's ``.log`` files, or a file), a list of them, or a tuple holding them or
-    such lists (a replica group: (key, targets); salvage's (target, ...)). Anything else, or an
-    Item named by a URI, counts as MIN_WORKER_BYTES (not known to be small). Unreadable files
-    count nothing here (the walk says what is wrong with them)."""
+    such lists (a replica group: (key, targets)). Anything else, or an Item named by a URI,
+    counts as MIN_WORKER_BYTES (not known to be small). Unreadable files count nothing here
+    (the walk says what is wrong with them)."""
     logs = getattr(item, "logs", None)
     if logs is not None:
         return sum(_size(p) for p in logs)
