@@ -70,7 +70,8 @@ def kafka_env(home: Path, logs: Path, heap: str, dump: Path | None = None) -> di
 # instead of loading and verifying those classes again (a broker's start: 3.9 -> 2.5 s of CPU,
 # a bin/ tool's: 2.1 -> 1.3 s, on an idle 2-core machine). The archive names the home's jars,
 # so it is the home's own; a JVM finding it does not match runs as without it, quietly
-# (-Xlog:cds*=off). KSEG_TEST_SHARED_CLASSES=0: no archive.
+# (-Xlog:cds*=off). A JVM killed before it wrote the archive gives the claim back
+# (finish_class_dump). KSEG_TEST_SHARED_CLASSES=0: no archive.
 def class_archive(home: Path) -> Path | None:
     archive = home / "kseg-cds" / "kafka.jsa"
     return archive if archive.is_file() else None
@@ -92,10 +93,30 @@ def claim_class_dump(home: Path) -> Path | None:
     return folder / "dump.jsa"
 
 
-def publish_class_dump(dump: Path | None) -> None:
-    """After the dumping JVM ended: put its archive in place (whole: renamed, never half)."""
-    if dump is not None and dump.is_file():
+def finish_class_dump(dump: Path | None, proc: subprocess.Popen | None) -> None:
+    """After the JVM that was to write ``dump`` ended: its archive put in place (whole: renamed,
+    never half) when the JVM exited by itself (a SIGTERM runs its exit); after a kill (a file
+    maybe half written, or none) the file and the claim go, so the next broker writes one."""
+    if dump is None:
+        return
+    if proc is not None and (proc.returncode or 0) >= 0 and dump.is_file():
         dump.rename(dump.with_name("kafka.jsa"))
+        return
+    dump.unlink(missing_ok=True)
+    dump.with_name("claimed").unlink(missing_ok=True)
+
+
+def terminate(proc: subprocess.Popen | None, timeout: float) -> None:
+    """Stop a JVM started in its own process group: SIGTERM (a broker's controlled shutdown),
+    then wait; SIGKILL if it does not end in ``timeout`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def kafka_uuid() -> str:
@@ -299,15 +320,9 @@ class Broker:
     def stop(self) -> None:
         """SIGTERM (a controlled shutdown writes .kafka_cleanshutdown), then wait; SIGKILL last."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        terminate(proc, 90)
         dump, self._dump = self._dump, None
-        publish_class_dump(dump)
+        finish_class_dump(dump, proc)
 
     def __enter__(self) -> Broker:
         return self.start()

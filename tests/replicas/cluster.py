@@ -26,11 +26,12 @@ from tests.broker import (
     START_TIMEOUT,
     STARTED,
     claim_class_dump,
+    finish_class_dump,
     free_port,
     kafka_env,
     kafka_uuid,
-    publish_class_dump,
     run_tool,
+    terminate,
 )
 
 WAIT = 90.0  # seconds: the most a cluster-side condition is waited for
@@ -147,15 +148,9 @@ class Node:
     def stop(self, timeout: float = 90) -> None:
         """SIGTERM (a broker's controlled shutdown), then wait; SIGKILL if it does not end."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        terminate(proc, timeout)
         dump, self._dump = self._dump, None
-        publish_class_dump(dump)
+        finish_class_dump(dump, proc)
 
     def kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -165,7 +160,8 @@ class Node:
             except ProcessLookupError:
                 pass
             proc.wait(timeout=30)
-        self._dump = None  # killed: it wrote no archive (another node will)
+        dump, self._dump = self._dump, None
+        finish_class_dump(dump, proc)  # killed: no archive; the next node to start writes it
 
 
 class Cluster:
