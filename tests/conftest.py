@@ -243,9 +243,9 @@ def damage_segments(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def spark_cli(tmp_path_factory):
     """A Spark driver JVM (the session's one: its tests share a worker, SHARED_SERVICES) that
-    `kseg spark ...` subprocesses attach to
-    (tests/spark_gateway.py): ``spark_cli.run(*args)`` is run_kseg for Spark commands without a
-    JVM start each. Skips where the spark extra or Java is missing."""
+    `kseg spark ...` subprocesses attach to (tests/spark_gateway.py): ``spark_cli.run(*args)``
+    is run_kseg for Spark commands without a JVM start each. Skips where the spark extra or
+    Java is missing."""
     pytest.importorskip("pyspark", reason="Spark tests need the spark extra")
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.skip("Spark tests need a Java runtime (17+)")

@@ -22,7 +22,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.helpers import kseg_command
+from tests.helpers import run_kseg
 
 QUIET_LOG4J2 = """\
 rootLogger.level = error
@@ -65,19 +65,14 @@ class SparkGateway:
             "PYSPARK_GATEWAY_SECRET": params.auth_token,
         }
 
-    def env(self, **extra: str) -> dict[str, str]:
+    def env(self) -> dict[str, str]:
         """The environment of a subprocess that attaches to this JVM."""
-        return {**os.environ, **self.env_vars, **extra}
-
-    def argv(self, *args) -> list[str]:
-        return [*kseg_command(), *map(str, args)]
+        return {**os.environ, **self.env_vars}
 
     def run(self, *args, input: bytes | None = None, timeout: float = 300):
         """tests.helpers.run_kseg, attached to this JVM; its context is stopped afterwards."""
         try:
-            return subprocess.run(
-                self.argv(*args), input=input, capture_output=True, timeout=timeout, env=self.env()
-            )
+            return run_kseg(*args, input=input, timeout=timeout, env=self.env())
         finally:
             self.reset()
 
