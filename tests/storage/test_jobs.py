@@ -381,6 +381,9 @@ def test_default_jobs_walk_a_small_input_in_one_process(tmp_path, monkeypatch):
     assert jobs.workers_for(None, items) == 3
     assert jobs.workers_for(None, [(("b", 0), big[:2]), (("b", 1), big[2:])]) == 2
     assert jobs.workers_for(None, [(t, False, None) for t in small]) == 1
+    # a segment gone or unreadable counts nothing (the walk reports it), never an error here
+    gone = Target(tmp_path / "gone-0", [tmp_path / "gone-0" / f"{0:020d}.log"])
+    assert jobs.input_bytes(gone) == 0 and jobs.workers_for(None, [gone, gone]) == 1
     # what the engine cannot size counts as enough for a worker
     assert jobs.workers_for(None, [{"n": 1}, {"n": 2}]) == 2
 
