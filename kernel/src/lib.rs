@@ -645,7 +645,7 @@ fn os_error(py: Python<'_>, e: std::io::Error) -> PyErr {
 fn py_crc32c<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>) -> PyResult<u32> {
     let b = Bytes::get(buf)?;
     let d = b.slice();
-    Ok(maybe_detach(py, b.read_only(), || crc32c::crc32c(d)))
+    Ok(maybe_detach(py, b.read_only(), || crate::walk::crc32c(d)))
 }
 
 /// resync_scan(buf, pos, end, last) -> int: the first position >= pos where the resync scan's
