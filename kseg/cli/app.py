@@ -9,22 +9,12 @@ kseg.cli.entry.
 
 from __future__ import annotations
 
+import importlib
+
 import typer
 from typer.core import TyperGroup
 
 from kseg.cli.command import Command
-from kseg.cli.commands import (
-    demo,
-    dump,
-    index,
-    offsets,
-    replicas,
-    salvage,
-    seek,
-    stats,
-    txn,
-    verify,
-)
 from kseg.cli.exit import help_text
 
 HELP = (
@@ -37,25 +27,63 @@ HELP = (
 )
 
 
+# The commands, in the order `kseg --help` lists them: name -> (module of kseg.cli.commands,
+# its function, the name of its module's help text or None: the docstring). Each is built (its
+# module imported, typer's click command made from its signature) only when a command line
+# names it: `kseg verify` does not pay for eleven commands it does not run (~15 ms a start).
+COMMANDS = {
+    "dump": ("dump", "dump", None),
+    "verify": ("verify", "verify", "VERIFY_HELP"),
+    "restore": ("verify", "restore", None),
+    "salvage": ("salvage", "salvage", "SALVAGE_HELP"),
+    "seek": ("seek", "seek", None),
+    "demo": ("demo", "demo", None),
+    "offsets": ("offsets", "offsets", None),
+    "stats": ("stats", "stats", None),
+    "txn": ("txn", "txn", None),
+    "replicas": ("replicas", "replicas", None),
+}
+GROUPS = ("index", "spark")  # typer lists a group's commands, then its sub-groups
+
+
+def _command(name: str):
+    module, function, help_name = COMMANDS[name]
+    mod = importlib.import_module(f"kseg.cli.commands.{module}")
+    one = typer.Typer(add_completion=False, rich_markup_mode=None)
+    help_text_ = getattr(mod, help_name) if help_name else None
+    one.command(name, cls=Command, help=help_text_)(getattr(mod, function))
+    return typer.main.get_command(one)
+
+
+def _group(name: str):
+    if name == "index":
+        return typer.main.get_group(index_app())
+    from kseg.cli.commands import spark  # imports what Spark needs from kseg
+
+    return typer.main.get_group(spark.app)
+
+
 class Kseg(TyperGroup):
-    """The root group: typer's, with `kseg spark` added on first need: when it is named, when
+    """The root group: typer's, with each command built on first need: when it is named, when
     the commands are listed (help, completion), or when a name is unknown (click's "did you
-    mean" then knows it). Its module imports what Spark needs from kseg: nothing for `kseg
-    verify` to pay for."""
+    mean" then knows them all)."""
+
+    def _ensure(self, name: str):
+        if name not in self.commands:
+            self.commands[name] = _command(name) if name in COMMANDS else _group(name)
+        return self.commands[name]
 
     def _load(self) -> None:
-        if "spark" not in self.commands:
-            from kseg.cli.commands import spark
-
-            self.commands["spark"] = typer.main.get_group(spark.app)
+        self.commands = {name: self._ensure(name) for name in (*COMMANDS, *GROUPS)}
 
     def list_commands(self, ctx):
         self._load()
         return super().list_commands(ctx)
 
     def get_command(self, ctx, cmd_name: str):
-        if cmd_name not in self.commands:
-            self._load()
+        if cmd_name in COMMANDS or cmd_name in GROUPS:
+            return self._ensure(cmd_name)
+        self._load()
         return super().get_command(ctx, cmd_name)
 
 
@@ -91,24 +119,16 @@ def _root(
     pass
 
 
-# in the order `kseg --help` lists them (typer lists a group's commands, then its sub-groups)
-app.command("dump", cls=Command)(dump.dump)
-app.command("verify", cls=Command, help=verify.VERIFY_HELP)(verify.verify)
-app.command("restore", cls=Command)(verify.restore)
-app.command("salvage", cls=Command, help=salvage.SALVAGE_HELP)(salvage.salvage)
-app.command("seek", cls=Command)(seek.seek)
-app.command("demo", cls=Command)(demo.demo)
-app.command("offsets", cls=Command)(offsets.offsets)
-app.command("stats", cls=Command)(stats.stats)
-app.command("txn", cls=Command)(txn.txn)
-app.command("replicas", cls=Command)(replicas.replicas)
+def index_app() -> typer.Typer:
+    """`kseg index rebuild|check`."""
+    from kseg.cli.commands import index
 
-index_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Rebuild or check `.index`/`.timeindex`/`.txnindex` files offline, exactly as Kafka's "
-    "recovery writes them.",
-)
-index_app.command("rebuild", cls=Command)(index.rebuild)
-index_app.command("check", cls=Command)(index.check)
-app.add_typer(index_app, name="index")
+    app = typer.Typer(
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        help="Rebuild or check `.index`/`.timeindex`/`.txnindex` files offline, exactly as "
+        "Kafka's recovery writes them.",
+    )
+    app.command("rebuild", cls=Command)(index.rebuild)
+    app.command("check", cls=Command)(index.check)
+    return app
