@@ -36,12 +36,40 @@ def kseg_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "kseg"]
 
 
+_fork_server: list = []  # this test process's tests.forkserver.ForkServer, once started
+
+
+def fork_server():
+    """The fork server run_kseg uses (tests/forkserver.py), or None: KSEG_TEST_FORK=0, or no
+    console script (``python -m kseg`` is then the entry point, run as a real process)."""
+    import os
+
+    if os.environ.get("KSEG_TEST_FORK", "1") == "0":
+        return None
+    command = kseg_command()
+    if len(command) != 1:
+        return None
+    if not _fork_server or _fork_server[0].proc.poll() is not None:
+        from tests.forkserver import ForkServer
+
+        _fork_server[:] = [ForkServer(command[0])]
+    return _fork_server[0]
+
+
 def run_kseg(*args, input: bytes | None = None, timeout: float = 120, cwd=None, env=None):
-    """Run kseg as a subprocess; returns CompletedProcess with bytes stdout/stderr."""
+    """Run kseg as a subprocess; returns CompletedProcess with bytes stdout/stderr. The process
+    is forked from a server that has kseg imported (tests/forkserver.py: the console script's
+    entry point, in a process of its own) unless the call needs a fresh interpreter."""
     import subprocess
 
+    argv = [*kseg_command(), *map(str, args)]
+    server = fork_server()
+    if server is not None and server.accepts(argv, env):
+        done = server.run(argv, input=input, timeout=timeout, cwd=cwd, env=env)
+        if done is not None:
+            return done
     return subprocess.run(
-        [*kseg_command(), *map(str, args)],
+        argv,
         input=input,
         capture_output=True,
         timeout=timeout,
