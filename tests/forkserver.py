@@ -10,9 +10,18 @@ installed by main(), and a normal interpreter exit (SystemExit -> status, atexit
 
 What it cannot be, and so runs as a real process (helpers.run_kseg falls back by itself): a
 command line whose environment changes how the interpreter starts (PYTHON*, locale) or that
-starts Spark (`kseg spark`), a call made while another is running (threads), and everything
-when ``KSEG_TEST_FORK=0``. Tests of start-up, signals and the console script itself use
+starts Spark (`kseg spark`), a call made while the test process's umask, blocked signals or
+resource limits differ from the server's start (a child inherits the server's), a call made
+while another is running (threads), ``run_kseg(..., fork=False)``, and everything when
+``KSEG_TEST_FORK=0``. Tests of start-up, signals and the console script itself use
 helpers.kseg_command() with subprocess directly and never come here.
+
+What stays the server's: the string-hash seed (every child of one server hashes alike, so a
+test comparing two runs for order-dependence runs one of them fresh: helpers.same_with_jobs),
+and the std streams' wrappers, built for the server's fds (e.g. ``sys.stdin.seekable()`` on a
+pipe; kseg reads stdin only at a test's stall point). A call that ends half-way (an error, an
+interrupt, a timeout) kills its child and reads its status before it returns, so the next call
+reads its own; if even that fails, the server is dropped and the next call starts another.
 
 This file is both sides: ``ForkServer`` (the test process's client) and, run as a script, the
 server: ``python tests/forkserver.py FD`` serves requests on the Unix socket FD, one at a time.
@@ -55,8 +64,10 @@ class ForkServer:
 
         self.script = script
         self.lock = threading.Lock()
+        self.broken = False  # a call failed half-way: the server is not used again
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.env = dict(os.environ)
+        self.process_state = _process_state()
         self.proc = subprocess.Popen(
             [sys.executable, __file__, str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
@@ -75,18 +86,27 @@ class ForkServer:
         except Exception:  # noqa: BLE001 - a stuck server must not hang the test process's exit
             self.proc.kill()
 
+    def usable(self) -> bool:
+        return not self.broken and self.proc.poll() is None
+
     def accepts(self, argv: list[str], env) -> bool:
-        if argv[0] != self.script or "spark" in argv[1:2]:
+        """Whether the child would be the process subprocess.run makes: the same interpreter
+        start-up (environment), and the same per-process state the server took at its start
+        (umask, blocked signals, resource limits), which a child inherits from the server."""
+        if argv[0] != self.script or "spark" in argv[1:2] or not self.usable():
             return False
         env = os.environ if env is None else env
-        return _startup_env(env) == _startup_env(self.env) and self.proc.poll() is None
+        if _startup_env(env) != _startup_env(self.env):
+            return False
+        return _process_state() == self.process_state
 
     def run(self, argv: list[str], input: bytes | None, timeout: float | None, cwd, env):
-        """subprocess.run(argv, input=, capture_output=True, timeout=, cwd=, env=), forked."""
+        """subprocess.run(argv, input=, capture_output=True, timeout=, cwd=, env=), forked; None
+        when the caller must run a real process instead (a call from another thread is on)."""
         import subprocess
 
         if not self.lock.acquire(blocking=False):
-            return None  # a call from another thread is running: the caller runs a real one
+            return None
         try:
             return self._run(argv, input, timeout, cwd, env, subprocess)
         finally:
@@ -95,71 +115,154 @@ class ForkServer:
     def _run(self, argv, input, timeout, cwd, env, subprocess):
         import time
 
+        if cwd is not None and not os.path.isdir(cwd):
+            return None  # subprocess.run raises its own error for it: a real process does
         request = pickle.dumps(
             {
                 "argv": argv,
-                "env": dict(os.environ if env is None else env),
+                "env": {
+                    os.fsdecode(k): os.fsdecode(v)
+                    for k, v in (_c_environ() if env is None else env).items()
+                },
                 "cwd": os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd(),
             }
         )
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
         if input is not None:
-            in_r, in_w = os.pipe()
-            stdin = in_r
-        else:
-            in_r = in_w = None
-            stdin = _inherited_stdin()
+            input = memoryview(input).cast("B")  # bytes-like only, as subprocess.run wants
+        mine: list[int] = []  # every fd opened here, closed whatever happens
+        theirs: list[int] = []  # the ends the child gets, closed here once sent
+        pid = None
         try:
+            out_r, out_w = _pipe(mine, theirs)
+            err_r, err_w = _pipe(mine, theirs)
+            if input is not None:
+                stdin, in_w = os.pipe()  # the read end is the child's, the write end ours
+                theirs.append(stdin)
+                mine.append(in_w)
+            else:
+                in_w, stdin = None, _inherited_stdin(theirs)
             socket.send_fds(self.sock, [LENGTH.pack(len(request)) + request], [stdin, out_w, err_w])
             (pid,) = PID.unpack(_recv_exact(self.sock, PID.size))
+            if pid <= 0:
+                raise OSError(f"the kseg fork server answered pid {pid}")
+            _close(theirs)
+            deadline = None if timeout is None else time.monotonic() + timeout
+            out, err, timed_out = _communicate(out_r, err_r, in_w, input, deadline, mine)
+            if timed_out:
+                os.kill(pid, 9)  # as subprocess.run does: kill, collect, raise
+            (status,) = PID.unpack(_recv_exact(self.sock, PID.size))
+            pid = None
+        except BaseException:
+            # the call ends here (an error, an interrupt): the child is killed and its status
+            # read, so the next call reads its own; if that fails the server is not used again
+            self._abandon(pid)
+            raise
         finally:
-            for fd in (out_w, err_w, in_r) if input is not None else (out_w, err_w):
-                os.close(fd)
-            if input is None and stdin != 0:
-                os.close(stdin)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        out, err, timed_out = _communicate(out_r, err_r, in_w, input, deadline)
-        if timed_out:
-            os.kill(pid, 9)  # as subprocess.run does: kill, collect, raise
-        (status,) = PID.unpack(_recv_exact(self.sock, PID.size))
+            _close(theirs)
+            _close(mine)
         if timed_out:
             raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
         return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out, err)
 
+    def _abandon(self, pid: int | None) -> None:
+        if pid is None:
+            self.broken = True  # the request may be half sent or the pid unread
+            return
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass  # exited already: the server has (or will have) its status
+        try:
+            self.sock.settimeout(30)
+            _recv_exact(self.sock, PID.size)
+            self.sock.settimeout(None)
+        except BaseException:  # noqa: BLE001 - out of step: start another server next time
+            self.broken = True
 
-def _inherited_stdin() -> int:
+
+def _c_environ() -> dict[bytes, bytes]:
+    """The environment a child of subprocess.run(env=None) gets: the C library's ``environ``,
+    which can hold what os.environ does not (a library's putenv: in the suite, COLUMNS=80
+    appears there and not in os.environ, and `-f table` is narrower for it)."""
+    import ctypes
+
+    environ = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    out: dict[bytes, bytes] = {}
+    i = 0
+    while environ[i] is not None:
+        key, _, value = environ[i].partition(b"=")
+        out.setdefault(key, value)
+        i += 1
+    return out
+
+
+def _process_state() -> tuple:
+    """What a child inherits from the process that forks it besides fds and the environment."""
+    import resource
+    import signal
+
+    mask = os.umask(0)
+    os.umask(mask)
+    limits = tuple(
+        resource.getrlimit(getattr(resource, name))
+        for name in ("RLIMIT_NOFILE", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_CPU")
+    )
+    return mask, frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, [])), limits
+
+
+def _pipe(mine: list[int], theirs: list[int]) -> tuple[int, int]:
+    """A pipe (read end, write end): the read end is ours, the write end the child's."""
+    r, w = os.pipe()
+    mine.append(r)
+    theirs.append(w)
+    return r, w
+
+
+def _close(fds: list[int]) -> None:
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass
+
+
+def _inherited_stdin(theirs: list[int]) -> int:
     """fd 0, as a child of subprocess.run without ``input`` inherits it (/dev/null if closed)."""
     try:
         os.fstat(0)
         return 0
     except OSError:
-        return os.open(os.devnull, os.O_RDONLY)
+        fd = os.open(os.devnull, os.O_RDONLY)
+        theirs.append(fd)
+        return fd
 
 
-def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes | None, deadline):
-    """Read both pipes to their end while writing ``data``; (out, err, timed_out)."""
+def _communicate(out_r, err_r, in_w, data, deadline, mine: list[int]):
+    """Read both pipes to their end while writing ``data``; (out, err, timed_out). A pipe's fd
+    leaves ``mine`` when it is closed here; the caller closes what is left."""
     import selectors
     import time
 
-    chunks = {out_r: [], err_r: []}
-    sel = selectors.DefaultSelector()
-    for fd in chunks:
-        sel.register(fd, selectors.EVENT_READ)
-    view = memoryview(data or b"")
-    if in_w is not None:
-        if view:
-            os.set_blocking(in_w, False)
+    def done(fd: int) -> None:
+        sel.unregister(fd)
+        mine.remove(fd)
+        os.close(fd)
+
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    view = data if data is not None else memoryview(b"")
+    with selectors.DefaultSelector() as sel:
+        for fd in chunks:
+            sel.register(fd, selectors.EVENT_READ)
+        if in_w is not None:
             sel.register(in_w, selectors.EVENT_WRITE)
-        else:
-            os.close(in_w)
-    timed_out = False
-    try:
+            if len(view):
+                os.set_blocking(in_w, False)
+            else:
+                done(in_w)
         while sel.get_map():
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
-                timed_out = True
-                break
+                return b"".join(chunks[out_r]), b"".join(chunks[err_r]), True
             for key, _ in sel.select(wait):
                 fd = key.fd
                 if fd == in_w:
@@ -167,21 +270,15 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes | None, d
                         view = view[os.write(fd, view[:65536]) :]
                     except BrokenPipeError:
                         view = view[:0]
-                    if not view:
-                        sel.unregister(fd)
-                        os.close(fd)
+                    if not len(view):
+                        done(fd)
                     continue
                 block = os.read(fd, 1 << 16)
                 if block:
                     chunks[fd].append(block)
                 else:
-                    sel.unregister(fd)
-                    os.close(fd)
-    finally:
-        for key in list(sel.get_map().values()):
-            os.close(key.fd)
-        sel.close()
-    return b"".join(chunks[out_r]), b"".join(chunks[err_r]), timed_out
+                    done(fd)
+    return b"".join(chunks[out_r]), b"".join(chunks[err_r]), False
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -252,6 +349,9 @@ def _become(request: dict, fds: list[int]) -> None:
         if fd > 2:
             os.close(fd)
     os.chdir(request["cwd"])
+    import ctypes
+
+    ctypes.CDLL(None).clearenv()  # the C environment too: a library's putenv is not in os.environ
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])
