@@ -66,7 +66,7 @@ class ForkServer:
         self.lock = threading.Lock()
         self.broken = False  # a call failed half-way: the server is not used again
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.env = dict(os.environ)
+        self.env = _effective_env(None)  # what a real process started now would get
         self.process_state = _process_state()
         self.proc = subprocess.Popen(
             [sys.executable, __file__, str(theirs.fileno())],
@@ -89,23 +89,27 @@ class ForkServer:
     def usable(self) -> bool:
         return not self.broken and self.proc.poll() is None
 
-    def accepts(self, argv: list[str], env) -> bool:
+    def _accepts(self, argv: list[str], env: dict[str, str], cwd) -> bool:
         """Whether the child would be the process subprocess.run makes: the same interpreter
         start-up (environment), and the same per-process state the server took at its start
-        (umask, blocked signals, resource limits), which a child inherits from the server."""
+        (umask, blocked signals, resource limits), which a child inherits from the server. A
+        missing cwd: subprocess.run raises its own error for it, so a real process does."""
         if argv[0] != self.script or "spark" in argv[1:2] or not self.usable():
             return False
-        env = os.environ if env is None else env
+        if cwd is not None and not os.path.isdir(cwd):
+            return False
         if _startup_env(env) != _startup_env(self.env):
             return False
         return _process_state() == self.process_state
 
     def run(self, argv: list[str], input: bytes | None, timeout: float | None, cwd, env):
         """subprocess.run(argv, input=, capture_output=True, timeout=, cwd=, env=), forked; None
-        when the caller must run a real process instead (a call from another thread is on)."""
+        when the caller must run a real process instead (``_accepts``, or a call from another
+        thread is on)."""
         import subprocess
 
-        if not self.lock.acquire(blocking=False):
+        env = _effective_env(env)
+        if not self._accepts(argv, env, cwd) or not self.lock.acquire(blocking=False):
             return None
         try:
             return self._run(argv, input, timeout, cwd, env, subprocess)
@@ -115,15 +119,10 @@ class ForkServer:
     def _run(self, argv, input, timeout, cwd, env, subprocess):
         import time
 
-        if cwd is not None and not os.path.isdir(cwd):
-            return None  # subprocess.run raises its own error for it: a real process does
         request = pickle.dumps(
             {
                 "argv": argv,
-                "env": {
-                    os.fsdecode(k): os.fsdecode(v)
-                    for k, v in (_c_environ() if env is None else env).items()
-                },
+                "env": env,
                 "cwd": os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd(),
             }
         )
@@ -178,6 +177,12 @@ class ForkServer:
             self.sock.settimeout(None)
         except BaseException:  # noqa: BLE001 - out of step: start another server next time
             self.broken = True
+
+
+def _effective_env(env) -> dict[str, str]:
+    """The environment the child of subprocess.run(env=env) gets, as str."""
+    items = _c_environ() if env is None else env
+    return {os.fsdecode(k): os.fsdecode(v) for k, v in items.items()}
 
 
 def _c_environ() -> dict[bytes, bytes]:
@@ -308,7 +313,8 @@ def _preimport() -> None:
     for info in pkgutil.walk_packages(kseg.__path__, "kseg."):
         if not info.name.startswith(skip):
             importlib.import_module(info.name)
-    for name in ("kseg._kernel", "crc32c", "cramjam", "tabulate", "rich.console"):
+    # ctypes: every child calls clearenv through it (_become), ~3 ms to import each time
+    for name in ("kseg._kernel", "crc32c", "cramjam", "tabulate", "rich.console", "ctypes"):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -45,7 +45,9 @@ def fork_enabled() -> bool:
     process)."""
     import os
 
-    return os.environ.get("KSEG_TEST_FORK", "1") != "0" and len(kseg_command()) == 1
+    from tests.forkserver import ENV
+
+    return os.environ.get(ENV, "1") != "0" and len(kseg_command()) == 1
 
 
 def fork_server():
@@ -73,10 +75,9 @@ def run_kseg(
 
     argv = [*kseg_command(), *map(str, args)]
     server = fork_server() if fork else None
-    if server is not None and server.accepts(argv, env):
-        done = server.run(argv, input=input, timeout=timeout, cwd=cwd, env=env)
-        if done is not None:
-            return done
+    done = server and server.run(argv, input=input, timeout=timeout, cwd=cwd, env=env)
+    if done is not None:
+        return done
     return subprocess.run(
         argv,
         input=input,

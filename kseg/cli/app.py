@@ -123,12 +123,12 @@ def index_app() -> typer.Typer:
     """`kseg index rebuild|check`."""
     from kseg.cli.commands import index
 
-    app = typer.Typer(
+    group = typer.Typer(
         no_args_is_help=True,
         rich_markup_mode=None,
         help="Rebuild or check `.index`/`.timeindex`/`.txnindex` files offline, exactly as "
         "Kafka's recovery writes them.",
     )
-    app.command("rebuild", cls=Command)(index.rebuild)
-    app.command("check", cls=Command)(index.check)
-    return app
+    group.command("rebuild", cls=Command)(index.rebuild)
+    group.command("check", cls=Command)(index.check)
+    return group
