@@ -132,6 +132,70 @@ fn py_walk<'py>(
     Ok((py_bytes(py, raw)?, stop, reason))
 }
 
+/// read_walk(fd, buf, read_from, read_to, walk_from, walk_end, max_batches, piece)
+/// -> (rows, stop, reason, read_end)
+///
+/// Read the file `fd`'s [read_from, read_to) into the writable `buf` at the same positions,
+/// `piece` bytes per pread, and walk as `walk(buf, walk_from, walk_end, max_batches)` does
+/// behind each piece (walk::read_walk). read_end < read_to: a read returned nothing or failed
+/// there (the walk's reason is then 1, call again); the caller reads from there itself.
+#[pyfunction(name = "read_walk")]
+#[allow(clippy::too_many_arguments)]
+fn py_read_walk<'py>(
+    py: Python<'py>,
+    fd: i32,
+    buf: &Bound<'py, PyAny>,
+    read_from: i64,
+    read_to: i64,
+    walk_from: i64,
+    walk_end: i64,
+    max_batches: usize,
+    piece: usize,
+) -> PyResult<(Bound<'py, PyBytes>, usize, u8, usize)> {
+    use std::os::fd::FromRawFd;
+    let b = Bytes::get(buf)?;
+    if b.read_only() {
+        return Err(PyBufferError::new_err(
+            "kernel: read_walk needs a writable buffer",
+        ));
+    }
+    if fd < 0 {
+        return Err(PyValueError::new_err(
+            "kernel: read_walk needs an open file",
+        ));
+    }
+    let len = b.buf.len_bytes();
+    let data: &mut [u8] = if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: a writable, C-contiguous export of 1-byte items kept alive by `b` for the
+        // call; the GIL is held throughout, so no Python code reads or writes it meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(b.buf.buf_ptr() as *mut u8, len) }
+    };
+    // SAFETY: the caller's open fd, borrowed for the call: ManuallyDrop never closes it.
+    let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let (read_from, read_to) = (clamp(read_from, len), clamp(read_to, len));
+    let (walk_from, walk_end) = (clamp(walk_from, len), clamp(walk_end, len));
+    let cap =
+        (walk_end.saturating_sub(walk_from) / layout::HEADER_SIZE + 1).min(max_batches) * walk::ROW;
+    // the walk appends at most `cap` values: none of its appends reallocates
+    let mut rows: Vec<i64> = vec_with(cap).map_err(no_memory)?;
+    let rw = walk::read_walk(
+        &file,
+        data,
+        read_from,
+        read_to,
+        walk_from,
+        walk_end,
+        max_batches,
+        piece,
+        &mut rows,
+    );
+    // SAFETY: as in py_walk, the i64s' own bytes for the copy into the bytes object
+    let raw = unsafe { std::slice::from_raw_parts(rows.as_ptr() as *const u8, rows.len() * 8) };
+    Ok((py_bytes(py, raw)?, rw.stop, rw.reason, rw.read_end))
+}
+
 /// plain_run(rows, base_offset, prev_last, want_epoch or None, epoch_next, stop_at_producer)
 /// -> (n, last_offset, max_timestamp)
 ///
@@ -868,6 +932,7 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_walk, m)?)?;
     m.add_function(wrap_pyfunction!(py_index_add, m)?)?;
     m.add_function(wrap_pyfunction!(py_plain_run, m)?)?;
+    m.add_function(wrap_pyfunction!(py_read_walk, m)?)?;
     m.add_function(wrap_pyfunction!(py_batch_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_records_json, m)?)?;
     m.add_function(wrap_pyfunction!(py_crc32c, m)?)?;

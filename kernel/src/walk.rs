@@ -132,6 +132,114 @@ pub fn walk(
     (pos, STOP_END)
 }
 
+/// Whether the walk's stop at `pos` (STOP_OTHER with only `buf[..avail]` read so far) may be a
+/// plain batch that is not yet all there: its header is cut short, or its header is sane and
+/// its size reaches past `avail`. Anything else at `pos` (legacy magic, a length below the
+/// minimum, a bad CRC, an offset that overflows) stays what it is however much more is read.
+#[inline]
+pub fn cut_short(buf: &[u8], pos: usize, avail: usize) -> bool {
+    if avail < pos || avail - pos < HEADER_SIZE {
+        return true;
+    }
+    if buf[pos + MAGIC_POS] as i8 != MAGIC {
+        return false;
+    }
+    let h = Header::read(buf, pos);
+    h.batch_length >= MIN_BATCH_LENGTH && h.batch_length as usize + LOG_OVERHEAD > avail - pos
+}
+
+/// What `read_walk` did: the walk's (stop, reason) and how far the file was read.
+pub struct ReadWalk {
+    pub stop: usize,
+    pub reason: u8,
+    /// `buf[read_from..read_end]` now holds the file's bytes; short of `read_to` when a read
+    /// returned nothing or failed (the caller reads from there again and reports it).
+    pub read_end: usize,
+}
+
+/// Read the file's `[read_from, read_to)` into `buf` at the same positions, `piece` bytes per
+/// `pread`, and walk (as `walk`, up to `walk_end`) from `walk_from` behind each piece: the
+/// CRC reads the batch while it is still in the CPU's cache, where a walk after one large read
+/// fetches it from memory again. Rows and stop are exactly `walk(buf, walk_from, walk_end)`'s
+/// once the read is whole, with one difference: a plain batch that only ends past `read_to`
+/// (inside `walk_end`) ends the walk with STOP_LIMIT, "call again from here" (the next call
+/// reads on), not STOP_OTHER (the Python core would take it, and read the next window itself).
+/// A read cut short ends the walk with STOP_LIMIT too, and so do `max_batches` rows, which
+/// also end the read (`read_end` short of `read_to`: the rows are full, nothing was cut).
+#[allow(clippy::too_many_arguments)]
+pub fn read_walk(
+    file: &std::fs::File,
+    buf: &mut [u8],
+    read_from: usize,
+    read_to: usize,
+    walk_from: usize,
+    walk_end: usize,
+    max_batches: usize,
+    piece: usize,
+    rows: &mut Vec<i64>,
+) -> ReadWalk {
+    use std::os::unix::fs::FileExt;
+    let read_to = read_to.min(buf.len());
+    let read_from = read_from.min(read_to);
+    let outer = walk_end.min(buf.len()); // the caller's window: it may go on past this read
+    let walk_end = outer.min(read_to);
+    let piece = piece.max(1);
+    let (mut r, mut pos) = (read_from, walk_from);
+    let mut walking = true;
+    let mut reason = STOP_END;
+    while r < read_to {
+        let n = piece.min(read_to - r);
+        match file.read_at(&mut buf[r..r + n], r as u64) {
+            Ok(k) if k > 0 => r += k,
+            // nothing read (the file shrank), an error, a signal (EINTR: Python's handler runs
+            // once the call returns): the caller reads from `r` again and reports what it finds
+            _ => break,
+        }
+        if walking && pos < walk_end && r > pos {
+            let avail = r.min(walk_end);
+            let left = max_batches.saturating_sub(rows.len() / ROW);
+            let (stop, why) = walk(buf, pos, avail, left, rows);
+            pos = stop;
+            // a batch cut by what is read so far: walked on behind the next piece (or call)
+            let wait = why == STOP_OTHER && avail < outer && cut_short(buf, stop, avail);
+            if why == STOP_LIMIT {
+                // the rows are full: read no further, so the next call's walk still finds
+                // what it reads in the cache (the caller makes [.., r) readable, no more)
+                return ReadWalk {
+                    stop,
+                    reason: why,
+                    read_end: r,
+                };
+            }
+            if why == STOP_OTHER && !wait {
+                walking = false;
+                reason = why;
+            }
+        }
+    }
+    if walking {
+        if r < read_to {
+            reason = STOP_LIMIT; // the read stopped short: what is walked stands, call again
+        } else {
+            if pos < walk_end {
+                // nothing was left to read, or the last piece ended inside a batch
+                let left = max_batches.saturating_sub(rows.len() / ROW);
+                let (stop, why) = walk(buf, pos, walk_end, left, rows);
+                pos = stop;
+                reason = why;
+            }
+            if reason == STOP_OTHER && walk_end < outer && cut_short(buf, pos, walk_end) {
+                reason = STOP_LIMIT;
+            }
+        }
+    }
+    ReadWalk {
+        stop: pos,
+        reason,
+        read_end: r,
+    }
+}
+
 /// kseg.format.index_rule.IndexBuilder's state, field for field.
 #[derive(Clone, Debug)]
 pub struct IndexState {

@@ -47,15 +47,25 @@ def walk_blocks(buf, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         return
     behind = _Behind(buf, start)
     ensure = getattr(buf, "ensure", None)  # a buffer read on demand (storage.mapped.ShadowMap)
+    # ...whose reads the kernel can make itself, walking behind each piece (mapped.READ_PIECE)
+    read_walk = getattr(buf, "read_walk", None) if ensure is not None else None
     walk = k.walk
     pos = start
     while pos < end:
         if pos >= behind.next:
             behind.passed(pos)
         window = min(end, pos + WINDOW)
+        done = None
         if ensure is not None:  # read on demand: as much at a time as the core's walk holds
-            window = min(window, ensure(pos, min(window, pos + READ_WINDOW)))
-        rows, stop, reason = walk(buf, pos, window, CHUNK_BATCHES)
+            ahead = min(window, pos + READ_WINDOW)
+            if read_walk is not None:
+                done = read_walk(k.read_walk, pos, ahead, window, CHUNK_BATCHES)
+            if done is None:
+                window = min(window, ensure(pos, ahead))
+        if done is None:
+            rows, stop, reason = walk(buf, pos, window, CHUNK_BATCHES)
+        else:
+            rows, stop, reason, _ = done
         if rows:
             yield rows
         pos = stop

@@ -299,14 +299,14 @@ def test_kernel_scan_holds_a_bounded_window(tmp_path, monkeypatch):
     monkeypatch.setattr(mapped, "KEEP_BEHIND", 128 << 10)
     monkeypatch.setattr(kernel_walk, "READ_WINDOW", 64 << 10)
     widest = [0]
-    real = mapped.ShadowMap.ensure
+    real = mapped.ShadowMap._commit  # what ensure and the kernel's fused read_walk end with
 
-    def ensure(self, start, end):
-        out = real(self, start, end)
+    def commit(self, target):
+        out = real(self, target)
         widest[0] = max(widest[0], self.hi - self.lo)
         return out
 
-    monkeypatch.setattr(mapped.ShadowMap, "ensure", ensure)
+    monkeypatch.setattr(mapped.ShadowMap, "_commit", commit)
     use(monkeypatch, kernel.RUST)
     rust = scan_facts(scan_segment(log, check_indexes=False))
     assert rust["batches"] == 600
