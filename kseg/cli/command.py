@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from typer.core import TyperCommand
 
+from kseg.cli import startup
 from kseg.outcome import BadOption
 
 
@@ -13,6 +14,7 @@ class Command(TyperCommand):
     usage error, exactly as click shows its own (exit 16)."""
 
     def invoke(self, ctx):
+        startup.resume()  # start-up is over: the collector as it was (kseg.cli.startup)
         try:
             return super().invoke(ctx)
         except BadOption as exc:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import sys
 
-from kseg.cli import signals
+from kseg.cli import signals, startup
 from kseg.cli.signals import Interrupted
 
 
 def main() -> None:
     """The console script."""
+    startup.pause()  # the collector resumes as the command begins (kseg.cli.startup)
     signals.install()
     install_memory_hook()
     try:
