@@ -20,7 +20,7 @@ from kseg.cli.choices import StatsFormat as StatsFormat
 
 def _paths(help: str):
     # readable=False: kseg reports an unreadable path itself (exit 8), not as a usage error
-    return typer.Argument(help=help, show_default=False, readable=False)
+    return typer.Argument(help=help, show_default=False, readable=False, metavar="PATH")
 
 
 # --- shared by several commands ---------------------------------------------------------------
@@ -40,6 +40,7 @@ SparkPathsArg = Annotated[
     typer.Argument(
         help="log.dirs roots, trees of them, or partition dirs (paths or URIs).",
         show_default=False,
+        metavar="PATH",
     ),
 ]
 TopicOpt = Annotated[
@@ -251,6 +252,7 @@ QuarantineDirArg = Annotated[
     typer.Argument(
         help="A partition's quarantine dir (holds manifest.json) or a run's dir (one per "
         "partition), as written by verify --repair.",
+        metavar="QUARANTINE_DIR",
     ),
 ]
 RestoreForceOpt = Annotated[
@@ -350,7 +352,9 @@ PlotOpt = Annotated[
 
 # --- demo -----------------------------------------------------------------------------------
 
-DemoDirArg = Annotated[Path, typer.Argument(help="Where to write the example log.dirs tree.")]
+DemoDirArg = Annotated[
+    Path, typer.Argument(help="Where to write the demo tree.", metavar="DIRECTORY")
+]
 
 # --- txn ------------------------------------------------------------------------------------
 TxnAtOpt = Annotated[str | None, typer.Option("--at", help="As of this time (as --at of offsets).")]

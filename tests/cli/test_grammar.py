@@ -128,3 +128,19 @@ def test_what_click_rejects_is_a_usage_error(argv, tmp_path):
         assert err.count("\n") == 1 and err.endswith(" --help')\n"), err
     else:
         assert proc.stderr.startswith(b"Usage: kseg [OPTIONS] COMMAND [ARGS]...")
+
+
+@pytest.mark.parametrize(
+    ("command", "usage"),
+    [
+        ("dump", "kseg dump [OPTIONS] PATH..."),
+        ("restore", "kseg restore [OPTIONS] QUARANTINE_DIR"),
+        ("demo", "kseg demo [OPTIONS] [DIRECTORY]"),
+        ("index check", "kseg index check [OPTIONS] PATH..."),
+        ("spark stats", "kseg spark stats [OPTIONS] PATH..."),
+    ],
+)
+def test_usage_lines_name_their_arguments(command, usage):
+    """As man pages write them, whatever typer's release (0.27.3 wrote `{paths}...`)."""
+    out = run_kseg(*command.split(), "--help").stdout.decode()
+    assert out.splitlines()[0] == f"Usage: {usage}"
