@@ -3,7 +3,7 @@ forked from an interpreter that has already imported kseg and typer.
 
 Why: the suite runs thousands of `kseg` processes on small fixtures, and each spent ~0.15 CPU
 seconds starting (the interpreter, typer, kseg's modules) for ~0.01-0.05 s of work: a third of
-a pass's CPU (BENCHMARKS.md, "Test suite (issue 33)"). A forked child skips the imports and
+a pass's CPU (docs/benchmarks-history.md, "Test suite (issue 33)"). A forked child skips the imports and
 is otherwise the process the console script makes: its own pid, the caller's pipes as fds 0-2,
 the caller's cwd, environment and argv, signals at the interpreter's defaults, kseg's handlers
 installed by main(), and a normal interpreter exit (SystemExit -> status, atexit, flushes).

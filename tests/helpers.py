@@ -11,6 +11,13 @@ import pytest
 
 from kseg.cli.entry import run_app
 
+DOCS = Path(__file__).resolve().parents[1] / "docs"  # the documentation site's pages (mkdocs)
+
+
+def doc(page: str) -> str:
+    """The text of a documentation page, e.g. ``doc("runbooks/stuck-transaction.md")``."""
+    return (DOCS / page).read_text()
+
 
 def run_cli(monkeypatch, capsysbinary, *args) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["kseg", *map(str, args)])

@@ -3,7 +3,7 @@
 Start-up (the imports of typer, rich, click and the command's modules, the app's build)
 allocates ~100,000 objects that live until the process ends; each of the collections they set
 off walks them all again for nothing: 7 ms of `kseg --version`'s 100 and 12 ms of a `kseg
-verify` start (BENCHMARKS.md). The console script pauses the collector before its imports and
+verify` start (docs/benchmarks-history.md). The console script pauses the collector before its imports and
 the command resumes it as it begins (kseg.cli.command.Command.invoke), with what start-up made
 moved out of its sight (``gc.freeze``: never collected, never walked again). A host program
 that runs commands in-process (tests) never pauses it."""

@@ -96,7 +96,7 @@ def _item_chunks(item, opts: DumpOptions, budget: Budget, several: bool, json_li
 def _jobs(opts: DumpOptions) -> int | None:
     """The workers a dump's items are spread over: a search (a record filter) and --count in
     ``opts.jobs``; --limit (a stop shared by every item) and a plain dump (its events cost more
-    to move between processes than to decode: BENCHMARKS.md) in this process."""
+    to move between processes than to decode: docs/benchmarks-history.md) in this process."""
     if opts.limit is not None:
         return 1
     if opts.count or opts.record_filter is not None:

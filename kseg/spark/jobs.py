@@ -372,7 +372,7 @@ def choose_writer(
     writer: str | None, fmt: str, partition_by, out: str, codec: str = "snappy"
 ) -> str:
     """The export's writer, "arrow" or "spark": ``writer`` if it serves, else a usage mistake
-    (BadOption); None picks arrow wherever it serves (measured faster, BENCHMARKS.md)."""
+    (BadOption); None picks arrow wherever it serves (measured faster, docs/benchmarks-history.md)."""
     from kseg.outcome import BadOption
     from kseg.spark.parquet_out import unserved
 

@@ -131,7 +131,7 @@ def jobs_for(jobs: int | None) -> int:
 
 # Without --jobs, a worker per this much input at least: below it a worker costs more than it
 # saves (its fork, its socket and the events it pickles against 10-30 ms of walk; a verify of a
-# 1.5 MB root took 40-70 ms more CPU with 2 workers than with one). BENCHMARKS.md.
+# 1.5 MB root took 40-70 ms more CPU with 2 workers than with one). docs/benchmarks-history.md.
 MIN_WORKER_BYTES = 32 << 20
 
 

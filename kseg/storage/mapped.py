@@ -37,7 +37,7 @@ from kseg.storage.uri import UriPath
 _PAGE = mmap.PAGESIZE
 FILL_STEP = 8 << 20  # read ahead of the walk in pieces of this size
 # the kernel's walk reads its window in pieces of this size, each walked (CRC) while it is still
-# in the CPU's cache: 2 GiB of 16 KiB batches, 0.45 -> 0.36 CPU s of read + CRC (BENCHMARKS.md)
+# in the CPU's cache: 2 GiB of 16 KiB batches, 0.45 -> 0.36 CPU s of read + CRC (docs/benchmarks-history.md)
 READ_PIECE = 256 << 10
 KEEP_BEHIND = 16 << 20  # release what the walk has passed beyond this much
 MOVE_BLOCK = 2 << 20  # passed pages are moved ahead in aligned blocks of this size (a huge page)

@@ -1,4 +1,4 @@
-"""The operator contract of every command (README "Conventions of every command"), each statement
+"""The operator contract of every command (docs/conventions.md), each statement
 tested through the real entry point as a subprocess, on the layouts that broke it (issue 12):
 interrupts, nothing Kafka found, partitions without a .log, directories of broker roots, the
 exit-code table, --version, completion, examples in --help, where JSON objects come from."""
@@ -743,11 +743,11 @@ def test_top_level_help_lists_every_exit_code():
     assert [c for c, _ in TABLE] == [0, 1, 4, 8, 16, 32]
 
 
-def test_readme_conventions_show_the_table():
-    readme = README.read_text()
-    section = readme.split("## Conventions of every command", 1)[1].split("\n## ", 1)[0]
-    for code, text in TABLE:
-        assert f"| `{code}` | {text} |" in section, code
+@pytest.mark.parametrize("where", ["README.md", "docs/conventions.md"])
+def test_readme_conventions_show_the_table(where):
+    text = (README.parent / where).read_text()
+    for code, text_ in TABLE:
+        assert f"| `{code}` | {text_} |" in text, code
 
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from kseg.fixtures.replicas import SCENARIOS, ReplicaSpec, Run, build, write_replica
-from tests.helpers import events, run_kseg
+from tests.helpers import doc, events, run_kseg
 
 
 @pytest.fixture(scope="module")
@@ -199,8 +199,8 @@ def test_unreadable_replica_is_8(roots, tmp_path):
     assert "named pipe" in proc.stderr.decode() and proc.stderr.decode().count("\n") == 1
 
 
-def test_the_readme_example_output_is_what_kseg_replicas_prints(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_documented_example_output_is_what_kseg_replicas_prints(tmp_path):
+    readme = doc("commands/replicas.md")
     block = readme.split("```sh\n$ kseg replicas copies\n", 1)[1].split("```", 1)[0]
     build(tmp_path / "copies", "unclean")
     proc = run_kseg("replicas", "copies", cwd=tmp_path)

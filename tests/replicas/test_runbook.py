@@ -1,4 +1,4 @@
-"""README's runbook "after an unclean leader election", run as written on copies of the
+"""The runbook "after an unclean leader election" (docs/runbooks/), run as written on copies of the
 fixture's roots (the paths replaced, the console producer replaced by `cat`)."""
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ from tests.txn.test_runbook import _block, _run
 def test_replicas_runbook_commands_run_as_written(tmp_path):
     build(tmp_path / "incident", "unclean")
     build(tmp_path / "after", "match")
-    lines = [x for x in _block("### Runbook: after an unclean leader election").splitlines()]
+    lines = [
+        x
+        for x in _block(
+            "# Runbook: after an unclean leader election", "runbooks/unclean-election.md"
+        ).splitlines()
+    ]
     steps = [x for x in lines if x.strip() and not x.startswith("#")]
     assert len(steps) == 6
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import orjson
 import pyarrow as pa
@@ -16,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kseg.spark
-from tests.helpers import events
+from tests.helpers import doc, events
 from tests.spark.services import BUCKET, workers_with_tasks
 from tests.spark.test_spark import _rows, expected_records
 
@@ -162,9 +161,9 @@ def test_cluster_stats_on_s3_equal_the_local_run(cluster, spark, on_s3, tree, tm
 
 
 def _readme_recipe() -> str:
-    """The spark-submit command of the README's "A standalone cluster", as written."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### A standalone cluster", 1)[1]
+    """The spark-submit command of docs/spark.md's "A standalone cluster", as written."""
+    readme = doc("spark.md")
+    section = readme.split("## A standalone cluster", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     return block[block.index("PYSPARK_PYTHON=") :]
 

@@ -1,4 +1,4 @@
-"""README's runbook "consumers are stuck: is a transaction hanging?" and its example output, run
+"""The runbook "consumers are stuck: is a transaction hanging?" (docs/runbooks/) and its example output, run
 as written (the data dir path replaced by a copy of the fixture root)."""
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ from pathlib import Path
 
 from kseg.fixtures.transactions import build_root
 from kseg.storage.writer import LogWriter
-from tests.helpers import kseg_command
+from tests.helpers import doc, kseg_command
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = "runbooks/stuck-transaction.md"
 DATA = "/var/lib/kafka/data"
 
 
-def _block(after: str) -> str:
-    text = README.read_text().split(after, 1)[1]
+def _block(after: str, page: str = PAGE) -> str:
+    """The first ``sh`` block after ``after`` on the documentation page ``page``."""
+    text = doc(page).split(after, 1)[1]
     return text.split("```sh\n", 1)[1].split("```", 1)[0]
 
 
@@ -48,7 +49,7 @@ def test_runbook_commands_run_as_written(tmp_path):
         w.append([Record(b"k", b"v")], producer_id=1, producer_epoch=0, base_sequence=0,
                  transactional=True)  # fmt: skip
         w.append_control(commit=False, producer_id=1, producer_epoch=0)
-    lines = [x for x in _block("### Runbook: consumers are stuck").splitlines() if x.strip()]
+    lines = [x for x in _block("# Runbook: consumers are stuck").splitlines() if x.strip()]
     steps = [x for x in lines if not x.startswith("#")]
     assert len(steps) == 6
     one, two, three, four, abort, five = steps
