@@ -137,8 +137,10 @@ fn py_walk<'py>(
 ///
 /// Read the file `fd`'s [read_from, read_to) into the writable `buf` at the same positions,
 /// `piece` bytes per pread, and walk as `walk(buf, walk_from, walk_end, max_batches)` does
-/// behind each piece (walk::read_walk). read_end < read_to: a read returned nothing or failed
-/// there (the walk's reason is then 1, call again); the caller reads from there itself.
+/// behind each piece (walk::read_walk). read_end < read_to: the rows filled up (reason 1), or
+/// a read returned nothing or failed there (reason 1, or 2 when the walk had stopped at an
+/// entry before); the caller reads from read_end itself. The GIL is held throughout: the
+/// buffer is written, and kseg walks in processes, not threads.
 #[pyfunction(name = "read_walk")]
 #[allow(clippy::too_many_arguments)]
 fn py_read_walk<'py>(
@@ -152,7 +154,7 @@ fn py_read_walk<'py>(
     max_batches: usize,
     piece: usize,
 ) -> PyResult<(Bound<'py, PyBytes>, usize, u8, usize)> {
-    use std::os::fd::FromRawFd;
+    use std::os::fd::BorrowedFd;
     let b = Bytes::get(buf)?;
     if b.read_only() {
         return Err(PyBufferError::new_err(
@@ -172,8 +174,21 @@ fn py_read_walk<'py>(
         // call; the GIL is held throughout, so no Python code reads or writes it meanwhile.
         unsafe { std::slice::from_raw_parts_mut(b.buf.buf_ptr() as *mut u8, len) }
     };
-    // SAFETY: the caller's open fd, borrowed for the call: ManuallyDrop never closes it.
-    let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    // SAFETY: the caller's open fd (a ShadowMap's, open while the map is), borrowed for the
+    // call; the File reads through a duplicate of it, which is its own to close.
+    let file = match unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned() {
+        Ok(owned) => std::fs::File::from(owned),
+        // no fd to spare (EMFILE), or none there: nothing read, "call again"; the caller reads
+        // [read_from, read_to) itself and says what the fd's trouble is
+        Err(_) => {
+            return Ok((
+                py_bytes(py, &[])?,
+                clamp(walk_from, len),
+                walk::STOP_LIMIT,
+                clamp(read_from, len),
+            ))
+        }
+    };
     let (read_from, read_to) = (clamp(read_from, len), clamp(read_to, len));
     let (walk_from, walk_end) = (clamp(walk_from, len), clamp(walk_end, len));
     let cap =

@@ -8,6 +8,7 @@ bytes; a read cut short (the file shrank) keeps what it walked and says "call ag
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -121,10 +122,13 @@ def test_bad_arguments_are_errors_not_crashes(tmp_path, k):
             k.read_walk(fd, bytes(100), 0, 100, 0, 100, 10, 4096)  # read-only
         with pytest.raises(ValueError):
             k.read_walk(-1, bytearray(100), 0, 100, 0, 100, 10, 4096)
-        # a closed fd (or any failing read) reads nothing: the caller reads again and reports
-        bad = os.open(path, os.O_RDONLY)
-        os.close(bad)
-        assert k.read_walk(bad, bytearray(100), 0, 100, 0, 100, 10, 4096)[1:] == (0, LIMIT, 0)
+        # a failing read (here: an fd open for writing only) reads nothing: the caller reads
+        # again and reports what it finds
+        bad = os.open(path, os.O_WRONLY)
+        try:
+            assert k.read_walk(bad, bytearray(100), 0, 100, 0, 100, 10, 4096)[1:] == (0, LIMIT, 0)
+        finally:
+            os.close(bad)
         # positions past the buffer are clamped to it
         got = k.read_walk(fd, bytearray(10), -5, 10**9, -5, 10**9, 10, 4096)
         assert got[3] == 10
@@ -145,7 +149,7 @@ def small_windows(monkeypatch):
 
 @pytest.mark.parametrize("rows", [2, 4096])
 def test_walk_blocks_over_the_map_reads_through_the_kernel(
-    tree, corrupt_cases, small_windows, monkeypatch, rows, k
+    tree, corrupt_cases, small_windows, monkeypatch, tmp_path, rows, k
 ):
     """Every segment of the fixture trees, window after window, rows a few at a time or many:
     the fused path is taken, and the blocks (and the error that ends a damaged walk) are
@@ -173,7 +177,7 @@ def test_walk_blocks_over_the_map_reads_through_the_kernel(
             return b"".join(out), (type(exc), str(exc))
         return b"".join(out), None
 
-    logs = segments(tree)
+    logs = segments(tree) + [_big_segment(tmp_path)]  # one long enough to recycle pages
     for case in corrupt_cases:
         logs += segments(case.partition_dir)
     stopped = 0
@@ -187,14 +191,44 @@ def test_walk_blocks_over_the_map_reads_through_the_kernel(
     assert any(full) == (rows < 10)
 
 
-def test_a_file_cut_during_the_fused_read_names_the_byte(tmp_path, small_windows, k):
-    from .test_differential import make_segment as seg
-
+def _big_segment(tmp_path, batches: int = 200) -> Path:
+    """~200 KB of ~1 KB batches: many windows of small_windows, pages moved ahead."""
     data = b"".join(
-        seg([([(b"k%d" % i, bytes([i]) * 900, [], i)], i, False, None, 0)]) for i in range(200)
+        make_segment([([(b"k%d" % i, bytes([i % 251]) * 900, [], i)], i, False, None, 0)])
+        for i in range(batches)
     )
-    log = tmp_path / "00000000000000000000.log"
+    log = tmp_path / "big" / "00000000000000000000.log"
+    log.parent.mkdir(exist_ok=True)
     log.write_bytes(data)
+    return log
+
+
+def test_a_read_the_kernel_leaves_short_is_finished_by_the_map(
+    tmp_path, small_windows, monkeypatch, k
+):
+    """The kernel's read stops short (a signal, EIO, a file that shrank and grew back): the
+    map reads the rest itself, and the walk goes on exactly as over the bytes."""
+    import kseg._kernel
+
+    real = k.read_walk
+    short = []
+
+    def half(fd, buf, read_from, read_to, *rest):
+        mid = read_from + (read_to - read_from) // 2
+        got = real(fd, buf, read_from, mid, *rest)
+        short.append(got[3] < read_to)
+        return got
+
+    monkeypatch.setattr(kseg._kernel, "read_walk", half)
+    log = _big_segment(tmp_path)
+    expected = b"".join(kernel_walk.walk_blocks(log.read_bytes()))
+    with mapped.mapped(log) as buf:
+        assert b"".join(kernel_walk.walk_blocks(buf)) == expected
+    assert sum(short) > 10
+
+
+def test_a_file_cut_during_the_fused_read_names_the_byte(tmp_path, small_windows, k):
+    log = _big_segment(tmp_path)
     with mapped.mapped(log) as buf:
         blocks = kernel_walk.walk_blocks(buf)
         next(blocks)
