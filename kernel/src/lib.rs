@@ -959,6 +959,6 @@ fn _kernel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Buf>()?;
     m.add("ROW", walk::ROW)?;
     m.add("MODES", ("auto", "utf8", "hex", "base64", "redact"))?;
-    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    m.add("VERSION", env!("KSEG_VERSION"))?; // kseg/__init__.py's __version__ (build.rs)
     Ok(())
 }
