@@ -1,5 +1,5 @@
-"""The runbooks "a broker crashed" and "a segment is damaged" (docs/runbooks/), run line by line
-as written on a damaged copy of the demo tree: /var/lib/kafka/data is the copy, the quarantine
+"""The runbooks "a broker crashed", "a segment is damaged" and "reset a consumer group"
+(docs/runbooks/), run line by line as written on a (damaged) copy of the demo tree: /var/lib/kafka/data is the copy, the quarantine
 run a line names is the newest one there, `systemctl start kafka` is `true`, /mnt/spare a fresh
 directory, and orders-3 the damaged partition (the demo's orders-0). Each line exits as its
 comment says. (The other two runbooks have tests of their own: tests/txn, tests/replicas.)"""
@@ -18,16 +18,23 @@ from tests.helpers import doc, kseg_command
 
 
 @pytest.fixture
-def data(tmp_path) -> Path:
+def clean_data(tmp_path) -> Path:
+    """A copy of the demo as /var/lib/kafka/data."""
     for _ in write_demo(tmp_path / "demo"):
         pass
     root = tmp_path / "lib" / "data"
     root.parent.mkdir()
     subprocess.run(["cp", "-r", str(tmp_path / "demo"), str(root)], check=True)
-    with open(root / "orders-0" / "00000000000000000054.log", "r+b") as f:
-        f.seek(300)
-        f.write(b"\xff")  # a flipped byte inside a batch: a CRC mismatch
     return root
+
+
+@pytest.fixture
+def data(clean_data) -> Path:
+    """The same with a flipped byte inside a batch of orders-0: a CRC mismatch."""
+    with open(clean_data / "orders-0" / "00000000000000000054.log", "r+b") as f:
+        f.seek(300)
+        f.write(b"\xff")
+    return clean_data
 
 
 def _lines(page: str) -> list[str]:
@@ -75,3 +82,23 @@ def test_a_segment_is_damaged(data):
     assert (
         subprocess.run([*kseg_command(), "verify", str(data)], capture_output=True).returncode == 4
     )
+
+
+def test_reset_a_group(clean_data):
+    """Each step exits 0; the reset files are what kafka-consumer-groups --from-file reads
+    (topic,partition,offset lines), here replaced by a check of that file."""
+    lines = _lines("runbooks/reset-group.md")
+    assert len(lines) == 6 and lines[4].startswith("kafka-consumer-groups.sh ")
+    lib = clean_data.parent
+    answers = {}
+    for i, line in enumerate(lines[:4]):
+        proc = _run(line, clean_data)
+        assert proc.returncode == 0, (line, proc.stderr.decode())
+        if "reset.csv" in line:
+            answers[i] = (lib / "reset.csv").read_text()
+    offsets, seek = answers[2], answers[3]
+    assert offsets == "orders,0,110\norders,1,15\ntxn,0,25\n"
+    assert seek == "orders,0,99\norders,1,101\n"  # the first records at or after 22:13:40
+    for line in lines[4:]:
+        tool = line.split(" --from-file ", 1)
+        assert tool[1].startswith("reset.csv ") and "--reset-offsets" in tool[0]
