@@ -95,7 +95,8 @@ def _commands(d: dict[str, Path], work: Path) -> Iterator[tuple[str, ...]]:
     yield ("salvage", damaged, "--dry-run")
     yield ("verify", str(d["k07"]))
     if REAL.is_dir():
-        for data in sorted(REAL.glob("*/data")):
+        roots = [*REAL.glob("*/data"), *REAL.glob("*/kafka-logs"), *REAL.glob("*/tmp/kafka-logs")]
+        for data in sorted(roots):
             yield ("verify", str(data))
             yield ("dump", str(data), "--limit", "200")
             if any(data.glob("__consumer_offsets-*")):
