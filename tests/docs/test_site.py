@@ -121,3 +121,10 @@ def test_the_readme_tour_runs_as_written(tmp_path):
             assert proc.returncode == (4 if four else 0), (line, proc.stderr.decode())
         ran_kseg = line.startswith("kseg ")
         assert (proc.stdout or not ran_kseg) and b"Traceback" not in proc.stderr, line
+
+
+def test_the_site_shows_the_readme_s_tour():
+    """The home page carries the README's tour (a site reader never sees the README)."""
+    tour = README.read_text().split("## A tour on the demo\n", 1)[1].split("\n## ", 1)[0]
+    home = (ROOT / "docs" / "index.md").read_text()
+    assert tour.strip() in home
