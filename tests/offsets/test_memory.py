@@ -138,8 +138,16 @@ class Late:
         raise MemoryError
 
 if sys.argv[1] == "generator":
-    g = gen(); next(g); cycle = [g]; cycle.append(cycle)
-    del g, cycle  # a cycle: closed by the garbage collector, during the run
+    import kseg.cli.startup as startup
+
+    resume = startup.resume
+
+    def resume_then_garbage():  # as the command begins (start-up ran without the collector)
+        resume()
+        g = gen(); next(g); cycle = [g]; cycle.append(cycle)
+        del g, cycle  # a cycle: closed by the garbage collector, during the run
+
+    startup.resume = resume_then_garbage
 else:
     sys.modules["late"] = Late()  # finalized at shutdown, after the status is decided
 sys.argv = ["kseg", "offsets", sys.argv[2], "--list", "-f", "json"]
