@@ -22,7 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMITED_API = "cp311"  # the oldest CPython the abi3 wheel loads on
 
 
-def build(out: Path, *, sdist: bool = True, isolated: bool = False) -> list[Path]:
+def build(
+    out: Path, *, sdist: bool = True, isolated: bool = False, source: Path = ROOT
+) -> list[Path]:
+    """Build into ``out`` from ``source`` (a checkout: this one by default; the tests give a
+    copy, so that setuptools' build/ and egg-info of this one are never written by two builds
+    at once). The kernel's cargo target directory stays this checkout's (CARGO_TARGET_DIR):
+    cargo locks it, and a copy reuses what is compiled."""
     out.mkdir(parents=True, exist_ok=True)
     raw = out / "raw"
     shutil.rmtree(raw, ignore_errors=True)
@@ -30,9 +36,10 @@ def build(out: Path, *, sdist: bool = True, isolated: bool = False) -> list[Path
     if not isolated:
         base.append("--no-isolation")
     limited = f"--build-option=--py-limited-api={LIMITED_API}"
-    subprocess.run([*base, "--wheel", f"-C{limited}", str(ROOT)], check=True)
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "kernel" / "target")}
+    subprocess.run([*base, "--wheel", f"-C{limited}", str(source)], check=True, env=env)
     if sdist:
-        subprocess.run([*base, "--sdist", str(ROOT)], check=True)
+        subprocess.run([*base, "--sdist", str(source)], check=True, env=env)
     made = []
     for path in sorted(raw.iterdir()):
         if path.suffix == ".whl" and _has("auditwheel"):

@@ -20,6 +20,8 @@ import pytest
 import kseg
 
 ROOT = Path(__file__).resolve().parents[2]
+# one worker builds once for the module's tests (two builds of one tree at once collide)
+pytestmark = pytest.mark.xdist_group("packaging")
 NO_CARGO = {**os.environ, "PATH": "/usr/bin:/bin"}
 for _name in ("PYTHONPATH", "KSEG_KERNEL"):  # (CI runs the suite with KSEG_KERNEL set)
     NO_CARGO.pop(_name, None)
@@ -32,7 +34,11 @@ def dists(tmp_path_factory) -> dict[str, Path]:
     from tools.build_wheel import build
 
     out = tmp_path_factory.mktemp("dist")
-    made = build(out)
+    source = tmp_path_factory.mktemp("source") / "kseg"
+    skip = shutil.ignore_patterns(".git", ".venv", "build", "dist", "site", "target", "*.egg-info",
+                                  "__pycache__", "*.so", ".hypothesis", ".pytest_cache")  # fmt: skip
+    shutil.copytree(ROOT, source, ignore=skip)  # a checkout of its own: see tools/build_wheel
+    made = build(out, source=source)
     wheels = [p for p in made if p.suffix == ".whl"]
     sdists = [p for p in made if p.name.endswith(".tar.gz")]
     assert len(wheels) == 1 and len(sdists) == 1, made
