@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import kseg_command
+from tests.helpers import kseg_command, run_kseg
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -58,16 +58,10 @@ def test_the_reference_covers_every_command():
     from tools import reference
 
     pages = reference.reference_pages()
-    top = run_help()
+    top = run_kseg("--help").stdout.decode()
     for name in re.findall(r"^  (\w+) ", top.split("Commands:", 1)[1], re.M):
         assert f"{name}.md" in pages, name
     assert {"index-check.md", "index-rebuild.md", "spark-export.md"} <= set(pages)
-
-
-def run_help() -> str:
-    return subprocess.run(
-        [*kseg_command(), "--help"], capture_output=True, timeout=60
-    ).stdout.decode()
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
