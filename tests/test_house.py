@@ -33,6 +33,7 @@ LAYERS = {
             "salvage",
             "txn",
             "replicas",
+            "schemas",
         ),
         2,
     ),

@@ -42,6 +42,7 @@ COMMANDS = {
     "stats": ("stats", "stats", None),
     "txn": ("txn", "txn", None),
     "replicas": ("replicas", "replicas", None),
+    "schemas": ("schemas", "schemas", None),
 }
 GROUPS = ("index", "spark")  # typer lists a group's commands, then its sub-groups
 

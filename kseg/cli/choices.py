@@ -39,6 +39,7 @@ class Payload(str, Enum):
     json = "json"
     none = "none"
     redact = "redact"
+    schema = "schema"
 
 
 class Decoder(str, Enum):

@@ -99,12 +99,15 @@ def compile_format(fmt: str) -> list:
     return parts
 
 
-def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes | StreamedLine]:
+def record_formatter(
+    parts: list, tags: dict, shown: Callable[[tuple], tuple] | None = None
+) -> Callable[[tuple, str], bytes | StreamedLine]:
     """A function (record tuple, file) -> the record's bytes in the format (dump's record
     event maker); ``tags``: the partition's (kseg.dump.plan.partition_tags). A record of many
     headers (kseg.format.headers.Headers) with ``%h`` gives a StreamedLine: its headers are
-    written in chunks."""
-    plain = _plain_formatter(parts, tags)
+    written in chunks. ``shown``: (record) -> the (key, value) that ``%k`` and ``%s`` print
+    (--payload schema: the decoded values); the sizes stay the stored ones."""
+    plain = _plain_formatter(parts, tags, shown)
     if "h" not in parts:
         return plain
     # the format around each %h, for a record whose headers are written in chunks
@@ -114,7 +117,7 @@ def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes | 
             around.append([])
         else:
             around[-1].append(part)
-    pieces = [_plain_formatter(seg, tags) for seg in around]
+    pieces = [_plain_formatter(seg, tags, shown) for seg in around]
 
     def streamed(rec: tuple) -> Iterator[bytes]:
         headers = rec[3]
@@ -139,7 +142,7 @@ def record_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes | 
     return make
 
 
-def _plain_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes]:
+def _plain_formatter(parts: list, tags: dict, shown=None) -> Callable[[tuple, str], bytes]:
     topic = tags.get("topic")
     partition = tags.get("partition")
     t = b"" if topic is None else topic.encode("utf-8", "surrogateescape")
@@ -147,14 +150,15 @@ def _plain_formatter(parts: list, tags: dict) -> Callable[[tuple, str], bytes]:
 
     def make(rec: tuple, _name: str = "") -> bytes:
         key, value, ts, headers, offset, _seq, _ts_type = rec
+        sk, sv = (key, value) if shown is None else shown(rec)
         out = []
         for part in parts:
             if type(part) is bytes:
                 out.append(part)
             elif part == "s":
-                out.append(value or b"")
+                out.append(sv or b"")
             elif part == "k":
-                out.append(key or b"")
+                out.append(sk or b"")
             elif part == "o":
                 out.append(b"%d" % offset)
             elif part == "S":

@@ -84,8 +84,22 @@ def dump_log(
     decoder = None if opts.batches_only or opts.count else _decoder_for(path, opts)
     make_event = lines = None
     json_lines = opts.json_lines
+    found = None  # --payload schema: findings made with the records (kseg.dump.schema_events)
     if opts.count:
         make_event = counted
+    elif opts.payload == "schema" and decoder is None and not opts.batches_only:
+        from kseg.dump import schema_events
+
+        found = schema_events.Found()
+        if opts.format_string is not None:
+            from kseg.dump.format_string import record_formatter
+
+            shown = schema_events.shown_fields(name, opts.schemas, tags, found)
+            make_event = record_formatter(opts.format_string, tags, shown)
+        else:
+            make_event = schema_events.record_maker(
+                name, opts.schemas, opts.skip_record_metadata, tags, found
+            )
     elif opts.format_string is not None:
         from kseg.dump.format_string import record_formatter
 
@@ -97,15 +111,27 @@ def dump_log(
         if make_event is not None and opts.record_filter is None:
             lines = json_lines.kernel_records(name, tags, opts)
     if make_event is None:
-        make_event = record_event_maker(
-            name, opts.payload, decoder, opts.skip_record_metadata, tags
-        )
+        mode = "auto" if opts.payload == "schema" else opts.payload  # an internal topic's
+        make_event = record_event_maker(name, mode, decoder, opts.skip_record_metadata, tags)
     runs = lines
     if opts.batches_only:
         lines = None  # no record lines; the batch lines of a run: the kernel's, with any mode
         runs = None
         if json_lines is not None:
             runs = json_lines.kernel_batches(opts)
+    walk = _walk(
+        buf, seg, opts, budget, name, start, end, limit_end, make_event, span, lines, runs, tags
+    )
+    if found is None:
+        yield from walk
+    else:
+        from kseg.dump.schema_events import with_findings
+
+        yield from with_findings(walk, found)
+
+
+def _walk(buf, seg, opts, budget, name, start, end, limit_end, make_event, span, lines, runs, tags):
+    """dump_log's walk: its events, in chunks."""
     committed = opts.committed  # read_committed: the batches a consumer is handed
     # --resync: the offset before the first entry (entries found by a resync hold higher ones)
     last = -1 if seg is None else seg.base_offset - 1

@@ -60,6 +60,12 @@ class DumpOptions(NamedTuple):
     committed: object = None
     # worker processes for a search or --count (kseg.dump.plan._jobs; None: every core)
     jobs: int | None = 1
+    # --payload schema (kseg.dump.schema_events): where the schemas are (None: the _schemas
+    # topic in or beside the paths), and the decoder the plan makes of them
+    schema_source: object = None
+    schemas: object = None
+    # a key or value that does not decode by its schema is invalid data (else a finding only)
+    strict: bool = False
 
 
 def search_options(key, value, header, key_eq, value_contains, format_string):

@@ -1,4 +1,6 @@
-"""How keys, values and header values are shown: auto, utf8, hex, base64, json, none, redact."""
+"""How keys, values and header values are shown: auto, utf8, hex, base64, json, none, redact,
+schema (Schema Registry framing decoded: kseg.dump.schema_events; what carries no frame, a
+header value or a Kafka 0.7 payload, is shown as ``auto`` shows it)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable
 
 import orjson
 
-MODES = ("auto", "utf8", "hex", "base64", "json", "none", "redact")
+MODES = ("auto", "utf8", "hex", "base64", "json", "none", "redact", "schema")
 _CONTROL = set(range(0x20)) - {0x09, 0x0A, 0x0D}
 
 
@@ -30,7 +32,7 @@ def encode(data: bytes | None, mode: str) -> tuple[object, str | None]:
     """
     if data is None:
         return None, None
-    if mode == "auto":
+    if mode == "auto" or mode == "schema":
         text = _printable_utf8(data)
         if text is not None:
             return text, "utf8"
@@ -63,7 +65,7 @@ def encoder(mode: str) -> Callable[[bytes | None], tuple[object, str | None]]:
             return b2a_base64(data, newline=False).decode("ascii"), "base64"
 
         return enc
-    if mode == "auto":
+    if mode == "auto" or mode == "schema":
         control = _CONTROL
 
         def enc(data: bytes | None) -> tuple[object, str | None]:

@@ -21,9 +21,32 @@ class DumpRun:
         self.outcome = Outcome.OK
 
     def chunks(self) -> Iterator[list]:
-        for chunk in dump_chunks(self.paths, self.opts):
+        if self.opts.payload != "schema" or self.opts.batches_only:
+            for chunk in dump_chunks(self.paths, self.opts):
+                yield chunk
+                self.outcome |= _found(chunk)  # once the chunk is consumed (written)
+            return
+        # --payload schema: findings counted (invalid data with --strict), and a summary
+        from kseg.dump.schema_events import FINDING, summary_event
+
+        findings = 0
+        for chunk in dump_chunks(self.paths, self.opts, planned=self._planned):
             yield chunk
-            self.outcome |= _found(chunk)  # once the chunk is consumed (written)
+            self.outcome |= _found(chunk)
+            n = sum(1 for ev in chunk if type(ev) is dict and ev["type"] == FINDING)
+            if n:
+                findings += n
+                if self.opts.strict:
+                    self.outcome |= Outcome.INVALID_DATA
+        opts = self._plan
+        if opts is not None and opts.schemas is not None and not opts.count:
+            yield [summary_event(opts, findings)]
+
+    _plan = None
+
+    def _planned(self, opts: DumpOptions) -> None:
+        """The options as the plan made them (with the schemas' decoder)."""
+        self._plan = opts
 
 
 _FOUND = ("error", "skipped")  # a skipped range (--resync) is invalid data as its error was

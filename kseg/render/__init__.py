@@ -55,6 +55,9 @@ def emit(
     if fmt == "table":
         from kseg.render.table import REPLICAS_COLUMNS, write_tables
 
+        if command == "schemas":  # a schema's text is many lines: JSON carries it
+            events = ({k: v for k, v in ev.items() if k != "schema"} for ev in events)
+
         return write_tables(
             events, out, columns=REPLICAS_COLUMNS if command == "replicas" else None
         )
@@ -132,6 +135,14 @@ def finish_format_string(run) -> Outcome:
                     write(piece)
             elif ev["type"] in _PROBLEMS:
                 say(problem_line(ev))
+            elif ev["type"] == "schema_finding":  # --payload schema
+                from kseg.render.text import schema_finding_line
+
+                say(schema_finding_line(ev, with_file=True))
+            elif ev["type"] == "schema_summary":
+                from kseg.render.text import text_line
+
+                say(text_line(ev))
     out.flush()
     return run.outcome
 

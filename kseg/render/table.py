@@ -85,8 +85,11 @@ def _n(v: object) -> str:
 def _short(value: object, encoding: str | None) -> str:
     if value is None:
         return "null"
-    text = orjson.dumps(value).decode() if encoding in (None, "utf8", "json") else str(value)
-    return text if encoding in (None, "utf8", "json") else f"{encoding}:{text}"
+    if encoding in (None, "utf8", "json"):
+        return orjson.dumps(value).decode()
+    if type(value) is not str:  # a value decoded by its schema (--payload schema): as JSON
+        return f"{encoding}:{orjson.dumps(value).decode()}"
+    return f"{encoding}:{value}"
 
 
 # --- dump ---------------------------------------------------------------------------------

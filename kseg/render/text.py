@@ -137,6 +137,16 @@ def text_line(ev: dict) -> str:
         return f"timestamp: {with_iso(ev['timestamp'])} offset: {ev['offset']}"
     if t == "index_padding":
         return f"# {ev['entries']} entries, then {ev['padded_bytes']} bytes of zero padding (preallocated)"
+    if t == "schema_finding":  # --payload schema (kseg.dump.schema_events)
+        return schema_finding_line(ev)
+    if t == "schema_summary":
+        n = ev["findings"]
+        strict = " (--strict: invalid data)" if ev["strict"] and n else ""
+        notes = "".join(f"; {note}" for note in ev["notes"])
+        return (
+            f"schemas: {ev['schemas']}, {ev['schema_ids']} ids; {n} finding{'s' if n != 1 else ''}"
+            f"{strict}{notes}"
+        )
     if t == "error":  # under its file's `Dumping` line, which names the file
         return error_line(ev, with_file=False)
     if t == "skipped":
@@ -646,6 +656,22 @@ def local_stats_line(ev: dict) -> str:
     return " ".join(parts)
 
 
+def schema_finding_line(ev: dict, *, with_file: bool = False) -> str:
+    """``| offset: 3 value (schema id 99) does not decode: unknown schema id 99`` (under its
+    file's `Dumping` line; ``with_file``: naming the file); a problem of the schemas themselves
+    names where it is."""
+    if ev["field"] is None:
+        where = f" at offset {ev['offset']}" if ev["offset"] is not None else ""
+        return f"schemas: {safe_path(ev['file'])}{where}: {one_line(ev['message'])}"
+    sid = f" (schema id {ev['schema_id']})" if ev["schema_id"] is not None else ""
+    head = (
+        f"{safe_path(ev['file'])} offset {ev['offset']}:"
+        if with_file
+        else f"| offset: {ev['offset']}"
+    )
+    return f"{head} {ev['field']}{sid} does not decode: {one_line(ev['message'])}"
+
+
 def error_line(ev: dict, *, with_file: bool = True) -> str:
     """A dump problem: ``ERROR <kind> <file> at byte <n> [field]: message``; the file is left
     out only under the file's own `Dumping` line (README "Conventions": every problem names the
@@ -696,6 +722,32 @@ def count_line(ev: dict) -> str:
     return text_line(ev)
 
 
+def schemas_line(ev: dict) -> str | None:
+    t = ev["type"]
+    if t == "schema":
+        refs = ""
+        if ev["references"]:
+            refs = " references " + ", ".join(
+                f"{_q(r['name'])}={_q(r['subject'])} v{r['version']}" for r in ev["references"]
+            )
+        at = f" (offset {ev['offset']})" if ev["offset"] is not None else ""
+        return (
+            f"{_q(ev['subject'])} v{ev['version']}: id {ev['id']} {ev['schema_type']} "
+            f"{ev['state']}{refs}{at}"
+        )
+    if t == "schema_problem":
+        at = f" at offset {ev['offset']}" if ev["offset"] is not None else ""
+        return f"problem{at}: {one_line(ev['message'])}"
+    if t == "summary":
+        notes = "".join(f"; {n}" for n in ev["notes"])
+        return (
+            f"{ev['subjects']} subjects, {ev['versions']} versions, {ev['ids']} ids "
+            f"({ev['deleted']} deleted, {ev['hard_deleted']} hard-deleted) from "
+            f"{ev['schemas']}, {ev['records']} records; {ev['problems']} problems{notes}"
+        )
+    return None
+
+
 # the text line of each command's events (dump streams chunks: see write_text_chunks)
 LINES: dict[str, Callable[[dict], str | None]] = {
     "verify": verify_line,
@@ -707,6 +759,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "offsets": offsets_line,
     "txn": txn_line,
     "replicas": replicas_line,
+    "schemas": schemas_line,
     "spark verify": spark_verify_line,
     "spark stats": stats_line,
     "stats": local_stats_line,

@@ -9,6 +9,8 @@ def dump(
     paths: o.AnyPathsArg,
     fmt: o.FormatOpt = o.OutputFormat.text,
     payload: o.PayloadOpt = o.Payload.auto,
+    schemas: o.SchemasOpt = None,
+    strict: o.StrictOpt = False,
     batches_only: o.BatchesOnlyOpt = False,
     decoder: o.DecoderOpt = o.Decoder.auto,
     skip_record_metadata: o.SkipRecordMetadataOpt = False,
@@ -35,7 +37,8 @@ def dump(
     """Decode every file of a Kafka data directory (read-only).
 
     Exit codes: 0 decoded cleanly; 4 something in the input was invalid (reported as an error
-    line/object, decoding continued where it safely could); 8 a file could not be read; 16 usage.
+    line/object, decoding continued where it safely could; with --payload schema --strict, a
+    key or value its schema does not decode); 8 a file could not be read; 16 usage.
 
     Example:
 
@@ -43,6 +46,7 @@ def dump(
       kseg dump /var/lib/kafka/data/orders-0 --from-time -30m --limit 20
       kseg dump /var/lib/kafka/data --topic '^orders$' -f json | jq -c 'select(.type=="record")'
       kseg dump /var/lib/kafka/data --topic '^orders$' --key-eq order-42 --from-time -1d
+      kseg dump /var/lib/kafka/data --topic '^orders$' --payload schema --limit 10
     """
     from kseg.dump.options import DumpOptions, search_options
     from kseg.dump.run import DumpRun
@@ -70,6 +74,8 @@ def dump(
         resync=resync,
         isolation=isolation.value,
         jobs=jobs,
+        schema_source=schemas,
+        strict=strict,
     )
     run = DumpRun(paths, opts)
     track(run)

@@ -1,0 +1,206 @@
+"""`--payload schema`: keys and values framed by a Schema Registry client shown as the values
+their producers wrote (kseg.schemas), and a ``schema_finding`` event for each one that does not
+decode.
+
+- A framed key or value (magic byte 0) is decoded by the schema its id names: the event's
+  ``key``/``value`` is the decoded JSON value, ``key_encoding``/``value_encoding`` says ``avro``,
+  ``protobuf`` or ``json-schema``, and ``key_schema_id``/``value_schema_id`` the id.
+- One that does not decode (an unknown id, a payload its schema does not read, a truncated
+  frame, a schema that does not parse) is shown as ``--payload auto`` shows bytes, with its
+  ``*_schema_id`` when the frame has one, and is followed by a ``schema_finding`` naming the
+  record (file, offset), the field and why.
+- Anything else (null, a plain string key) is shown as ``--payload auto`` shows it.
+- Header values are shown as ``auto`` shows them (a header carries no frame).
+
+A search (``--key``, ``--value``, ``--key-eq``, ``--value-contains``) matches the decoded value
+as text: a decoded string as itself, anything else as compact JSON (``{"id":7}``); a field that
+is not decoded, as its bytes. ``--format-string``'s ``%k`` and ``%s`` print the same text;
+``%K``/``%S``/``%R`` stay the stored sizes (kcat's ``-s avro`` prints them so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import orjson
+
+from kseg.dump.record_events import record_event_maker
+from kseg.format.header_columns import StreamedLine
+
+FINDING = "schema_finding"
+
+
+def finding_event(name: str, offset: int | None, field: str | None, sid, message: str) -> dict:
+    return {
+        "type": FINDING,
+        "file": name,
+        "offset": offset,
+        "field": field,
+        "schema_id": sid,
+        "message": message,
+    }
+
+
+def as_text(value) -> bytes:
+    """A decoded value as search and --format-string see it (see the module)."""
+    if type(value) is str:
+        return value.encode("utf-8", "surrogatepass")
+    return orjson.dumps(value)
+
+
+class Found:
+    """Findings made while records are made, each with the number of the record it follows
+    (records are numbered as the maker makes them, in the order they are shown)."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.pending: list[tuple[int, dict]] = []
+
+
+def record_maker(name: str, decoder, skip: bool, tags: dict, found: Found) -> Callable:
+    """dump's record event maker for ``--payload schema`` (see the module)."""
+    base = record_event_maker(name, "auto", None, skip, tags)
+    decode = decoder.decode
+
+    def make(rec: tuple, _name: str = name):
+        ev = base(rec)
+        found.made += 1
+        for field, data in (("key", rec[0]), ("value", rec[1])):
+            d = decode(data)
+            if d is None:
+                continue
+            ev[field + "_schema_id"] = d.schema_id
+            if d.error is None:
+                ev[field] = d.value
+                ev[field + "_encoding"] = d.encoding
+            else:
+                found.pending.append(
+                    (
+                        found.made,
+                        {**finding_event(name, rec[4], field, d.schema_id, d.error), **tags},
+                    )
+                )
+        return ev
+
+    return make
+
+
+def shown_fields(name: str, decoder, tags: dict, found: Found) -> Callable:
+    """(record tuple) -> (key, value) as --format-string's %k and %s print them; once per
+    record (a record of many headers asks once per piece of its line)."""
+    decode = decoder.decode
+    last: list = [None, None]
+
+    def shown(rec: tuple) -> tuple:
+        if rec is last[0]:
+            return last[1]
+        found.made += 1
+        out = []
+        for field, data in (("key", rec[0]), ("value", rec[1])):
+            d = decode(data)
+            if d is None:
+                out.append(data)
+            elif d.error is None:
+                out.append(as_text(d.value))
+            else:
+                out.append(data)
+                found.pending.append(
+                    (
+                        found.made,
+                        {**finding_event(name, rec[4], field, d.schema_id, d.error), **tags},
+                    )
+                )
+        last[0], last[1] = rec, tuple(out)
+        return last[1]
+
+    return shown
+
+
+def _is_record(ev) -> bool:
+    t = type(ev)
+    return t is bytes or t is StreamedLine or ev["type"] == "record"
+
+
+def with_findings(chunks: Iterator[list], found: Found) -> Iterator[list]:
+    """``chunks`` with each pending finding placed right after its record."""
+    seen = 0
+    for chunk in chunks:
+        if not found.pending:
+            seen += sum(1 for ev in chunk if _is_record(ev))
+            yield chunk
+            continue
+        out = []
+        for ev in chunk:
+            out.append(ev)
+            if _is_record(ev):
+                seen += 1
+                while found.pending and found.pending[0][0] <= seen:
+                    out.append(found.pending.pop(0)[1])
+        yield out
+    for _n, ev in found.pending:  # records made but not shown cannot be: said at the end
+        yield [ev]
+    found.pending.clear()
+
+
+class DecodedFilter:
+    """A record search (kseg.dump.search.RecordFilter) on decoded keys and values (see the
+    module): the batch pre-check keeps only what the raw bytes still show (header names and
+    values); key and value conditions are judged on the decoded text."""
+
+    def __init__(self, inner, decoder) -> None:
+        from kseg.dump.search import RecordFilter, _needles
+
+        self.inner = inner
+        self.decode = decoder.decode
+        self.pre = inner._replace(needles=_needles(RecordFilter(headers=inner.headers)))
+
+    def _view(self, data):
+        d = self.decode(data)
+        if d is None or d.error is not None:
+            return data
+        return as_text(d.value)
+
+    def matches(self, key, value, headers) -> bool:
+        f = self.inner
+        k = self._view(key) if (f.keys or f.key_eq) else key
+        v = self._view(value) if (f.values or f.value_contains) else value
+        return f.matches(k, v, headers)
+
+    def may_match(self, data, start: int, end: int) -> bool:
+        return self.pre.may_match(data, start, end)
+
+    def batch_may_match(self, entry, max_decompressed: int) -> bool:
+        return self.pre.batch_may_match(entry, max_decompressed)
+
+
+def prepare(paths: list, opts):
+    """``opts`` with the schemas' decoder (and a search on decoded values), and the problems
+    met while the schemas were read, as findings. BadOption (usage) when there are no schemas
+    to be had."""
+    from kseg.schemas.decoder import SchemaDecoder
+    from kseg.schemas.sources import load
+
+    registry = load(paths, opts.schema_source)
+    decoder = SchemaDecoder(registry)
+    keep = opts.record_filter
+    if keep is not None:
+        keep = DecodedFilter(keep, decoder)
+    problems = [
+        finding_event(p.get("file") or registry.source, p["offset"], None, None, p["message"])
+        for p in registry.problems
+    ]
+    return opts._replace(schemas=decoder, record_filter=keep), problems
+
+
+def summary_event(opts, findings: int) -> dict:
+    """The last event of a ``--payload schema`` dump: where the schemas came from and how many
+    findings the dump made."""
+    reg = opts.schemas.registry
+    return {
+        "type": "schema_summary",
+        "schemas": reg.source,
+        "schema_ids": len(reg.by_id),
+        "findings": findings,
+        "strict": opts.strict,
+        "notes": list(reg.notes),
+    }

@@ -1,0 +1,92 @@
+"""A framed key or value decoded by the schema its id names: the value as JSON, or why not.
+
+Schemas are compiled on first use and kept (a dump meets few ids, each many times); one that
+does not compile is kept as its reason, so each record of it says the same without compiling
+again."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from kseg.format.confluent_wire import is_framed, read_frame, read_indexes
+from kseg.format.errors import CorruptionError
+from kseg.schemas.registry import AVRO, JSON, PROTOBUF, Registry
+
+ENCODINGS = {AVRO: "avro", PROTOBUF: "protobuf", JSON: "json-schema"}
+MAX_REFERENCE_DEPTH = 32  # references of references: deeper is a cycle or a hostile schema
+
+
+class Decoded(NamedTuple):
+    """A framed field: ``value`` (JSON types) and its ``encoding`` when it decoded; otherwise
+    ``error`` says why (and the field is shown raw)."""
+
+    schema_id: int | None
+    value: Any = None
+    encoding: str | None = None
+    error: str | None = None
+
+
+class SchemaDecoder:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._compiled: dict[int, Any] = {}
+
+    def decode(self, data: bytes | None) -> Decoded | None:
+        """``data`` decoded, or None when it is not framed (null, or its first byte is not the
+        magic byte 0: a plain key, say) and is shown as any payload is."""
+        if not is_framed(data):
+            return None
+        try:
+            frame = read_frame(data)
+        except CorruptionError as exc:
+            return Decoded(None, error=exc.message)
+        sid = frame.schema_id
+        schema = self._schema(sid)
+        if isinstance(schema, str):
+            return Decoded(sid, error=schema)
+        try:
+            if schema.kind == PROTOBUF:
+                try:
+                    indexes, start = read_indexes(data, frame.start)
+                except CorruptionError as exc:
+                    return Decoded(sid, error=f"message indexes: {exc.message}")
+                value = schema.decode(data, start, indexes)
+            else:
+                value = schema.decode(data, frame.start)
+        except ValueError as exc:
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {exc}")
+        except RecursionError:
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): the value nests too deeply")
+        return Decoded(sid, value, ENCODINGS[schema.kind])
+
+    def _schema(self, sid: int):
+        """The compiled schema of ``sid``, or the reason (a str) there is none."""
+        got = self._compiled.get(sid)
+        if got is None:
+            got = self._compiled[sid] = self._compile(sid)
+        return got
+
+    def _compile(self, sid: int):
+        reg = self.registry.by_id.get(sid)
+        if reg is None:
+            return f"unknown schema id {sid} ({self.registry.describe()})"
+        try:
+            refs = self.registry.referenced(reg, MAX_REFERENCE_DEPTH)
+            if reg.schema_type == AVRO:
+                from kseg.schemas.avro import AvroSchema
+
+                compiled = AvroSchema(reg.schema, [r.schema for _name, r in refs])
+            elif reg.schema_type == PROTOBUF:
+                from kseg.schemas.protobuf import ProtobufSchema
+
+                compiled = ProtobufSchema(reg.schema, [(name, r.schema) for name, r in refs])
+            elif reg.schema_type == JSON:
+                from kseg.schemas.json_schema import JsonSchema
+
+                compiled = JsonSchema(reg.schema, [])
+            else:
+                return f"schema {sid} has type {reg.schema_type!r}, which kseg does not decode"
+        except ValueError as exc:
+            return f"schema {sid} ({reg.schema_type}) does not parse: {exc}"
+        compiled.kind = reg.schema_type
+        return compiled

@@ -1,0 +1,211 @@
+"""The Schema Registry's state, replayed from its ``_schemas`` records as the registry replays
+them on start (kseg.format.schema_registry reads each key and value), or loaded from schemas
+its REST API exported.
+
+What decoding needs: every schema id to its type, text and references. What ``kseg schemas``
+lists: every subject's versions, with their ids and whether they are deleted. A record that
+does not parse is a problem (its offset and why) and is skipped, as the registry's reader
+skips it; the replay goes on.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kseg.format import schema_registry as SR
+
+AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
+DEFAULT_CONTEXT = "."
+
+
+class Reference(NamedTuple):
+    name: str  # the name the schema uses (an Avro full name, a Protobuf import path)
+    subject: str
+    version: int
+
+
+class Version(NamedTuple):
+    """One version of a subject."""
+
+    subject: str
+    version: int
+    id: int
+    schema_type: str
+    schema: str
+    references: tuple[Reference, ...]
+    deleted: bool
+    offset: int | None  # where in ``_schemas`` it was last written (None: from an export)
+
+
+def context_of(subject: str) -> str:
+    """The context a subject lives in: ``:.ctx:name`` -> ``.ctx``; a plain subject -> ``.``."""
+    if subject.startswith(":."):
+        end = subject.find(":", 2)
+        if end > 0:
+            return subject[1:end]
+    return DEFAULT_CONTEXT
+
+
+class Registry:
+    """``versions``: (subject, version) -> Version; ``by_id``: schema id -> a Version that
+    carries it (ids of the default context before any other: a framed value's id is looked up
+    there, as a client without a context does; then hard-deleted ones, see ``removed``)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source  # what was replayed or loaded (shown by `kseg schemas`)
+        self.versions: dict[tuple[str, int], Version] = {}
+        # versions a tombstone hard-deleted whose record kseg read before it: the registry no
+        # longer serves them, but records framed with their ids still decode by them
+        self.removed: dict[tuple[str, int], Version] = {}
+        self.problems: list[dict] = []  # {"offset": int | None, "message": str}
+        self.records = 0  # _schemas records replayed
+        self.notes: list[str] = []  # what else the replay saw (other replicas, configs)
+        self.configs: dict[str | None, dict] = {}  # subject (None: global) -> config value
+        self.modes: dict[str | None, dict] = {}
+        self._by_id: dict[int, Version] | None = None
+        self.end_offset = -1  # the last offset replayed (replicas: the longest wins)
+        self.damaged = False  # the replay stopped at damage
+        self.unreadable = False
+        self._ids: dict[tuple[str, int], tuple[str, str, int]] = {}  # see _clash
+
+    # -- replay -----------------------------------------------------------------------------
+
+    def apply(self, key: bytes | None, value: bytes | None, offset: int | None) -> None:
+        """One ``_schemas`` record, in log order: the latest record of a key wins (what
+        compaction keeps), a null value deletes the key."""
+        self.records += 1
+        self._by_id = None
+        try:
+            k = SR.parse_key(key)
+            v = None if value is None else SR.parse_value(k, value)
+        except ValueError as exc:
+            self.problems.append({"offset": offset, "message": str(exc)})
+            return
+        if k.keytype == SR.SCHEMA:
+            if v is None:  # a hard delete: gone from the registry (kept here, see ``removed``)
+                gone = self.versions.pop((k.subject, k.version), None)
+                if gone is not None:
+                    self.removed[k.subject, k.version] = gone
+                return
+            if (v["subject"], v["version"]) != (k.subject, k.version):
+                self.problems.append(
+                    {"offset": offset, "message": f"the value's subject {v['subject']!r} version "
+                     f"{v['version']} is not its key's ({k.subject!r} version {k.version})"}
+                )  # fmt: skip
+            ver = _version(v, offset)
+            clash = self._clash(ver)
+            if clash is not None:  # the registry rejects it ("a schema with duplicate ID")
+                self.problems.append(
+                    {"offset": offset, "message": f"schema id {ver.id} of {ver.subject!r} version "
+                     f"{ver.version} already names another schema ({clash[1]!r} version "
+                     f"{clash[2]}): skipped, as the registry skips it"}
+                )  # fmt: skip
+                return
+            self.removed.pop((ver.subject, ver.version), None)
+            self.add(ver)
+        elif k.keytype == SR.DELETE_SUBJECT and v is not None:
+            # versions 1 to the one named are (soft-)deleted; later ones stay
+            for (subject, version), ver in list(self.versions.items()):
+                if subject == v["subject"] and version <= v["version"]:
+                    self.versions[subject, version] = ver._replace(deleted=True)
+        elif k.keytype == SR.CLEAR_SUBJECT and v is not None:
+            # the subject's deleted versions leave the registry (written on a switch to IMPORT
+            # mode, after tombstones for the rest)
+            for sv, ver in list(self.versions.items()):
+                if sv[0] == v["subject"] and ver.deleted:
+                    self.removed[sv] = self.versions.pop(sv)
+        elif k.keytype == SR.CONFIG:
+            _keep(self.configs, k.subject, v)
+        elif k.keytype == SR.MODE:
+            _keep(self.modes, k.subject, v)
+        # NOOP (the registry's own "I have read up to here" marker) and CONTEXT carry no
+        # schema: nothing to do
+
+    def _clash(self, ver: Version) -> tuple[str, str, int] | None:
+        """The schema that first held ``ver``'s id in its context, when it is another one."""
+        first = self._ids.setdefault(
+            (context_of(ver.subject), ver.id), (ver.schema, ver.subject, ver.version)
+        )
+        return None if first[0] == ver.schema else first
+
+    def add(self, ver: Version) -> None:
+        self._by_id = None
+        self.versions[ver.subject, ver.version] = ver
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    @property
+    def by_id(self) -> dict[int, Version]:
+        if self._by_id is None:
+            ids: dict[int, Version] = {}
+            for ver in sorted(self.versions.values(), key=_lookup_order):
+                ids.setdefault(ver.id, ver)
+            for ver in self.removed.values():
+                ids.setdefault(ver.id, ver)
+            self._by_id = ids
+        return self._by_id
+
+    def referenced(self, ver: Version, depth: int) -> list[tuple[str, Version]]:
+        """Every schema ``ver`` references, directly or not, each once, those referenced first
+        (the order a parser must see them in): (the name it is referenced by, its Version).
+        ValueError when one is not in the registry or the chain is deeper than ``depth``."""
+        out: list[tuple[str, Version]] = []
+        seen: set[tuple[str, int]] = set()
+
+        def visit(v: Version, level: int) -> None:
+            if level > depth:
+                raise ValueError(f"references nest deeper than {depth} (a cycle?)")
+            for ref in v.references:
+                target = self.versions.get((ref.subject, ref.version))
+                if target is None:
+                    raise ValueError(
+                        f"reference {ref.name!r} (subject {ref.subject!r} version "
+                        f"{ref.version}) is not in the registry"
+                    )
+                if (ref.subject, ref.version) in seen:
+                    continue
+                seen.add((ref.subject, ref.version))
+                visit(target, level + 1)
+                out.append((ref.name, target))
+
+        visit(ver, 1)
+        return out
+
+    def describe(self) -> str:
+        """Where the schemas came from, for a message: ``_schemas in <dir>, 12 schemas``."""
+        n = len(self.by_id)
+        return f"{self.source}: {n} schema{'s' if n != 1 else ''}"
+
+
+def _lookup_order(ver: Version) -> tuple:
+    """By id: the default context's versions first, live before deleted, the earliest."""
+    return (context_of(ver.subject) != DEFAULT_CONTEXT, ver.deleted, ver.subject, ver.version)
+
+
+def _keep(table: dict, subject: str | None, value: dict | None) -> None:
+    if value is None:
+        table.pop(subject, None)
+    else:
+        table[subject] = value
+
+
+def _version(v: dict, offset: int | None) -> Version:
+    return Version(
+        subject=v["subject"],
+        version=v["version"],
+        id=v["id"],
+        schema_type=v.get("schemaType") or AVRO,
+        schema=v["schema"],
+        references=tuple(
+            Reference(r["name"], r["subject"], r["version"]) for r in v.get("references") or ()
+        ),
+        deleted=bool(v.get("deleted")),
+        offset=offset,
+    )
+
+
+def version_from_export(obj: dict, where: str) -> Version:
+    """A schema as the REST API shows it (``GET /schemas``, ``GET /subjects/S/versions/V``):
+    subject, version, id, schema, schemaType (absent: AVRO), references, deleted."""
+    v = SR.check_schema_value(obj, where)
+    return _version(v, None)
