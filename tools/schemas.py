@@ -57,6 +57,10 @@ def _inputs(work: Path) -> dict[str, Path]:
     replicas.build(d["replicas"], "unclean")
     d["k07"] = work / "k07"
     build_kafka07_tree(d["k07"])
+    from kseg.fixtures.schemas import write_bad_registry
+
+    d["badschemas"] = work / "badschemas" / "_schemas-0"
+    write_bad_registry(d["badschemas"])
     return d
 
 
@@ -94,6 +98,13 @@ def _commands(d: dict[str, Path], work: Path) -> Iterator[tuple[str, ...]]:
     yield ("index", "check", demo)
     yield ("salvage", damaged, "--dry-run")
     yield ("verify", str(d["k07"]))
+    framed = "^(payments|invoices|shipments|clicks)$"
+    yield ("dump", demo, "--topic", framed, "--payload", "schema")
+    yield ("dump", demo, "--topic", "^payments$", "--payload", "schema", "--skip-record-metadata")
+    yield ("schemas", demo)
+    yield ("schemas", str(d["badschemas"]))
+    yield ("dump", demo, "--topic", "^payments$", "--payload", "schema", "--schemas",
+           str(d["badschemas"]))  # fmt: skip
     if REAL.is_dir():
         roots = [*REAL.glob("*/data"), *REAL.glob("*/kafka-logs"), *REAL.glob("*/tmp/kafka-logs")]
         for data in sorted(roots):
@@ -203,6 +214,21 @@ WIDEN = {
     "replica": {"cleaned_to": ["integer", "null"], "damage": ["null", "string"]},
     "seek": {"error": ["null", "string"]},
     "seek_offset": {"error": ["null", "string"]},
+    # --payload schema: a decoded key or value is any JSON value
+    "record": {
+        **dict.fromkeys(
+            ("key", "value"), ["array", "boolean", "integer", "null", "number", "object", "string"]
+        ),
+        **dict.fromkeys(("key_schema_id", "value_schema_id"), ["integer", "null"]),
+    },
+    # a schema from an export has no offset in _schemas; a finding before any frame no id
+    "schema": {"offset": ["integer", "null"]},
+    "schema_finding": {
+        "schema_id": ["integer", "null"],
+        "field": ["null", "string"],
+        "offset": ["integer", "null"],
+    },
+    "schema_problem": {"offset": ["integer", "null"], "file": ["null", "string"]},
     **{
         k: {"compression_ratio": ["null", "number"], "uncompressed_bytes": ["integer", "null"]}
         for k in ("hour_stats", "partition_stats", "root_stats", "topic_stats")

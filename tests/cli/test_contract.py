@@ -787,6 +787,7 @@ def test_shell_completion():
         ["index", "check"],
         ["txn"],
         ["replicas"],
+        ["schemas"],
         ["spark", "export"],
         ["spark", "verify"],
         ["spark", "stats"],

@@ -34,6 +34,7 @@ def test_every_command_is_on_the_app():
         "stats",
         "txn",
         "replicas",
+        "schemas",
     ] + [
         "index",
         "spark",
@@ -76,6 +77,8 @@ SERVED = [
     ("salvage", "P", "Q", "--to", "/tmp/spare", "--kafka-version", "3.9"),
     ("salvage", "P", "--quarantine", "/tmp/q", "--force", "-q"),
     ("demo",),
+    ("dump", "P", "--payload", "schema", "--schemas", "/tmp/s.json", "--strict", "--value", "x"),
+    ("schemas", "P", "Q", "-f", "table"),
 ]
 
 
@@ -136,6 +139,7 @@ def test_what_click_rejects_is_a_usage_error(argv, tmp_path):
         ("dump", "kseg dump [OPTIONS] PATH..."),
         ("restore", "kseg restore [OPTIONS] QUARANTINE_DIR"),
         ("demo", "kseg demo [OPTIONS] [DIRECTORY]"),
+        ("schemas", "kseg schemas [OPTIONS] PATH..."),
         ("index check", "kseg index check [OPTIONS] PATH..."),
         ("spark stats", "kseg spark stats [OPTIONS] PATH..."),
     ],
