@@ -16,6 +16,23 @@ PartitionByOpt = Annotated[
     str, typer.Option(help="Comma list of columns to partition the output by ('' for none).")
 ]
 HeadersOpt = Annotated[bool, typer.Option(help="Include the headers column.")]
+SparkPayloadOpt = Annotated[
+    str,
+    typer.Option(
+        "--payload",
+        help="raw (keys and values as bytes), or schema: also Schema Registry framing decoded "
+        "into key_schema_id, value_schema_id, key_json, value_json and schema_error.",
+    ),
+]
+SparkSchemasOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--schemas",
+        metavar="PATH",
+        help="--payload schema: a _schemas partition dir, a root holding one, or a JSON export "
+        "of the registry's schemas (default: the _schemas topic among the inputs).",
+    ),
+]
 ExportWriterOpt = Annotated[
     str | None,
     typer.Option(

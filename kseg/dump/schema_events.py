@@ -26,6 +26,7 @@ import orjson
 
 from kseg.dump.record_events import record_event_maker
 from kseg.format.header_columns import StreamedLine
+from kseg.format.headers import Headers
 
 FINDING = "schema_finding"
 
@@ -57,6 +58,18 @@ class Found:
         self.pending: list[tuple[int, dict]] = []
 
 
+HEADER_IDS = {"__key_schema_id": "key", "__value_schema_id": "value"}
+
+
+def header_ids(headers) -> dict[str, str]:
+    """field -> the header that names its schema (Confluent Platform 8's schema ids in headers:
+    a GUID; the field's bytes then have no frame). Usually empty."""
+    if not headers:
+        return {}
+    pairs = headers.distinct() if type(headers) is Headers else headers
+    return {HEADER_IDS[k]: k for k, _v in pairs if k in HEADER_IDS}
+
+
 def record_maker(name: str, decoder, skip: bool, tags: dict, found: Found) -> Callable:
     """dump's record event maker for ``--payload schema`` (see the module)."""
     base = record_event_maker(name, "auto", None, skip, tags)
@@ -65,8 +78,9 @@ def record_maker(name: str, decoder, skip: bool, tags: dict, found: Found) -> Ca
     def make(rec: tuple, _name: str = name):
         ev = base(rec)
         found.made += 1
+        named = header_ids(rec[3])
         for field, data in (("key", rec[0]), ("value", rec[1])):
-            d = decode(data)
+            d = decode(data, named.get(field))
             if d is None:
                 continue
             ev[field + "_schema_id"] = d.schema_id
@@ -96,8 +110,9 @@ def shown_fields(name: str, decoder, tags: dict, found: Found) -> Callable:
             return last[1]
         found.made += 1
         out = []
+        named = header_ids(rec[3])
         for field, data in (("key", rec[0]), ("value", rec[1])):
-            d = decode(data)
+            d = decode(data, named.get(field))
             if d is None:
                 out.append(data)
             elif d.error is None:
@@ -154,16 +169,17 @@ class DecodedFilter:
         self.decode = decoder.decode
         self.pre = inner._replace(needles=_needles(RecordFilter(headers=inner.headers)))
 
-    def _view(self, data):
-        d = self.decode(data)
+    def _view(self, data, header):
+        d = self.decode(data, header)
         if d is None or d.error is not None:
             return data
         return as_text(d.value)
 
     def matches(self, key, value, headers) -> bool:
         f = self.inner
-        k = self._view(key) if (f.keys or f.key_eq) else key
-        v = self._view(value) if (f.values or f.value_contains) else value
+        named = header_ids(headers)
+        k = self._view(key, named.get("key")) if (f.keys or f.key_eq) else key
+        v = self._view(value, named.get("value")) if (f.values or f.value_contains) else value
         return f.matches(k, v, headers)
 
     def may_match(self, data, start: int, end: int) -> bool:
@@ -177,18 +193,28 @@ def prepare(paths: list, opts):
     """``opts`` with the schemas' decoder (and a search on decoded values), and the problems
     met while the schemas were read, as findings. BadOption (usage) when there are no schemas
     to be had."""
+    from kseg.dump.error_events import error_event
+    from kseg.outcome import BadOption
     from kseg.schemas.decoder import SchemaDecoder
+    from kseg.schemas.registry import UNREADABLE
     from kseg.schemas.sources import load
 
     registry = load(paths, opts.schema_source)
+    if not registry.versions and not registry.removed:  # nothing to decode by is never clean
+        said = f": {registry.problems[0]['message']}" if registry.problems else ""
+        option = "--schemas" if opts.schema_source is not None else "--payload"
+        raise BadOption(f"{registry.source} holds no schema{said}", option)
     decoder = SchemaDecoder(registry)
     keep = opts.record_filter
     if keep is not None:
         keep = DecodedFilter(keep, decoder)
-    problems = [
-        finding_event(p.get("file") or registry.source, p["offset"], None, None, p["message"])
-        for p in registry.problems
-    ]
+    problems = []
+    for p in registry.problems:
+        file = p["file"] or registry.source
+        if p["kind"] == UNREADABLE:  # an operational failure (exit 8), as any unreadable file
+            problems.append(error_event(p["message"], file))
+        else:
+            problems.append(finding_event(file, p["offset"], None, None, p["message"]))
     return opts._replace(schemas=decoder, record_filter=keep), problems
 
 

@@ -91,7 +91,7 @@ def parse_key(data: bytes | None) -> Key:
         raise ValueError(f"unknown keytype {keytype!r}")
     magic = obj.get("magic", 0)
     if keytype == SCHEMA:
-        if magic not in (0, 1):
+        if type(magic) is not int or magic not in (0, 1):
             raise ValueError(f"the key's magic {magic!r} is not 0 or 1")
         return Key(
             SCHEMA, _str(obj, "subject", "the key"), _int(obj, "version", "the key", 1), magic

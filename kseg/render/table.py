@@ -22,7 +22,7 @@ import orjson
 
 from kseg.format.header_columns import HeaderColumn
 from kseg.format.timestamps import iso_ms
-from kseg.render.fields import TIME_FIELDS, bool_text, epochs_text, safe_path
+from kseg.render.fields import TIME_FIELDS, bool_text, epochs_text, one_line, safe_path
 
 CHUNK = 256  # rows formatted and written together
 _ELLIPSIS = "…"
@@ -87,9 +87,11 @@ def _short(value: object, encoding: str | None) -> str:
         return "null"
     if encoding in (None, "utf8", "json"):
         return orjson.dumps(value).decode()
-    if type(value) is not str:  # a value decoded by its schema (--payload schema): as JSON
-        return f"{encoding}:{orjson.dumps(value).decode()}"
-    return f"{encoding}:{value}"
+    if encoding in ("base64", "hex", "redacted"):  # safe characters only
+        return f"{encoding}:{value}"
+    # a value decoded by its schema (--payload schema): as JSON, quoted (no byte from the disk
+    # reaches the terminal as a control character)
+    return f"{encoding}:{orjson.dumps(value).decode()}"
 
 
 # --- dump ---------------------------------------------------------------------------------
@@ -507,6 +509,8 @@ def _cell(key: str, v: object) -> str:
         return " ".join(f"{k}={_cell(k, x)}" for k, x in v.items() if x is not None)
     if isinstance(v, list):
         return ", ".join(_cell(key, x) for x in v)
+    if type(v) is str:  # text from the disk (a subject, a message): one line, no control byte
+        return one_line(v)
     return str(v)
 
 

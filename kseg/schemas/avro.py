@@ -19,12 +19,14 @@ strings, dates, times and timestamps as ISO 8601, UUIDs as their text.
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 from typing import Any
 
 from kseg.format.errors import CorruptionError
 from kseg.format.varint import read_varint
 
 MAX_DEPTH = 128  # records, arrays, maps and unions within each other in one value
+MAX_DECIMAL_BYTES = 128  # ~300 digits: a longer decimal is made into a number in quadratic time
 SPARE_ITEMS = 1 << 16  # items a payload may hold beyond one per byte (zero-width ones)
 
 _PRIMITIVE_WIDTH = {"boolean": 1, "float": 4, "double": 8}
@@ -83,13 +85,11 @@ def walk(data: bytes, pos: int, schema, named: dict) -> int:
         top = stack.pop()
         if len(top) == 4:  # the rest of an array's or map's block
             kind, item, left, depth = top
-            if left == 0:
+            if left == 0:  # a new block: its count is checked against the budget left (each
+                # item then takes its share of it as it is read)
                 left, pos = _block_count(data, pos, budget)
                 if left == 0:
                     continue
-                budget -= left
-                if budget < 0:
-                    raise _fail("more items than the payload can hold", pos)
             stack.append((kind, item, left - 1, depth))
             if kind == "entries":  # a map entry: its key (a string), then its value
                 stack.append((item, depth))
@@ -114,7 +114,7 @@ def walk(data: bytes, pos: int, schema, named: dict) -> int:
                 continue
             if depth >= MAX_DEPTH:
                 raise _fail(f"the value nests deeper than {MAX_DEPTH} levels", pos)
-            if t == "record":
+            if t == "record" or t == "error":
                 for f in reversed(s["fields"]):
                     stack.append((f["type"], depth + 1))
             elif t == "array":
@@ -196,8 +196,12 @@ def _decimal(data: bytes, pos: int, end: int, s: dict, size: int | None = None) 
         n = size
     precision = s.get("precision")
     most = (int(precision) * 851) // 2048 + 2 if isinstance(precision, int) else 64
-    if n > max(most, size or 0):
-        raise _fail(f"a decimal of {n} bytes for precision {precision}", start)
+    if n > max(most, size or 0) or n > MAX_DECIMAL_BYTES:
+        raise _fail(
+            f"a decimal of {n} bytes for precision {precision} (kseg decodes up to "
+            f"{MAX_DECIMAL_BYTES})",
+            start,
+        )
     pos += n
     if pos > end:
         raise _fail("truncated decimal", end)
@@ -249,4 +253,6 @@ def plain(value: Any) -> Any:
         return value
     if hasattr(value, "isoformat"):  # datetime, date, time
         return value.isoformat()
-    return str(value)  # Decimal (exact), UUID
+    if isinstance(value, Decimal):
+        return format(value, "f")  # exact, never an exponent ("0.0000000001", not "1E-10")
+    return str(value)  # UUID

@@ -31,9 +31,14 @@ class SchemaDecoder:
         self.registry = registry
         self._compiled: dict[int, Any] = {}
 
-    def decode(self, data: bytes | None) -> Decoded | None:
+    def decode(self, data: bytes | None, header: str | None = None) -> Decoded | None:
         """``data`` decoded, or None when it is not framed (null, or its first byte is not the
-        magic byte 0: a plain key, say) and is shown as any payload is."""
+        magic byte 0: a plain key, say) and is shown as any payload is. ``header``: the name of
+        a header that carries this field's schema id (Confluent Platform 8's
+        ``__value_schema_id``): the bytes then have no frame, whatever their first byte."""
+        if header is not None and data is not None:
+            return Decoded(None, error=f"its schema is named by a GUID in header {header}, "
+                           "which kseg cannot resolve offline")  # fmt: skip
         if not is_framed(data):
             return None
         try:
@@ -57,12 +62,18 @@ class SchemaDecoder:
             return Decoded(sid, error=f"schema {sid} ({schema.kind}): {exc}")
         except RecursionError:
             return Decoded(sid, error=f"schema {sid} ({schema.kind}): the value nests too deeply")
+        except Exception as exc:  # a library's own error on bytes from the disk: a finding
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {type(exc).__name__}: {exc}")
         return Decoded(sid, value, ENCODINGS[schema.kind])
 
     def _schema(self, sid: int):
-        """The compiled schema of ``sid``, or the reason (a str) there is none."""
+        """The compiled schema of ``sid``, or the reason (a str) there is none. Only ids the
+        registry knows are kept: the ids of unknown ones come from the data (a topic of binary
+        values whose first byte is 0 names millions)."""
         got = self._compiled.get(sid)
         if got is None:
+            if sid not in self.registry.by_id:
+                return f"unknown schema id {sid} ({self.registry.describe()})"
             got = self._compiled[sid] = self._compile(sid)
         return got
 
@@ -71,7 +82,12 @@ class SchemaDecoder:
         if reg is None:
             return f"unknown schema id {sid} ({self.registry.describe()})"
         try:
-            refs = self.registry.referenced(reg, MAX_REFERENCE_DEPTH)
+            # JSON Schema values are shown as JSON: its references are not needed to decode
+            refs = (
+                []
+                if reg.schema_type == JSON
+                else self.registry.referenced(reg, MAX_REFERENCE_DEPTH)
+            )
             if reg.schema_type == AVRO:
                 from kseg.schemas.avro import AvroSchema
 

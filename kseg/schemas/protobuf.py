@@ -106,9 +106,13 @@ class ProtobufSchema:
             msg = cls.FromString(data[start:])
         except message.DecodeError as exc:
             raise ValueError(f"not a {cls.DESCRIPTOR.full_name}: {exc}") from None
-        return json_format.MessageToDict(
-            msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-        )
+        try:
+            return json_format.MessageToDict(
+                msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        except Exception as exc:  # an Any of a type the schema does not know, a Timestamp
+            # out of the JSON mapping's range (SerializeToJsonError, TypeError, ValueError)
+            raise ValueError(f"no JSON for this {cls.DESCRIPTOR.full_name}: {exc}") from None
 
 
 def _limits() -> None:  # pragma: no cover - runs in protoc's child process
@@ -120,6 +124,15 @@ def _limits() -> None:  # pragma: no cover - runs in protoc's child process
 def _compile(text: str, references: list[tuple[str, str]]) -> bytes:
     """The FileDescriptorSet protoc makes of the schema and its imports; ValueError with
     protoc's own message when it cannot."""
+    try:
+        return _run_protoc(text, references)
+    except OSError as exc:  # an import name no file can have (too long, a directory's)
+        raise ValueError(
+            f"cannot write the schema's files for protoc: {exc.strerror or exc}"
+        ) from None
+
+
+def _run_protoc(text: str, references: list[tuple[str, str]]) -> bytes:
     with tempfile.TemporaryDirectory(prefix="kseg-proto-") as tmp:
         files = {**BUILTIN_FILES, **dict(references), MAIN: text}
         for name, body in files.items():

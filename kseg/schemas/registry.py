@@ -15,6 +15,7 @@ from typing import NamedTuple
 from kseg.format import schema_registry as SR
 
 AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
+INVALID, UNREADABLE = "invalid", "unreadable"  # the kinds of a problem
 DEFAULT_CONTEXT = "."
 
 
@@ -51,13 +52,14 @@ class Registry:
     carries it (ids of the default context before any other: a framed value's id is looked up
     there, as a client without a context does; then hard-deleted ones, see ``removed``)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, path: str | None = None) -> None:
         self.source = source  # what was replayed or loaded (shown by `kseg schemas`)
+        self.path = path  # the _schemas partition dir or the export file (problems name it)
         self.versions: dict[tuple[str, int], Version] = {}
         # versions a tombstone hard-deleted whose record kseg read before it: the registry no
         # longer serves them, but records framed with their ids still decode by them
         self.removed: dict[tuple[str, int], Version] = {}
-        self.problems: list[dict] = []  # {"offset": int | None, "message": str}
+        self.problems: list[dict] = []  # {"file", "offset", "kind", "message"}: see problem
         self.records = 0  # _schemas records replayed
         self.notes: list[str] = []  # what else the replay saw (other replicas, configs)
         self.configs: dict[str | None, dict] = {}  # subject (None: global) -> config value
@@ -66,7 +68,8 @@ class Registry:
         self.end_offset = -1  # the last offset replayed (replicas: the longest wins)
         self.damaged = False  # the replay stopped at damage
         self.unreadable = False
-        self._ids: dict[tuple[str, int], tuple[str, str, int]] = {}  # see _clash
+        # (context, id) -> the versions that hold it now (see _clash)
+        self._holders: dict[tuple[str, int], dict[tuple[str, int], Version]] = {}
 
     # -- replay -----------------------------------------------------------------------------
 
@@ -79,41 +82,42 @@ class Registry:
             k = SR.parse_key(key)
             v = None if value is None else SR.parse_value(k, value)
         except ValueError as exc:
-            self.problems.append({"offset": offset, "message": str(exc)})
+            self.problem(offset, str(exc))
             return
         if k.keytype == SR.SCHEMA:
+            sv = (k.subject, k.version)
             if v is None:  # a hard delete: gone from the registry (kept here, see ``removed``)
-                gone = self.versions.pop((k.subject, k.version), None)
+                gone = self._drop(sv)
                 if gone is not None:
-                    self.removed[k.subject, k.version] = gone
+                    self.removed[sv] = gone
                 return
-            if (v["subject"], v["version"]) != (k.subject, k.version):
-                self.problems.append(
-                    {"offset": offset, "message": f"the value's subject {v['subject']!r} version "
-                     f"{v['version']} is not its key's ({k.subject!r} version {k.version})"}
+            if (v["subject"], v["version"]) != sv:  # the registry keeps it under its key
+                self.problem(
+                    offset, f"the value's subject {v['subject']!r} version {v['version']} is not "
+                    f"its key's ({k.subject!r} version {k.version}): kept under the key's",
                 )  # fmt: skip
-            ver = _version(v, offset)
+            ver = _version(v, offset)._replace(subject=k.subject, version=k.version)
             clash = self._clash(ver)
             if clash is not None:  # the registry rejects it ("a schema with duplicate ID")
-                self.problems.append(
-                    {"offset": offset, "message": f"schema id {ver.id} of {ver.subject!r} version "
-                     f"{ver.version} already names another schema ({clash[1]!r} version "
-                     f"{clash[2]}): skipped, as the registry skips it"}
+                self.problem(
+                    offset, f"schema id {ver.id} of {ver.subject!r} version {ver.version} "
+                    f"already names another schema ({clash.subject!r} version {clash.version}): "
+                    "skipped, as the registry skips it",
                 )  # fmt: skip
                 return
-            self.removed.pop((ver.subject, ver.version), None)
+            self.removed.pop(sv, None)
             self.add(ver)
         elif k.keytype == SR.DELETE_SUBJECT and v is not None:
             # versions 1 to the one named are (soft-)deleted; later ones stay
             for (subject, version), ver in list(self.versions.items()):
                 if subject == v["subject"] and version <= v["version"]:
-                    self.versions[subject, version] = ver._replace(deleted=True)
+                    self.add(ver._replace(deleted=True))
         elif k.keytype == SR.CLEAR_SUBJECT and v is not None:
             # the subject's deleted versions leave the registry (written on a switch to IMPORT
             # mode, after tombstones for the rest)
             for sv, ver in list(self.versions.items()):
                 if sv[0] == v["subject"] and ver.deleted:
-                    self.removed[sv] = self.versions.pop(sv)
+                    self.removed[sv] = self._drop(sv)
         elif k.keytype == SR.CONFIG:
             _keep(self.configs, k.subject, v)
         elif k.keytype == SR.MODE:
@@ -121,16 +125,46 @@ class Registry:
         # NOOP (the registry's own "I have read up to here" marker) and CONTEXT carry no
         # schema: nothing to do
 
-    def _clash(self, ver: Version) -> tuple[str, str, int] | None:
-        """The schema that first held ``ver``'s id in its context, when it is another one."""
-        first = self._ids.setdefault(
-            (context_of(ver.subject), ver.id), (ver.schema, ver.subject, ver.version)
+    def problem(
+        self, offset: int | None, message: str, kind: str = INVALID, file: str | None = None
+    ) -> None:
+        """Something the replay or load met: invalid data (a record the registry skips,
+        damage) or unreadable (kind ``unreadable``: an operational failure), in ``file`` (by
+        default the partition dir or export)."""
+        self.problems.append(
+            {"file": file or self.path, "offset": offset, "kind": kind, "message": message}
         )
-        return None if first[0] == ver.schema else first
+
+    def _clash(self, ver: Version) -> Version | None:
+        """A version the registry holds now, in ``ver``'s context, whose id is ``ver``'s and
+        whose schema is another (an id no version holds any longer is free again)."""
+        for other in self._holders.get((context_of(ver.subject), ver.id), {}).values():
+            if other.schema != ver.schema and (other.subject, other.version) != (
+                ver.subject, ver.version
+            ):  # fmt: skip
+                return other
+        return None
 
     def add(self, ver: Version) -> None:
         self._by_id = None
+        old = self.versions.get((ver.subject, ver.version))
+        if old is not None:
+            self._drop((ver.subject, ver.version))
         self.versions[ver.subject, ver.version] = ver
+        held = self._holders.setdefault((context_of(ver.subject), ver.id), {})
+        held[ver.subject, ver.version] = ver
+
+    def _drop(self, sv: tuple[str, int]) -> Version | None:
+        """``sv`` leaves the registry; returns its version (None: it held none)."""
+        self._by_id = None
+        ver = self.versions.pop(sv, None)
+        if ver is not None:
+            key = (context_of(ver.subject), ver.id)
+            held = self._holders.get(key, {})
+            held.pop(sv, None)
+            if not held:
+                self._holders.pop(key, None)
+        return ver
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -156,20 +190,28 @@ class Registry:
             if level > depth:
                 raise ValueError(f"references nest deeper than {depth} (a cycle?)")
             for ref in v.references:
-                target = self.versions.get((ref.subject, ref.version))
+                target = self._version_of(ref.subject, ref.version)
                 if target is None:
                     raise ValueError(
                         f"reference {ref.name!r} (subject {ref.subject!r} version "
                         f"{ref.version}) is not in the registry"
                     )
-                if (ref.subject, ref.version) in seen:
+                if (target.subject, target.version) in seen:
                     continue
-                seen.add((ref.subject, ref.version))
+                seen.add((target.subject, target.version))
                 visit(target, level + 1)
                 out.append((ref.name, target))
 
         visit(ver, 1)
         return out
+
+    def _version_of(self, subject: str, version: int) -> Version | None:
+        """A reference's target: that version (one hard-deleted too: its text was read), or
+        for version -1 the subject's latest."""
+        if version == -1:
+            mine = [v for (s, _n), v in self.versions.items() if s == subject]
+            return max(mine, key=lambda v: v.version, default=None)
+        return self.versions.get((subject, version)) or self.removed.get((subject, version))
 
     def describe(self) -> str:
         """Where the schemas came from, for a message: ``_schemas in <dir>, 12 schemas``."""

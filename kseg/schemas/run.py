@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kseg.outcome import Outcome
-from kseg.schemas.registry import Version
+from kseg.schemas.registry import UNREADABLE, Version
 from kseg.schemas.sources import TOPIC, listing
 
 
@@ -25,9 +25,9 @@ class SchemasRun:
         for ver, state in rows:
             yield schema_event(ver, state)
         for p in reg.problems:
-            self.outcome |= Outcome.UNREADABLE if reg.unreadable else Outcome.INVALID_DATA
-            yield {"type": "schema_problem", "file": p.get("file"), "offset": p["offset"],
-                   "message": p["message"]}  # fmt: skip
+            self.outcome |= Outcome.UNREADABLE if p["kind"] == UNREADABLE else Outcome.INVALID_DATA
+            yield {"type": "schema_problem", "file": p["file"], "offset": p["offset"],
+                   "kind": p["kind"], "message": p["message"]}  # fmt: skip
         if not rows:
             self.outcome |= Outcome.USAGE  # nothing found to list is never "clean"
             yield {"type": "failure", "message": f"{reg.source}: no schema in it"}

@@ -18,10 +18,11 @@ import orjson
 
 from kseg.format.errors import CorruptionError
 from kseg.outcome import BadOption
-from kseg.schemas.registry import Registry, version_from_export
+from kseg.schemas.registry import UNREADABLE, Registry, version_from_export
 from kseg.storage import files as F
 from kseg.storage import tree
 from kseg.storage.partition import Partition
+from kseg.storage.uri import as_path
 
 TOPIC = "_schemas"  # Confluent Schema Registry's and Karapace's kafkastore.topic default
 OPTION = "--schemas"
@@ -57,7 +58,9 @@ def find_topic_dirs(paths: list[Path]) -> list[Path]:
         except tree.InputError:
             continue  # the command itself says what is wrong with it
         if lay.kind in (tree.ROOT, tree.ROOTS):
-            found.extend(Path(pdir) for _ld, pdir, name in lay.partitions if _ours(name))
+            found.extend(as_path(pdir) for _ld, pdir, name in lay.partitions if _ours(name))
+        elif "://" in str(p):
+            continue  # a URI's partition dir or file: name the topic with the schemas option
         elif lay.kind == tree.PARTITION:
             places.append(os.path.dirname(os.path.abspath(lay.path)))
         else:
@@ -73,7 +76,7 @@ def find_topic_dirs(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     seen: set = set()
     for d in found:
-        real = os.path.realpath(d)
+        real = str(d) if "://" in str(d) else os.path.realpath(d)
         if real not in seen:
             seen.add(real)
             out.append(d)
@@ -89,6 +92,8 @@ def _load_given(path: Path, option: str) -> Registry:
         raise BadOption(f"{path}: no such file or directory", option)
     if path.is_file():
         return load_export([path], option)
+    if not path.is_dir():
+        raise BadOption(f"{path}: neither a file nor a directory", option)
     try:
         lay = tree.layout(str(path))
     except tree.InputError:
@@ -115,11 +120,11 @@ def _load_given(path: Path, option: str) -> Registry:
 
 def replay(pdir: Path) -> Registry:
     """One replica of ``_schemas``, replayed from its first segment."""
-    reg = Registry(f"{TOPIC} in {pdir}")
+    reg = Registry(f"{TOPIC} in {pdir}", str(pdir))
     try:
         segments = Partition(pdir).segments
     except OSError as exc:
-        reg.problems.append({"offset": None, "message": f"{exc.filename or pdir}: {exc.strerror}"})
+        reg.problem(None, f"{exc.filename or pdir}: {exc.strerror or exc}", UNREADABLE)
         reg.unreadable = True
         return reg
     for seg in segments:
@@ -131,16 +136,13 @@ def replay(pdir: Path) -> Registry:
                     reg.apply(rec.key, rec.value, rec.offset)
                     reg.end_offset = rec.offset
         except CorruptionError as exc:
-            reg.problems.append(
-                {"offset": exc.offset, "message": f"{exc.in_file(seg.log)}; the records after it "
-                 "are not replayed (Kafka's recovery truncates there)", "file": str(seg.log)}
-            )  # fmt: skip
+            reg.problem(exc.offset, f"{exc.in_file(seg.log)}; the records after it are not "
+                        "replayed (Kafka's recovery truncates there)", file=str(seg.log))  # fmt: skip
             reg.damaged = True
             return reg
         except OSError as exc:
-            reg.problems.append(
-                {"offset": None, "message": f"{exc.filename or seg.log}: {exc.strerror}"}
-            )
+            reg.problem(None, f"{exc.filename or seg.log}: {exc.strerror or exc}", UNREADABLE,
+                        str(seg.log))  # fmt: skip
             reg.unreadable = True
             return reg
     return reg
@@ -166,7 +168,7 @@ def load_export(files: list[Path], option: str = OPTION) -> Registry:
     """Schemas saved from the REST API: each file a JSON array of schema objects (``GET
     /schemas``), one object (``GET /subjects/S/versions/V``), or JSON Lines of them."""
     src = str(files[0]) if len(files) == 1 else f"{len(files)} files in {files[0].parent}"
-    reg = Registry(f"exported schemas ({src})")
+    reg = Registry(f"exported schemas ({src})", str(files[0]) if len(files) == 1 else None)
     for f in files:
         try:
             if f.stat().st_size > MAX_EXPORT_BYTES:
@@ -179,7 +181,7 @@ def load_export(files: list[Path], option: str = OPTION) -> Registry:
             try:
                 reg.add(version_from_export(obj, where))
             except ValueError as exc:
-                reg.problems.append({"offset": None, "message": str(exc)})
+                reg.problem(None, str(exc))
     return reg
 
 

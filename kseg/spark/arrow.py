@@ -74,12 +74,19 @@ BATCH_FIELDS = [
 ]
 
 
-def records_schema(include_headers: bool, segment_columns: bool) -> pa.Schema:
+def records_schema(
+    include_headers: bool, segment_columns: bool, schema_columns: bool = False
+) -> pa.Schema:
+    """``schema_columns``: payload=schema's decoded columns (kseg.spark.schema_columns)."""
     fields = list(KAFKA_FIELDS)
     if include_headers:
         fields.append(("headers", HEADER_TYPE))
     if segment_columns:
         fields += SEGMENT_FIELDS
+    if schema_columns:
+        from kseg.spark.schema_columns import SCHEMA_FIELDS
+
+        fields += SCHEMA_FIELDS
     return pa.schema(fields)
 
 

@@ -19,6 +19,10 @@ Record search (records mode; kseg.dump.search, the same semantics as `kseg dump`
 (RE2 patterns on bytes, kseg.format.regex: searched in linear time), header (NAME or
 NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
 `col("key") == b"..."` is pushed down as keyEq (with filterPushdown).
+payload=schema (records mode): Schema Registry framing decoded into key_schema_id,
+value_schema_id, key_json, value_json and schema_error (kseg.spark.schema_columns); schemas:
+where the schemas are (default: the _schemas topic among the paths); the search options then
+match the decoded values, as `kseg dump --payload schema`'s do.
 
 The reader object is pickled to executors: it holds plain data only.
 """
@@ -71,6 +75,13 @@ def _paths(options) -> list[str]:
     return [p for p in raw.split(",") if p]
 
 
+def _payload(options) -> str:
+    payload = (options.get("payload") or "raw").lower()
+    if payload not in ("raw", "schema"):
+        raise ValueError(f"kseg data source: option payload: {payload!r}: raw or schema")
+    return payload
+
+
 def spark_schema(options):
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -84,7 +95,9 @@ def spark_schema(options):
         raise ValueError(f"kseg data source: mode must be one of {', '.join(MODES)}")
     arrow = {
         "records": lambda: records_schema(
-            _bool(options, "includeHeaders"), _bool(options, "segmentColumns")
+            _bool(options, "includeHeaders"),
+            _bool(options, "segmentColumns"),
+            _payload(options) == "schema",
         ),
         "batches": lambda: (
             BATCHES_PROBLEMS_SCHEMA if _bool(options, "problems") else BATCHES_SCHEMA
@@ -167,6 +180,17 @@ class KsegReader(DataSourceReader):
         }
         if any(self.search.values()) and self.mode != "records":
             raise ValueError("kseg data source: key/value/header filters need mode=records")
+        # payload=schema: Schema Registry framing decoded into columns (kseg.spark.schema_columns);
+        # the registry replayed here, once, handed to the executors as plain data
+        self.schema_data = None
+        if _payload(options) == "schema":
+            if self.mode != "records":
+                raise ValueError("kseg data source: payload=schema needs mode=records")
+            from kseg.spark.schema_columns import registry_data
+
+            self.schema_data = registry_data(self.paths, options.get("schemas"))
+        elif options.get("schemas"):
+            raise ValueError("kseg data source: option schemas is for payload=schema")
         self._record_filter()
 
     def _record_filter(self):
@@ -178,9 +202,15 @@ class KsegReader(DataSourceReader):
         if "key_eq" in self.pushed:
             search["key_eq"] = [*(search["key_eq"] or []), self.pushed["key_eq"]]
         try:
-            return record_filter(**search)
+            keep = record_filter(**search)
         except BadOption as exc:
             raise ValueError(f"kseg data source: option {exc.option.lstrip('-')}: {exc}") from None
+        if keep is not None and self.schema_data is not None:  # a search on decoded values
+            from kseg.dump.schema_events import DecodedFilter
+            from kseg.spark.schema_columns import decoder_of
+
+            keep = DecodedFilter(keep, decoder_of(self.schema_data))
+        return keep
 
     def _prune(self) -> Prune:
         p = self.prune
@@ -212,29 +242,12 @@ class KsegReader(DataSourceReader):
         value = dict(partition.value)
         committed = value.pop("committed", None)  # read_committed: plain data, see partitions
         task = Task(**value)
-        if self.mode == "records" and task.kind == planning.KAFKA07:
-            from kseg.spark.arrow import kafka07_record_batches
+        if self.mode == "records" and self.schema_data is not None:
+            from kseg.spark.schema_columns import with_schema_columns
 
-            yield from kafka07_record_batches(
-                task,
-                include_headers=self.include_headers,
-                segment_columns=self.segment_columns,
-                record_filter=self._record_filter(),
-                **self.row_filter,
-            )
+            yield from with_schema_columns(self._records(task, committed), self.schema_data)
         elif self.mode == "records":
-            from kseg.spark.arrow import record_batches
-
-            yield from record_batches(
-                task,
-                include_headers=self.include_headers,
-                segment_columns=self.segment_columns,
-                include_control=self.include_control,
-                record_filter=self._record_filter(),
-                resync=self.resync,
-                committed=committed,
-                **self.row_filter,
-            )
+            yield from self._records(task, committed)
         elif self.mode == "batches":
             from kseg.spark.arrow import batch_rows
 
@@ -252,6 +265,32 @@ class KsegReader(DataSourceReader):
             from kseg.spark.checks import findings
 
             yield from findings(task, self.index_interval_bytes, self.deep)
+
+    def _records(self, task: Task, committed) -> Iterator:
+        """The records table's batches of one task."""
+        if task.kind == planning.KAFKA07:
+            from kseg.spark.arrow import kafka07_record_batches
+
+            yield from kafka07_record_batches(
+                task,
+                include_headers=self.include_headers,
+                segment_columns=self.segment_columns,
+                record_filter=self._record_filter(),
+                **self.row_filter,
+            )
+        else:
+            from kseg.spark.arrow import record_batches
+
+            yield from record_batches(
+                task,
+                include_headers=self.include_headers,
+                segment_columns=self.segment_columns,
+                include_control=self.include_control,
+                record_filter=self._record_filter(),
+                resync=self.resync,
+                committed=committed,
+                **self.row_filter,
+            )
 
 
 class KsegPushdownReader(KsegReader):

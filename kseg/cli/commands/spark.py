@@ -37,6 +37,8 @@ from kseg.cli.spark_options import (
     PartitionByOpt,
     PerHourOpt,
     SparkDeepOpt,
+    SparkPayloadOpt,
+    SparkSchemasOpt,
 )
 from kseg.outcome import BadOption, Outcome
 from kseg.render import streams
@@ -139,19 +141,30 @@ def spark_export(
     conf: ConfOpt = None,
     quiet: QuietOpt = False,
     isolation: IsolationOpt = Isolation.read_uncommitted,
+    payload: SparkPayloadOpt = "raw",
+    schemas: SparkSchemasOpt = None,
 ) -> int:
     """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
+
+    --payload schema adds key_schema_id, value_schema_id, key_json, value_json and
+    schema_error: Schema Registry framing decoded by the schemas of the _schemas topic among
+    the inputs (or --schemas), as `kseg dump --payload schema` decodes it.
 
     Example:
 
     \b
       kseg spark export /data/kafka-logs --out /tmp/records --topic '^orders$'
+      kseg spark export /data/kafka-logs --out /tmp/payments --topic '^payments$' --payload schema
     """
     from kseg.seek.timeexpr import parse_option_time
     from kseg.spark import export
 
     if fmt not in ("parquet", "json"):
         raise BadOption("parquet or json", "--format")
+    if payload not in ("raw", "schema"):
+        raise BadOption("raw or schema", "--payload")
+    if schemas is not None and payload != "schema":
+        raise BadOption("--schemas is for --payload schema", "--schemas")
     cols = tuple(c for c in partition_by.split(",") if c)
     from_ms = parse_option_time(from_time, "--from-time")
     to_ms = parse_option_time(to_time, "--to-time")
@@ -175,6 +188,8 @@ def spark_export(
                 toTime=to_ms,
                 # only when asked: today's options (and plans) otherwise
                 isolation=None if isolation is Isolation.read_uncommitted else isolation.value,
+                payload=None if payload == "raw" else payload,
+                schemas=schemas,
             )
     for message in unreadable:
         streams.say(message)
