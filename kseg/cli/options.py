@@ -28,13 +28,6 @@ def _paths(help: str):
 AnyPathsArg = Annotated[
     list[Path], _paths("Files, partition dirs, log.dirs roots or directories of roots.")
 ]
-SchemasPathsArg = Annotated[
-    list[Path],
-    _paths(
-        "log.dirs roots (or directories of roots, partition dirs) holding the _schemas topic, "
-        "_schemas partition dirs, or a JSON export of the registry's schemas."
-    ),
-]
 SegmentPathsArg = Annotated[
     list[Path],
     _paths("Segment .log files, partition dirs, log.dirs roots or directories of roots."),
@@ -97,31 +90,6 @@ ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark config 
 
 # --- dump -----------------------------------------------------------------------------------
 
-PayloadOpt = Annotated[
-    Payload,
-    typer.Option(
-        help="How keys, values and header values are shown (schema: Schema Registry framing "
-        "decoded by the schemas of the _schemas topic beside PATH, or --schemas)."
-    ),
-]
-SchemasOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--schemas",
-        metavar="PATH",
-        help="Where --payload schema finds the schemas: a _schemas partition directory, a "
-        "log.dirs root holding one, or a JSON file (or directory of them) exported from the "
-        "registry's REST API. Default: the _schemas topic in or beside PATH.",
-    ),
-]
-StrictOpt = Annotated[
-    bool,
-    typer.Option(
-        "--strict",
-        help="--payload schema: a key or value that does not decode is invalid data (exit 4); "
-        "without it, a finding only.",
-    ),
-]
 BatchesOnlyOpt = Annotated[
     bool, typer.Option("--batches-only", help="Batch headers only; no record decoding.")
 ]

@@ -24,6 +24,15 @@ SparkPayloadOpt = Annotated[
         "into key_schema_id, value_schema_id, key_json, value_json and schema_error.",
     ),
 ]
+SparkValueStructOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--value-struct",
+        metavar="SUBJECT",
+        help="--payload schema: a value_struct column typed by SUBJECT's latest Avro schema, "
+        "each value read as it (Avro schema resolution).",
+    ),
+]
 SparkSchemasOpt = Annotated[
     str | None,
     typer.Option(

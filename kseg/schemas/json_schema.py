@@ -34,9 +34,11 @@ class JsonSchema:
         import json
 
         try:
-            return json.loads(payload, parse_int=_int, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:
+            value = json.loads(payload, parse_int=_int, parse_constant=_no_constant)
+            orjson.dumps(value)  # what kseg's JSON output can hold (no lone surrogate)
+        except (ValueError, RecursionError, TypeError) as exc:
             raise ValueError(f"not JSON: {exc}") from None
+        return value
 
 
 _LONG_NUMBER = re.compile(rb"[0-9]{19}")

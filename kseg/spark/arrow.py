@@ -75,9 +75,13 @@ BATCH_FIELDS = [
 
 
 def records_schema(
-    include_headers: bool, segment_columns: bool, schema_columns: bool = False
+    include_headers: bool,
+    segment_columns: bool,
+    schema_columns: bool = False,
+    struct_type: pa.DataType | None = None,
 ) -> pa.Schema:
-    """``schema_columns``: payload=schema's decoded columns (kseg.spark.schema_columns)."""
+    """``schema_columns``: payload=schema's decoded columns (kseg.spark.schema_columns);
+    ``struct_type``: valueStruct's column type after them."""
     fields = list(KAFKA_FIELDS)
     if include_headers:
         fields.append(("headers", HEADER_TYPE))
@@ -87,6 +91,8 @@ def records_schema(
         from kseg.spark.schema_columns import SCHEMA_FIELDS
 
         fields += SCHEMA_FIELDS
+        if struct_type is not None:
+            fields.append(("value_struct", struct_type))
     return pa.schema(fields)
 
 

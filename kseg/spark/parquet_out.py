@@ -251,7 +251,13 @@ def _empty_file(job: ArrowExport, filesystem, base: str, include_headers: bool) 
     tmp_dir = job.attempt_dir(base, 0, 0)
     filesystem.create_dir(tmp_dir, recursive=True)
     tmp_file = f"{tmp_dir}/{job.file_name(0)}"
-    schema = records_schema(include_headers, False, job.reader.schema_data is not None)
+    reader = job.reader
+    schema = records_schema(
+        include_headers,
+        False,
+        reader.schema_data is not None,
+        getattr(reader, "struct_type", None) if reader.value_struct else None,
+    )
     pq.ParquetWriter(tmp_file, schema, filesystem=filesystem, compression=job.compression).close()
     return 0, 0, tmp_file, job.file_name(0), 0, []
 

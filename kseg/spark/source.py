@@ -22,7 +22,8 @@ NAME=REGEX), keyEq (exact key), valueContains; all given must hold. A filter
 payload=schema (records mode): Schema Registry framing decoded into key_schema_id,
 value_schema_id, key_json, value_json and schema_error (kseg.spark.schema_columns); schemas:
 where the schemas are (default: the _schemas topic among the paths); the search options then
-match the decoded values, as `kseg dump --payload schema`'s do.
+match the decoded values, as `kseg dump --payload schema`'s do; valueStruct=SUBJECT adds
+value_struct, each Avro value read as the subject's latest schema (kseg.spark.schema_struct).
 
 The reader object is pickled to executors: it holds plain data only.
 """
@@ -82,6 +83,18 @@ def _payload(options) -> str:
     return payload
 
 
+def _struct_type(options):
+    """valueStruct's column type (None: no such column); the registry is replayed for it."""
+    subject = options.get("valuestruct")
+    if not subject:
+        return None
+    if _payload(options) != "schema":
+        raise ValueError("kseg data source: option valueStruct is for payload=schema")
+    from kseg.spark.schema_columns import registry_data, struct_reader
+
+    return struct_reader(registry_data(_paths(options), options.get("schemas")), subject).type
+
+
 def spark_schema(options):
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -98,6 +111,7 @@ def spark_schema(options):
             _bool(options, "includeHeaders"),
             _bool(options, "segmentColumns"),
             _payload(options) == "schema",
+            _struct_type(options),
         ),
         "batches": lambda: (
             BATCHES_PROBLEMS_SCHEMA if _bool(options, "problems") else BATCHES_SCHEMA
@@ -183,14 +197,21 @@ class KsegReader(DataSourceReader):
         # payload=schema: Schema Registry framing decoded into columns (kseg.spark.schema_columns);
         # the registry replayed here, once, handed to the executors as plain data
         self.schema_data = None
+        self.value_struct = options.get("valuestruct") or None  # a subject
         if _payload(options) == "schema":
             if self.mode != "records":
                 raise ValueError("kseg data source: payload=schema needs mode=records")
             from kseg.spark.schema_columns import registry_data
 
             self.schema_data = registry_data(self.paths, options.get("schemas"))
+            if self.value_struct is not None:
+                from kseg.spark.schema_columns import struct_reader
+
+                self.struct_type = struct_reader(self.schema_data, self.value_struct).type
         elif options.get("schemas"):
             raise ValueError("kseg data source: option schemas is for payload=schema")
+        elif self.value_struct is not None:
+            raise ValueError("kseg data source: option valueStruct is for payload=schema")
         self._record_filter()
 
     def _record_filter(self):
@@ -245,7 +266,9 @@ class KsegReader(DataSourceReader):
         if self.mode == "records" and self.schema_data is not None:
             from kseg.spark.schema_columns import with_schema_columns
 
-            yield from with_schema_columns(self._records(task, committed), self.schema_data)
+            yield from with_schema_columns(
+                self._records(task, committed), self.schema_data, self.value_struct
+            )
         elif self.mode == "records":
             yield from self._records(task, committed)
         elif self.mode == "batches":

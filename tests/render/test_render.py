@@ -54,6 +54,7 @@ def test_every_command_has_a_text_line_and_json_is_the_events():
         "salvage",
         "txn",
         "replicas",
+        "schemas",
     }
     salvaged = {
         "type": "summary",

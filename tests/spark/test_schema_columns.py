@@ -5,6 +5,7 @@ on the Data Source path and through `kseg spark export`'s Arrow writer."""
 from __future__ import annotations
 
 import shutil
+from decimal import Decimal
 
 import orjson
 import pyarrow.parquet as pq
@@ -83,3 +84,41 @@ def test_spark_export_writes_them(root, tmp_path):
         "value: schema 7 (JSON): not JSON: unexpected character, expected a string key: line 1 "
         "column 2 (char 1)"
     ]
+
+
+def test_value_struct_reads_every_version_as_the_latest(spark, root):
+    """payments-value has versions 1 and 2 (2 adds tags, default []): the struct column has
+    version 2's type and every Avro value resolved to it; what does not decode is null with its
+    reason."""
+    df = kseg.spark.read(spark, [str(root / "payments-0")], payload="schema",
+                         valueStruct="payments-value")  # fmt: skip
+    field = df.schema["value_struct"].dataType
+    assert [f.name for f in field.fields] == ["id", "amount", "currency", "note", "tags"]
+    assert str(field["amount"].dataType) == "DecimalType(9,2)"
+    rows = {r.offset: r for r in df.collect()}
+    assert rows[0].value_struct.asDict() == {
+        "id": 1, "amount": Decimal("12.50"), "currency": "EUR", "note": None, "tags": []}  # fmt: skip
+    assert rows[2].value_struct.tags == ["web", "promo"]
+    assert rows[3].value_struct is None and "unknown schema id 99" in rows[3].schema_error
+    # ids 9 and 10 are other subjects' ("int", "long"): they do not resolve to a Payment
+    assert rows[6].value_struct is None and rows[6].value_json == "42"
+    assert "as the latest" in rows[6].schema_error and rows[6].schema_error.startswith(
+        "value_struct: "
+    )
+
+
+def test_value_struct_types_and_refusals(spark, root):
+    from kseg.spark.schema_struct import arrow_type
+
+    linked = {"type": "record", "name": "L", "fields": [{"name": "n", "type": ["null", "L"]}]}
+    from fastavro import parse_schema
+
+    p = parse_schema(linked)
+    with pytest.raises(ValueError, match="recursive"):
+        arrow_type(p, p["__named_schemas"])
+    with pytest.raises(Exception, match="PROTOBUF, not Avro"):
+        kseg.spark.read(
+            spark, [str(root)], payload="schema", valueStruct="shipments-value"
+        ).collect()
+    with pytest.raises(Exception, match="valueStruct is for payload=schema"):
+        kseg.spark.read(spark, [str(root)], valueStruct="payments-value").collect()

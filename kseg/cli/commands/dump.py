@@ -1,6 +1,7 @@
 """`kseg dump`: decode every file of a data directory (kseg.dump.run), shown by kseg.render."""
 
 from kseg.cli import options as o
+from kseg.cli import payload_options as so
 from kseg.cli.exit import exit_status, track
 from kseg.cli.jobs_option import JobsOpt
 
@@ -8,9 +9,9 @@ from kseg.cli.jobs_option import JobsOpt
 def dump(
     paths: o.AnyPathsArg,
     fmt: o.FormatOpt = o.OutputFormat.text,
-    payload: o.PayloadOpt = o.Payload.auto,
-    schemas: o.SchemasOpt = None,
-    strict: o.StrictOpt = False,
+    payload: so.PayloadOpt = o.Payload.auto,
+    schemas: so.SchemasOpt = None,
+    strict: so.StrictOpt = False,
     batches_only: o.BatchesOnlyOpt = False,
     decoder: o.DecoderOpt = o.Decoder.auto,
     skip_record_metadata: o.SkipRecordMetadataOpt = False,

@@ -2,11 +2,12 @@
 ``_schemas`` topic (kseg.schemas.run, imported only when the command runs)."""
 
 from kseg.cli import options as o
+from kseg.cli import payload_options as so
 from kseg.cli.exit import exit_status, track
 
 
 def schemas(
-    paths: o.SchemasPathsArg,
+    paths: so.SchemasPathsArg,
     fmt: o.FormatOpt = o.OutputFormat.text,
 ) -> int:
     """List the Schema Registry's subjects, versions and schema ids, replayed from its _schemas

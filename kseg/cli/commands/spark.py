@@ -39,6 +39,7 @@ from kseg.cli.spark_options import (
     SparkDeepOpt,
     SparkPayloadOpt,
     SparkSchemasOpt,
+    SparkValueStructOpt,
 )
 from kseg.outcome import BadOption, Outcome
 from kseg.render import streams
@@ -143,12 +144,14 @@ def spark_export(
     isolation: IsolationOpt = Isolation.read_uncommitted,
     payload: SparkPayloadOpt = "raw",
     schemas: SparkSchemasOpt = None,
+    value_struct: SparkValueStructOpt = None,
 ) -> int:
     """Write the records table (Spark's Kafka source schema) as Parquet or JSON.
 
     --payload schema adds key_schema_id, value_schema_id, key_json, value_json and
     schema_error: Schema Registry framing decoded by the schemas of the _schemas topic among
-    the inputs (or --schemas), as `kseg dump --payload schema` decodes it.
+    the inputs (or --schemas), as `kseg dump --payload schema` decodes it; --value-struct
+    SUBJECT adds value_struct, each Avro value read as the subject's latest schema.
 
     Example:
 
@@ -165,6 +168,8 @@ def spark_export(
         raise BadOption("raw or schema", "--payload")
     if schemas is not None and payload != "schema":
         raise BadOption("--schemas is for --payload schema", "--schemas")
+    if value_struct is not None and payload != "schema":
+        raise BadOption("--value-struct is for --payload schema", "--value-struct")
     cols = tuple(c for c in partition_by.split(",") if c)
     from_ms = parse_option_time(from_time, "--from-time")
     to_ms = parse_option_time(to_time, "--to-time")
@@ -190,6 +195,7 @@ def spark_export(
                 isolation=None if isolation is Isolation.read_uncommitted else isolation.value,
                 payload=None if payload == "raw" else payload,
                 schemas=schemas,
+                valueStruct=value_struct,
             )
     for message in unreadable:
         streams.say(message)
