@@ -1,15 +1,16 @@
 """Avro: a registered schema made into a decoder of its payloads (fastavro), bounded on hostile
 input.
 
-fastavro is the decoder (its compiled reader: the Avro rules, logical types included), but it
-trusts what it reads: an array of ``null`` whose count says 10^18 makes a list of that many
-Nones, and a recursive schema (a linked list) nests the compiled reader as deep as the payload
-asks, until the C stack overflows (a signal death, measured at 100,000 levels). So each payload
+fastavro is the decoder (its compiled reader: the Avro rules, logical types included). It
+checks every length it reads, but trusts what it reads otherwise: an array of ``null`` whose
+count says 10^18 makes a list of that many Nones, and a recursive schema (a linked list) nests
+the compiled reader as deep as the payload asks, until the C stack overflows (a signal death, measured at 100,000 levels). So each payload
 is first walked here, iteratively, without making any value: every count and length is checked
 against the bytes left, every item counts against a budget of the payload's size (an item that
 takes no byte, a ``null``, is the only kind that can outnumber the bytes), and nesting stops at
 MAX_DEPTH. Only a payload the walk accepts reaches fastavro, so its work is bounded by the
-payload's size.
+payload's size. A schema through which no payload can do either (see needs_walk) is read by
+fastavro alone.
 
 Values come out as plain JSON: unions unwrapped (fastavro's default), ``bytes`` and ``fixed`` as
 Avro's JSON encoding writes them (one character U+0000..U+00FF per byte), decimals as exact
@@ -54,20 +55,97 @@ class AvroSchema:
             raise ValueError(str(exc) or type(exc).__name__) from None
         self.named = named
         self.plain = not _needs_conversion(self.parsed, named)
+        self.walked = needs_walk(self.parsed, named)
 
     def decode(self, data: bytes, start: int) -> Any:
         """The value at ``data[start:]``; ValueError saying why it does not decode."""
         from fastavro import schemaless_reader
 
+        if self.walked:
+            self._walk(data, start)
+        try:
+            value = schemaless_reader(io.BytesIO(data[start:]), self.parsed, None)
+        except Exception as exc:  # a logical type's conversion, invalid UTF-8 in a string
+            if not self.walked:
+                self._walk(data, start)  # the walk says where a payload's shape breaks
+            raise ValueError(f"{type(exc).__name__}: {exc}") from None
+        return value if self.plain else plain(value)
+
+    def _walk(self, data: bytes, start: int) -> None:
         try:
             walk(data, start, self.parsed, self.named)
         except CorruptionError as exc:
             raise ValueError(f"{exc.message} at payload byte {exc.position - start}") from None
-        try:
-            value = schemaless_reader(io.BytesIO(data[start:]), self.parsed, None)
-        except Exception as exc:  # a logical type's conversion, invalid UTF-8 in a string
-            raise ValueError(f"{type(exc).__name__}: {exc}") from None
-        return value if self.plain else plain(value)
+
+
+def needs_walk(schema, named: dict) -> bool:
+    """Can a payload make fastavro's reader work past its size? Only through a recursive type
+    (nesting as deep as the payload asks), an array or map of items that may take no byte (a
+    count of 10^18 ``null``s), a ``bytes`` decimal (a number as long as the payload), or a
+    schema nested deeper than MAX_DEPTH. Otherwise every item fastavro reads takes a byte and
+    every length is checked by its reads (EOFError), so the walk, which costs more than
+    fastavro's own read, is left out (bench/schemas.py). Each named type is judged once: a
+    schema that names a type twice at every level is not judged 2^levels times."""
+    state: dict = {}  # name -> None (being judged: met again, it is recursive) | (risky, height)
+    zero: dict = {}
+
+    def judge(s) -> tuple[bool, int]:
+        if type(s) is str:
+            if s not in named:
+                return False, 0
+            if s in state:
+                got = state[s]
+                return (True, 0) if got is None else got
+            state[s] = None
+            got = state[s] = judge(named[s])
+            return got
+        if type(s) is list:
+            parts = [judge(b) for b in s]
+            return any(r for r, _h in parts), 1 + max((h for _r, h in parts), default=0)
+        t = s["type"]
+        if s.get("logicalType") == "decimal" and (
+            t == "bytes" or s.get("size", 0) > MAX_DECIMAL_BYTES
+        ):
+            return True, 1
+        if type(t) is not str or t not in _COMPLEX:
+            return judge(t)
+        if t in ("record", "error"):
+            parts = [judge(f["type"]) for f in s["fields"]]
+            return any(r for r, _h in parts), 1 + max((h for _r, h in parts), default=0)
+        if t in ("array", "map"):
+            item = s["items"] if t == "array" else s["values"]
+            r, h = judge(item)
+            return r or _zero_width(item, named, zero), h + 1
+        return False, 1  # enum, fixed
+
+    try:
+        risky, height = judge(schema)
+    except RecursionError:
+        return True
+    return risky or height > MAX_DEPTH
+
+
+def _zero_width(s, named: dict, memo: dict) -> bool:
+    """Can a value of ``s`` take no byte? null, a fixed of size 0, a record of such fields."""
+    if type(s) is str:
+        if s == "null":
+            return True
+        if s in named:
+            if s not in memo:
+                memo[s] = False  # being judged: a type that holds itself takes a byte somewhere
+                memo[s] = _zero_width(named[s], named, memo)
+            return memo[s]
+        return False
+    if type(s) is list:
+        return False  # a union's branch index takes a byte
+    t = s["type"]
+    if t in ("record", "error"):
+        return all(_zero_width(f["type"], named, memo) for f in s["fields"])
+    if t == "fixed":
+        return s["size"] == 0
+    if type(t) is not str or t not in _COMPLEX:
+        return _zero_width(t, named, memo)
+    return False
 
 
 def _fail(message: str, pos: int) -> CorruptionError:
@@ -150,8 +228,6 @@ def walk(data: bytes, pos: int, schema, named: dict) -> int:
         elif s == "null":
             pass
         elif s in _PRIMITIVE_WIDTH:
-            if s == "boolean" and pos < end and data[pos] > 1:
-                raise _fail(f"boolean byte {data[pos]}", pos)
             pos += _PRIMITIVE_WIDTH[s]
             if pos > end:
                 raise _fail(f"truncated {s}", end)

@@ -67,23 +67,33 @@ def latest_avro(registry, subject: str):
     return ver
 
 
+MAX_TYPE_NODES = 10_000  # a Spark type is a tree: a type named twice at every level doubles it
+
+
 def arrow_type(schema, named: dict) -> tuple[pa.DataType, Callable | None]:
     """(Arrow type, converter of a fastavro value to what pyarrow takes for it, or None: as it
-    is). ValueError for a recursive schema."""
-    return _type(schema, named, ())
+    is). ValueError for a recursive schema, or one whose type tree passes MAX_TYPE_NODES."""
+    count = [0]
+    try:
+        return _type(schema, named, (), count)
+    except RecursionError:
+        raise ValueError("the schema nests too deeply for a Spark type") from None
 
 
-def _type(s, named: dict, seen: tuple) -> tuple[pa.DataType, Callable | None]:
+def _type(s, named: dict, seen: tuple, count: list) -> tuple[pa.DataType, Callable | None]:
+    count[0] += 1
+    if count[0] > MAX_TYPE_NODES:
+        raise ValueError(f"the schema's Spark type would have more than {MAX_TYPE_NODES} nodes")
     if type(s) is str:
         if s in _PRIMITIVES:
             return _PRIMITIVES[s], None
         if s in seen:
             raise ValueError(f"the schema is recursive ({s} holds itself): no Spark type")
-        return _type(named[s], named, (*seen, s))
+        return _type(named[s], named, (*seen, s), count)
     if type(s) is list:
         branches = [b for b in s if b != "null"]
         if len(branches) == 1:
-            return _type(branches[0], named, seen)
+            return _type(branches[0], named, seen, count)
         if not branches:
             return pa.null(), None
         from kseg.schemas.avro import plain
@@ -103,7 +113,7 @@ def _type(s, named: dict, seen: tuple) -> tuple[pa.DataType, Callable | None]:
         inner = (*seen, name) if name else seen
         fields, convs = [], {}
         for f in s["fields"]:
-            ft, conv = _type(f["type"], named, inner)
+            ft, conv = _type(f["type"], named, inner, count)
             fields.append(pa.field(f["name"], ft))
             if conv is not None:
                 convs[f["name"]] = conv
@@ -117,16 +127,16 @@ def _type(s, named: dict, seen: tuple) -> tuple[pa.DataType, Callable | None]:
     if t == "fixed":
         return pa.binary(), None
     if t == "array":
-        it, conv = _type(s["items"], named, seen)
+        it, conv = _type(s["items"], named, seen, count)
         return pa.list_(it), (
             None if conv is None else lambda v: None if v is None else [conv(x) for x in v]
         )
     if t == "map":
-        vt, conv = _type(s["values"], named, seen)
+        vt, conv = _type(s["values"], named, seen, count)
         return pa.map_(pa.string(), vt), (
             None if conv is None else lambda v: None if v is None else {k: conv(x) for k, x in v.items()}
         )  # fmt: skip
-    return _type(t, named, seen)  # {"type": "int"} and other wrapped names
+    return _type(t, named, seen, count)  # {"type": "int"} and other wrapped names
 
 
 class StructReader:

@@ -77,7 +77,6 @@ def test_a_payload_nested_a_million_deep_is_a_finding_not_a_crash(tmp_path):
         ("bytes", _varint(-3), "length -3"),
         ({"type": "enum", "name": "N", "symbols": ["A"]}, _varint(1), "enum index 1 of 1"),
         (["null", "int"], _varint(2), "union branch 2 of 2"),
-        ("boolean", b"\x07", "boolean byte 7"),
         ("long", b"\xff" * 11, "varint longer than 10 bytes"),
         ({"type": "fixed", "name": "F", "size": 16}, b"\x00" * 3, "truncated fixed"),
         ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 0},
@@ -212,3 +211,103 @@ def _uvarint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+# -- which schemas the walk guards, and fastavro alone reading the rest -----------------------
+
+
+def _dag(levels: int) -> dict:
+    """A record naming the next level's type twice, ``levels`` deep: 2^levels paths."""
+    t: object = "long"
+    for i in range(levels):
+        t = {"type": "record", "name": f"N{i}", "fields": [{"name": "a", "type": t},
+             {"name": "b", "type": f"N{i - 1}" if i else "long"}]}  # fmt: skip
+    return t
+
+
+@pytest.mark.parametrize(
+    "schema, walked",
+    [
+        ({"type": "record", "name": "P", "fields": [{"name": "a", "type": "long"},
+          {"name": "b", "type": {"type": "array", "items": "string"}}]}, False),
+        (LINKED, True),
+        ({"type": "array", "items": "null"}, True),
+        ({"type": "map", "values": {"type": "record", "name": "E", "fields": []}}, True),
+        ({"type": "array", "items": {"type": "fixed", "name": "Z", "size": 0}}, True),
+        ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 0}, True),
+        ({"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 18}, False),
+        ({"type": "array", "items": ["null", "int"]}, False),  # a union takes a byte
+        (_dag(60), False),  # judged once per name, not 2^60 times
+    ],
+)  # fmt: skip
+def test_the_walk_guards_exactly_the_schemas_a_payload_can_abuse(schema, walked):
+    from kseg.schemas.avro import needs_walk
+
+    p = parse_schema(schema)
+    assert needs_walk(p, p.get("__named_schemas", {})) is walked
+
+
+def test_a_schema_past_the_depth_is_walked():
+    from kseg.schemas.avro import needs_walk
+
+    deep: object = "int"
+    for _ in range(MAX_DEPTH + 5):
+        deep = {"type": "array", "items": deep}
+    assert needs_walk(parse_schema(deep), {}) is True
+
+
+def test_spark_types_do_not_grow_without_bound():
+    pytest.importorskip("pyarrow")
+    from kseg.spark.schema_struct import arrow_type
+
+    p = parse_schema(_dag(40))
+    with pytest.raises(ValueError, match="more than 10000 nodes"):
+        arrow_type(p, p["__named_schemas"])
+
+
+SAFE = parse_schema(
+    {
+        "type": "record", "name": "S",
+        "fields": [
+            {"name": "a", "type": {"type": "array", "items": ["null", "long", "string"]}},
+            {"name": "m", "type": {"type": "map", "values": "bytes"}},
+            {"name": "f", "type": {"type": "fixed", "name": "F3", "size": 3}},
+            {"name": "d", "type": "double"}, {"name": "e", "type": {"type": "enum", "name": "E3",
+                                                                   "symbols": ["X", "Y"]}},
+        ],
+    }
+)  # fmt: skip
+safe_values = st.fixed_dictionaries({
+    "a": st.lists(st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1), st.text(max_size=5)), max_size=5),
+    "m": st.dictionaries(st.text(max_size=3), st.binary(max_size=4), max_size=3),
+    "f": st.binary(min_size=3, max_size=3),
+    "d": st.floats(allow_nan=False),
+    "e": st.sampled_from(["X", "Y"]),
+})  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(safe_values, st.data())
+def test_fastavro_alone_reads_damaged_payloads_as_pythons_reader_does(value, data):
+    """A schema the walk does not guard: kseg's answer for a damaged payload is the pure-Python
+    reader's (same value), or a reason where that reader fails too."""
+    from kseg.schemas.avro import plain
+
+    out = io.BytesIO()
+    schemaless_writer(out, SAFE, value)
+    raw = bytearray(out.getvalue())
+    for _ in range(data.draw(st.integers(0, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    payload = bytes(raw[: data.draw(st.integers(0, len(raw)))])
+    schema = AvroSchema(orjson.dumps({k: v for k, v in SAFE.items()
+                                      if not k.startswith("__")}).decode(), [])  # fmt: skip
+    assert schema.walked is False
+    try:
+        theirs = plain(py_reader(io.BytesIO(payload), SAFE, None))
+    except Exception:  # noqa: BLE001 - the pure-Python reader's own failure
+        theirs = None
+    try:
+        ours = schema.decode(payload, 0)
+    except ValueError:
+        ours = None
+    assert ours == theirs
