@@ -12,17 +12,11 @@ import pytest
 from kseg.format import schema_registry as SR
 from kseg.format.confluent_wire import write_frame
 from kseg.format.record import Record
-from kseg.format.varint import write_varint
 from kseg.schemas.decoder import SchemaDecoder
 from kseg.schemas.registry import Registry
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_kseg
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    write_varint(out, n)
-    return bytes(out)
+from tests.schemas.wire import varint
 
 
 def _registry(*schemas) -> Registry:
@@ -52,13 +46,13 @@ def test_an_avro_error_type_is_walked_as_a_record():
         "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}],
     }
     dec = SchemaDecoder(_registry(("e", 1, 1, "AVRO", orjson.dumps(err).decode())))
-    got = dec.decode(write_frame(1, _varint(50_000_000) + b"\x00"))
+    got = dec.decode(write_frame(1, varint(50_000_000) + b"\x00"))
     assert got.error is not None and "more than the payload can hold" in got.error
 
 
 def test_long_arrays_of_one_byte_items_decode():
     dec = SchemaDecoder(_registry(("a", 1, 1, "AVRO", '{"type":"array","items":"boolean"}')))
-    got = dec.decode(write_frame(1, _varint(70_000) + b"\x01" * 70_000 + b"\x00"))
+    got = dec.decode(write_frame(1, varint(70_000) + b"\x01" * 70_000 + b"\x00"))
     assert got.error is None and got.value == [True] * 70_000
 
 
@@ -102,7 +96,7 @@ def test_an_id_a_hard_delete_freed_may_name_another_schema(tmp_path):
         (SR.schema_key("a", 1), SR.schema_value("a", 1, 5, '"string"')),
         (SR.schema_key("a", 1), None),  # the only version holding id 5 is gone: 5 is free
         (SR.schema_key("b", 1), SR.schema_value("b", 1, 5, '"long"')),
-    ], [write_frame(5, _varint(2))])  # fmt: skip
+    ], [write_frame(5, varint(2))])  # fmt: skip
     assert run_kseg("schemas", root).returncode == 0
     proc = run_kseg("dump", root / "t-0", "--payload", "schema", "-f", "json")
     rec = next(e for e in events(proc.stdout) if e["type"] == "record")
@@ -111,7 +105,7 @@ def test_an_id_a_hard_delete_freed_may_name_another_schema(tmp_path):
 
 def test_an_unreadable_schemas_segment_is_exit_8(tmp_path):
     root = _root(tmp_path, [(SR.schema_key("a", 1), SR.schema_value("a", 1, 1, '"int"'))],
-                 [write_frame(1, _varint(3))])  # fmt: skip
+                 [write_frame(1, varint(3))])  # fmt: skip
     (root / "_schemas-0" / "00000000000000000100.log").symlink_to(tmp_path / "gone.log")
     proc = run_kseg("dump", root / "t-0", "--payload", "schema", "-f", "json")
     assert proc.returncode == 8, proc.stderr
@@ -152,7 +146,7 @@ def test_a_schema_id_in_a_header_is_not_read_as_a_frame(tmp_path):
 
 def test_tables_quote_decoded_text(tmp_path):
     root = _root(tmp_path, [(SR.schema_key("a\x1b[31m", 1), SR.schema_value("a\x1b[31m", 1, 1, '"string"'))],
-                 [write_frame(1, _varint(3) + b"\x1b[2")])  # fmt: skip
+                 [write_frame(1, varint(3) + b"\x1b[2")])  # fmt: skip
     env = {**os.environ, "COLUMNS": "300"}
     dump = run_kseg("dump", root / "t-0", "--payload", "schema", "-f", "table", env=env).stdout
     listed = run_kseg("schemas", root, "-f", "table", env=env).stdout

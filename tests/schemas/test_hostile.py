@@ -16,20 +16,14 @@ from hypothesis import strategies as st
 from kseg.format import schema_registry as SR
 from kseg.format.confluent_wire import write_frame
 from kseg.format.record import Record
-from kseg.format.varint import write_varint
 from kseg.schemas.avro import MAX_DEPTH, AvroSchema, walk
 from kseg.schemas.decoder import SchemaDecoder
 from kseg.schemas.registry import Registry
 from kseg.storage.writer import LogWriter
 from tests.helpers import events, run_kseg
+from tests.schemas.wire import varint
 
 LINKED = {"type": "record", "name": "L", "fields": [{"name": "next", "type": ["null", "L"]}]}
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    write_varint(out, n)
-    return bytes(out)
 
 
 def _decoder(*schemas) -> SchemaDecoder:
@@ -69,18 +63,18 @@ def test_a_payload_nested_a_million_deep_is_a_finding_not_a_crash(tmp_path):
 @pytest.mark.parametrize(
     "schema, payload, why",
     [
-        ({"type": "array", "items": "null"}, _varint(1 << 60) + b"\x00", "a block of"),
-        ({"type": "map", "values": "null"}, _varint(-(1 << 40)) + _varint(3), "block of 3 bytes"),
+        ({"type": "array", "items": "null"}, varint(1 << 60) + b"\x00", "a block of"),
+        ({"type": "map", "values": "null"}, varint(-(1 << 40)) + varint(3), "block of 3 bytes"),
         ({"type": "array", "items": {"type": "record", "name": "E", "fields": []}},
-         _varint(10**6) + b"\x00", "more than the payload can hold"),
-        ("string", _varint(1 << 40), "length"),
-        ("bytes", _varint(-3), "length -3"),
-        ({"type": "enum", "name": "N", "symbols": ["A"]}, _varint(1), "enum index 1 of 1"),
-        (["null", "int"], _varint(2), "union branch 2 of 2"),
+         varint(10**6) + b"\x00", "more than the payload can hold"),
+        ("string", varint(1 << 40), "length"),
+        ("bytes", varint(-3), "length -3"),
+        ({"type": "enum", "name": "N", "symbols": ["A"]}, varint(1), "enum index 1 of 1"),
+        (["null", "int"], varint(2), "union branch 2 of 2"),
         ("long", b"\xff" * 11, "varint longer than 10 bytes"),
         ({"type": "fixed", "name": "F", "size": 16}, b"\x00" * 3, "truncated fixed"),
         ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 0},
-         _varint(4000) + b"\x01" * 4000, "a decimal of 4000 bytes for precision 4"),
+         varint(4000) + b"\x01" * 4000, "a decimal of 4000 bytes for precision 4"),
         ("double", b"\x00" * 7, "truncated double"),
     ],
 )  # fmt: skip
