@@ -9,8 +9,11 @@ is first walked here, iteratively, without making any value: every count and len
 against the bytes left, every item counts against a budget of the payload's size (an item that
 takes no byte, a ``null``, is the only kind that can outnumber the bytes), and nesting stops at
 MAX_DEPTH. Only a payload the walk accepts reaches fastavro, so its work is bounded by the
-payload's size. A schema through which no payload can do either (see needs_walk) is read by
-fastavro alone.
+payload's size. The walk also refuses what fastavro reads without complaint: an enum index or
+union branch that is negative (a Python list read from its end), a varint longer than 10
+bytes, an ``int`` past 32 bits, a boolean byte other than 0 or 1 (Java's reader reads 2 as
+false, fastavro as true). Every payload is walked: a schema that looks safe is not (a record
+of null fields reached twice at every level makes 2^levels values from no byte).
 
 Values come out as plain JSON: unions unwrapped (fastavro's default), ``bytes`` and ``fixed`` as
 Avro's JSON encoding writes them (one character U+0000..U+00FF per byte), decimals as exact
@@ -31,7 +34,8 @@ MAX_DECIMAL_BYTES = 128  # ~300 digits: a longer decimal is made into a number i
 SPARE_ITEMS = 1 << 16  # items a payload may hold beyond one per byte (zero-width ones)
 
 _PRIMITIVE_WIDTH = {"boolean": 1, "float": 4, "double": 8}
-_VARINT = ("int", "long")
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+MAX_DECIMAL_DIGITS = 1000  # a decimal's precision or scale: a longer one is a hostile schema
 _SIZED = ("bytes", "string")
 
 
@@ -49,25 +53,22 @@ class AvroSchema:
             self.parsed = parse_schema(orjson.loads(text), named_schemas=named)
         except RecursionError:
             raise ValueError("the schema nests too deeply to parse") from None
-        except (orjson.JSONDecodeError, TypeError) as exc:
+        except orjson.JSONDecodeError as exc:
             raise ValueError(f"not JSON: {exc}") from None
         except Exception as exc:  # fastavro's SchemaParseException, UnknownType, ValueError...
             raise ValueError(str(exc) or type(exc).__name__) from None
         self.named = named
         self.plain = not _needs_conversion(self.parsed, named)
-        self.walked = needs_walk(self.parsed, named)
+        _check_decimals(self.parsed, named)
 
     def decode(self, data: bytes, start: int) -> Any:
         """The value at ``data[start:]``; ValueError saying why it does not decode."""
         from fastavro import schemaless_reader
 
-        if self.walked:
-            self._walk(data, start)
+        self._walk(data, start)
         try:
             value = schemaless_reader(io.BytesIO(data[start:]), self.parsed, None)
         except Exception as exc:  # a logical type's conversion, invalid UTF-8 in a string
-            if not self.walked:
-                self._walk(data, start)  # the walk says where a payload's shape breaks
             raise ValueError(f"{type(exc).__name__}: {exc}") from None
         return value if self.plain else plain(value)
 
@@ -78,74 +79,35 @@ class AvroSchema:
             raise ValueError(f"{exc.message} at payload byte {exc.position - start}") from None
 
 
-def needs_walk(schema, named: dict) -> bool:
-    """Can a payload make fastavro's reader work past its size? Only through a recursive type
-    (nesting as deep as the payload asks), an array or map of items that may take no byte (a
-    count of 10^18 ``null``s), a ``bytes`` decimal (a number as long as the payload), or a
-    schema nested deeper than MAX_DEPTH. Otherwise every item fastavro reads takes a byte and
-    every length is checked by its reads (EOFError), so the walk, which costs more than
-    fastavro's own read, is left out (bench/schemas.py). Each named type is judged once: a
-    schema that names a type twice at every level is not judged 2^levels times."""
-    state: dict = {}  # name -> None (being judged: met again, it is recursive) | (risky, height)
-    zero: dict = {}
-
-    def judge(s) -> tuple[bool, int]:
+def _check_decimals(schema, named: dict) -> None:
+    """A decimal whose precision or scale passes MAX_DECIMAL_DIGITS would print a number of that
+    many digits for every value (scale 3x10^8: 300 MB a value): ValueError, the schema's."""
+    seen: set = set()
+    stack = [schema]
+    while stack:
+        s = stack.pop()
         if type(s) is str:
-            if s not in named:
-                return False, 0
-            if s in state:
-                got = state[s]
-                return (True, 0) if got is None else got
-            state[s] = None
-            got = state[s] = judge(named[s])
-            return got
-        if type(s) is list:
-            parts = [judge(b) for b in s]
-            return any(r for r, _h in parts), 1 + max((h for _r, h in parts), default=0)
-        t = s["type"]
-        if s.get("logicalType") == "decimal" and (
-            t == "bytes" or s.get("size", 0) > MAX_DECIMAL_BYTES
-        ):
-            return True, 1
-        if type(t) is not str or t not in _COMPLEX:
-            return judge(t)
-        if t in ("record", "error"):
-            parts = [judge(f["type"]) for f in s["fields"]]
-            return any(r for r, _h in parts), 1 + max((h for _r, h in parts), default=0)
-        if t in ("array", "map"):
-            item = s["items"] if t == "array" else s["values"]
-            r, h = judge(item)
-            return r or _zero_width(item, named, zero), h + 1
-        return False, 1  # enum, fixed
-
-    try:
-        risky, height = judge(schema)
-    except RecursionError:
-        return True
-    return risky or height > MAX_DEPTH
-
-
-def _zero_width(s, named: dict, memo: dict) -> bool:
-    """Can a value of ``s`` take no byte? null, a fixed of size 0, a record of such fields."""
-    if type(s) is str:
-        if s == "null":
-            return True
-        if s in named:
-            if s not in memo:
-                memo[s] = False  # being judged: a type that holds itself takes a byte somewhere
-                memo[s] = _zero_width(named[s], named, memo)
-            return memo[s]
-        return False
-    if type(s) is list:
-        return False  # a union's branch index takes a byte
-    t = s["type"]
-    if t in ("record", "error"):
-        return all(_zero_width(f["type"], named, memo) for f in s["fields"])
-    if t == "fixed":
-        return s["size"] == 0
-    if type(t) is not str or t not in _COMPLEX:
-        return _zero_width(t, named, memo)
-    return False
+            if s in named and s not in seen:
+                seen.add(s)
+                stack.append(named[s])
+        elif type(s) is list:
+            stack.extend(s)
+        elif type(s) is dict:
+            if s.get("logicalType") == "decimal":
+                for k in ("precision", "scale"):
+                    v = s.get(k, 0)
+                    if type(v) is int and abs(v) > MAX_DECIMAL_DIGITS:
+                        raise ValueError(f"a decimal of {k} {v}: kseg decodes up to "
+                                         f"{MAX_DECIMAL_DIGITS} digits")  # fmt: skip
+            t = s.get("type")
+            if t in ("record", "error"):
+                stack.extend(f["type"] for f in s.get("fields", ()))
+            elif t == "array":
+                stack.append(s["items"])
+            elif t == "map":
+                stack.append(s["values"])
+            elif t is not None and (type(t) is not str or t not in _COMPLEX):
+                stack.append(t)
 
 
 def _fail(message: str, pos: int) -> CorruptionError:
@@ -221,13 +183,20 @@ def walk(data: bytes, pos: int, schema, named: dict) -> int:
             pos = at
             stack.append((s[i], depth + 1))
             continue
-        if s in _VARINT:
+        if s == "int":
+            n, at = read_varint(data, pos)
+            if not _INT32[0] <= n <= _INT32[1]:
+                raise _fail(f"int {n} past 32 bits", pos)
+            pos = at
+        elif s == "long":
             pos = read_varint(data, pos)[1]
         elif s in _SIZED:
             pos = _sized(data, pos, end)
         elif s == "null":
             pass
         elif s in _PRIMITIVE_WIDTH:
+            if s == "boolean" and pos < end and data[pos] > 1:
+                raise _fail(f"boolean byte {data[pos]}", pos)
             pos += _PRIMITIVE_WIDTH[s]
             if pos > end:
                 raise _fail(f"truncated {s}", end)

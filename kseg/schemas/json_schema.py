@@ -34,7 +34,9 @@ class JsonSchema:
         import json
 
         try:
-            value = json.loads(payload, parse_int=_int, parse_constant=_no_constant)
+            value = json.loads(
+                payload, parse_int=_int, parse_float=_float, parse_constant=_no_constant
+            )
             orjson.dumps(value)  # what kseg's JSON output can hold (no lone surrogate)
         except (ValueError, RecursionError, TypeError) as exc:
             raise ValueError(f"not JSON: {exc}") from None
@@ -48,6 +50,13 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 def _int(text: str):
     n = int(text)  # ValueError past Python's 4300 digits: not JSON kseg shows
     return n if _I64[0] <= n <= _I64[1] else text
+
+
+def _float(text: str) -> float:
+    f = float(text)
+    if f in (float("inf"), float("-inf")):  # as orjson: a number no double holds is not JSON
+        raise ValueError(f"number {text[:20]} out of range")
+    return f
 
 
 def _no_constant(name: str):

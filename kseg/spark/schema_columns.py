@@ -65,7 +65,8 @@ def struct_reader(data: tuple, subject: str):
         dec = decoder_of(data)
         ver = latest_avro(dec.registry, subject)
         try:
-            got = _STRUCTS[key] = StructReader(dec, ver.schema)
+            got = StructReader(dec, ver)
+            _bounded(_STRUCTS)[key] = got
         except ValueError as exc:
             raise ValueError(
                 f"kseg data source: option valueStruct: subject {subject!r} version "
@@ -83,6 +84,15 @@ def _registry_data(paths: list[str], schemas: str | None) -> tuple:
         reg = load([as_path(p) for p in paths], as_path(schemas) if schemas else None, "payload")
     except BadOption as exc:
         raise ValueError(f"kseg data source: option {exc.option.lstrip('-')}: {exc}") from None
+    if not reg.versions and not reg.removed:  # nothing to decode by is never clean
+        said = f": {reg.problems[0]['message']}" if reg.problems else ""
+        raise ValueError(f"kseg data source: option payload: {reg.source} holds no schema{said}")
+    import logging
+
+    for p in reg.problems:  # as `kseg dump` says them (findings): the driver's log
+        logging.getLogger("kseg.spark").warning(
+            "kseg: %s: %s", p["file"] or reg.source, p["message"]
+        )
     return (reg.source, tuple(reg.versions.values()), tuple(reg.removed.values()))
 
 
@@ -98,8 +108,16 @@ def decoder_of(data: tuple):
         for ver in versions:
             reg.add(ver)
         reg.removed.update({(v.subject, v.version): v for v in removed})
-        dec = _DECODERS[data] = SchemaDecoder(reg)
+        dec = _bounded(_DECODERS)[data] = SchemaDecoder(reg)
     return dec
+
+
+def _bounded(cache: dict) -> dict:
+    """``cache``, emptied when it holds many: a long-lived executor meets a registry's later
+    states, and each entry holds compiled schemas."""
+    if len(cache) >= 8:
+        cache.clear()
+    return cache
 
 
 def with_schema_columns(
@@ -118,11 +136,13 @@ def with_schema_columns(
         # schema ids carried in headers (a GUID): seen where the headers column is read
         names = batch.schema.names
         headers = batch.column("headers").to_pylist() if "headers" in names else None
+        guid: list = []  # each value's GUID header (valueStruct reads no frame there)
         for i, (k, v) in enumerate(zip(keys, values, strict=True)):
             said = []
             named = {}
             if headers is not None and headers[i]:
                 named = header_ids([(h["key"], h["value"]) for h in headers[i]])
+            guid.append(named.get("value"))
             for field, raw in (("key", k), ("value", v)):
                 d = decode(raw, named.get(field))
                 if d is None:
@@ -138,9 +158,14 @@ def with_schema_columns(
             errors.append("; ".join(said) if said else None)
         extra = []
         if reader is not None:
-            column, why = reader.column(values)
+            column, why = reader.column(values, guid)
             for i, reason in enumerate(why):
-                if reason is not None and texts["value"][i] is not None:  # else said already
+                if (
+                    reason is not None
+                    and ids["value"][i] is not None
+                    and texts["value"][i] is not None
+                ):
+                    # a value that decoded but does not read as the latest (else said already)
                     said = f"value_struct: {reason}"
                     errors[i] = said if errors[i] is None else f"{errors[i]}; {said}"
             extra = [(pa.field(STRUCT_COLUMN, reader.type), column)]

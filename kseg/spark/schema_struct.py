@@ -10,10 +10,10 @@ that does not resolve, or is not Avro, is null in the column, with the reason in
 
 The Arrow types (Spark's from_avro mapping): boolean, int (int32), long (int64), float, double,
 bytes and fixed (binary), string and enum (string), record (struct), array (list), map
-(map<string, T>), a union of null and one type (that type, nullable), decimal (decimal128,
-decimal256 past 38 digits), date (date32), time-millis/-micros (time32/time64),
-timestamp-millis/-micros (timestamp[us, UTC]), local-timestamp-* (timestamp[us]), uuid
-(string). Two differences, on purpose: a union of several non-null types is a string column of
+(map<string, T>), a union of null and one type (that type, nullable), decimal (decimal128; past
+38 digits Spark has no type: the option fails), date (date32), time-millis/-micros (int32 ms /
+int64 us since midnight: Spark has no time of day), timestamp-millis/-micros (timestamp[us,
+UTC]), local-timestamp-* (timestamp[us]), uuid (string). Two differences, on purpose: a union of several non-null types is a string column of
 its value as JSON (Spark makes a struct of ``member0``, ``member1``... that no JSON reader
 fills), and a recursive schema has no Spark type: the option fails on the driver.
 """
@@ -42,8 +42,6 @@ _PRIMITIVES = {
 }
 _LOGICAL = {
     "date": pa.date32(),
-    "time-millis": pa.time32("ms"),
-    "time-micros": pa.time64("us"),
     "timestamp-millis": pa.timestamp("us", tz="UTC"),
     "timestamp-micros": pa.timestamp("us", tz="UTC"),
     "local-timestamp-millis": pa.timestamp("us"),
@@ -103,9 +101,17 @@ def _type(s, named: dict, seen: tuple, count: list) -> tuple[pa.DataType, Callab
     logical = s.get("logicalType")
     if logical == "decimal" and t in ("bytes", "fixed"):
         p, scale = int(s.get("precision", 38)), int(s.get("scale", 0))
-        return (pa.decimal128(p, scale) if p <= 38 else pa.decimal256(p, scale)), None
+        if p > 38:
+            raise ValueError(f"a decimal of precision {p}: Spark holds 38 digits")
+        return pa.decimal128(p, scale), None
     if logical in _LOGICAL and t in ("int", "long"):
         return _LOGICAL[logical], None
+    if logical in ("time-millis", "time-micros") and t in ("int", "long"):
+        # Spark has no time of day type: the number, as Spark's from_avro reads it (ms or us
+        # since midnight)
+        unit = 1000 if logical == "time-millis" else 1_000_000
+        typ = pa.int32() if logical == "time-millis" else pa.int64()
+        return typ, lambda v: None if v is None else _since_midnight(v, unit)
     if logical == "uuid":
         return pa.string(), lambda v: None if v is None else str(v)
     name = s.get("name")
@@ -139,22 +145,32 @@ def _type(s, named: dict, seen: tuple, count: list) -> tuple[pa.DataType, Callab
     return _type(t, named, seen, count)  # {"type": "int"} and other wrapped names
 
 
+def _since_midnight(v, per_second: int) -> int:
+    seconds = v.hour * 3600 + v.minute * 60 + v.second
+    return seconds * per_second + v.microsecond * per_second // 1_000_000
+
+
 class StructReader:
     """Reads framed Avro values as the subject's latest schema (see the module)."""
 
-    def __init__(self, decoder, reader_text: str) -> None:
+    def __init__(self, decoder, version) -> None:
         from kseg.schemas.avro import AvroSchema
+        from kseg.schemas.decoder import MAX_REFERENCE_DEPTH
 
         self.decoder = decoder
-        self.reader = AvroSchema(reader_text, [])
+        refs = decoder.registry.referenced(version, MAX_REFERENCE_DEPTH)
+        self.reader = AvroSchema(version.schema, [r.schema for _name, r in refs])
         self.type, self.convert = arrow_type(self.reader.parsed, self.reader.named)
 
-    def value(self, data: bytes | None):
-        """(the value as pyarrow takes it, or None; the reason it is None, or None)."""
+    def value(self, data: bytes | None, header: str | None = None):
+        """(the value as pyarrow takes it, or None; the reason it is None, or None: not framed).
+        ``header``: a header naming the value's schema (a GUID): no frame to read."""
         from fastavro import schemaless_reader
 
         from kseg.schemas.avro import walk
 
+        if header is not None and data is not None:
+            return None, f"its schema is named by a GUID in header {header}"
         if not is_framed(data):
             return None, None
         try:
@@ -180,11 +196,12 @@ class StructReader:
             )
         return (value if self.convert is None else self.convert(value)), None
 
-    def column(self, values: list) -> tuple[pa.Array, list]:
-        """The column of a batch's values, and each row's reason (or None)."""
+    def column(self, values: list, headers: list) -> tuple[pa.Array, list]:
+        """The column of a batch's values (``headers``: each one's GUID header, or None), and
+        each row's reason (or None)."""
         rows, why = [], []
-        for v in values:
-            got, reason = self.value(v)
+        for v, h in zip(values, headers, strict=True):
+            got, reason = self.value(v, h)
             rows.append(got)
             why.append(reason)
         try:

@@ -135,7 +135,20 @@ class KsegDataSource(DataSource):
         # kseg's own session turns it on and says so with this option.
         options = _opts(self.options)
         cls = KsegPushdownReader if _bool(options, "filterPushdown") else KsegReader
-        return cls(options)
+        reader = cls(options)
+        if reader.value_struct is not None and reader.schema_data is not None:
+            # the column's type was fixed when the DataFrame was made; the executors read by
+            # the registry as it is now: a later version of the subject is another type
+            from pyspark.sql.pandas.types import from_arrow_type
+
+            names = schema.fieldNames()
+            fixed = schema["value_struct"].dataType if "value_struct" in names else None
+            if fixed is not None and fixed != from_arrow_type(reader.struct_type):
+                raise ValueError(
+                    f"kseg data source: option valueStruct: subject {reader.value_struct!r} has "
+                    "a later version than when this DataFrame was made: read it again"
+                )
+        return reader
 
 
 class KsegReader(DataSourceReader):

@@ -167,6 +167,8 @@ def test_json_numbers_beyond_64_bits_stay_exact():
     assert got.value == {"big": "123456789012345678901234567890", "n": 7}
     assert "not JSON" in dec.decode(write_frame(1, b'{"x": NaN, "pad": 1234567890123456789}')).error
     assert dec.decode(write_frame(1, b'{"i": 9223372036854775807}')).value == {"i": (1 << 63) - 1}
+    for huge in (b'{"f": 1e400}', b'{"f": 1e400, "pad": 1234567890123456789012}'):
+        assert "not JSON" in dec.decode(write_frame(1, huge)).error  # both paths alike
     lone = b'{"s": "\\ud800", "pad": 1234567890123456789012}'  # JSON output cannot hold it
     assert "not JSON" in dec.decode(write_frame(1, lone)).error
 

@@ -122,3 +122,81 @@ def test_value_struct_types_and_refusals(spark, root):
         ).collect()
     with pytest.raises(Exception, match="valueStruct is for payload=schema"):
         kseg.spark.read(spark, [str(root)], valueStruct="payments-value").collect()
+
+
+def _avro(sid: int, schema: dict, value, named: dict | None = None) -> bytes:
+    import io
+
+    from fastavro import parse_schema, schemaless_writer
+
+    from kseg.format.confluent_wire import write_frame
+
+    out = io.BytesIO()
+    schemaless_writer(out, parse_schema(schema, named_schemas=dict(named or {})), value)
+    return write_frame(sid, out.getvalue())
+
+
+ADDR = {
+    "type": "record",
+    "name": "Addr",
+    "namespace": "x",
+    "fields": [{"name": "city", "type": "string"}],
+}
+USES = {"type": "record", "name": "P", "namespace": "x", "fields": [{"name": "at", "type": "x.Addr"},
+        {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}}]}  # fmt: skip
+E1 = {"type": "record", "name": "E", "fields": [{"name": "a", "type": "int"}]}
+
+
+@pytest.fixture()
+def small(tmp_path):
+    import datetime as dt
+
+    from fastavro import parse_schema
+
+    from kseg.format import schema_registry as SR
+    from kseg.format.record import Record
+    from kseg.storage.writer import LogWriter
+
+    root = tmp_path / "data"
+    named: dict = {}
+    parse_schema(ADDR, named_schemas=named)
+    with LogWriter(root / "_schemas-0") as w:
+        for k, v in [
+            (SR.schema_key("addr", 1), SR.schema_value("addr", 1, 1, orjson.dumps(ADDR).decode())),
+            (SR.schema_key("p-value", 1), SR.schema_value("p-value", 1, 2, orjson.dumps(USES).decode(),
+             references=[{"name": "x.Addr", "subject": "addr", "version": 1}])),
+            (SR.schema_key("e-value", 1), SR.schema_value("e-value", 1, 3, orjson.dumps(E1).decode())),
+            (SR.schema_key("big-value", 1), SR.schema_value("big-value", 1, 4, orjson.dumps(
+             {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}).decode())),
+        ]:  # fmt: skip
+            w.append([Record(k, v)])
+    with LogWriter(root / "p-0") as w:
+        w.append([Record(None, _avro(2, USES, {"at": {"city": "Oslo"},
+                                               "t": dt.time(1, 2, 3, 4000)}, named))])  # fmt: skip
+    with LogWriter(root / "e-0") as w:
+        w.append([Record(None, _avro(3, E1, {"a": 5}))])
+    return root
+
+
+def test_value_struct_with_references_and_a_time_of_day(spark, small):
+    df = kseg.spark.read(spark, [str(small / "p-0")], payload="schema", valueStruct="p-value")
+    (row,) = df.collect()
+    assert row.value_struct.asDict(recursive=True) == {"at": {"city": "Oslo"}, "t": 3_723_004}
+    with pytest.raises(Exception, match="precision 40: Spark holds 38 digits"):
+        kseg.spark.read(spark, [str(small)], payload="schema", valueStruct="big-value").collect()
+
+
+def test_a_later_version_after_the_dataframe_was_made_is_said(spark, small, monkeypatch):
+    from kseg.fixtures.append import append_batch
+    from kseg.format import schema_registry as SR
+    from kseg.format.record import Record
+    from kseg.spark import schema_columns
+
+    monkeypatch.setattr(schema_columns, "FRESH_SECONDS", 0)
+    df = kseg.spark.read(spark, [str(small / "e-0")], payload="schema", valueStruct="e-value")
+    e2 = {**E1, "fields": [*E1["fields"], {"name": "b", "type": "int", "default": 0}]}
+    append_batch(small / "_schemas-0", [Record(SR.schema_key("e-value", 2),
+                 SR.schema_value("e-value", 2, 5, orjson.dumps(e2).decode()))],
+                 timestamp=1_700_000_000_000)  # fmt: skip
+    with pytest.raises(Exception, match="has a later version than when this DataFrame was made"):
+        df.collect()
