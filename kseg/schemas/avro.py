@@ -79,26 +79,24 @@ class AvroSchema:
             raise ValueError(f"{exc.message} at payload byte {exc.position - start}") from None
 
 
-def _check_decimals(schema, named: dict) -> None:
-    """A decimal whose precision or scale passes MAX_DECIMAL_DIGITS would print a number of that
-    many digits for every value (scale 3x10^8: 300 MB a value): ValueError, the schema's."""
+def _types(schema, named: dict):
+    """Every type a schema holds, each named type once: primitive names (str) and the dicts of
+    complex and logical types."""
     seen: set = set()
     stack = [schema]
     while stack:
         s = stack.pop()
         if type(s) is str:
-            if s in named and s not in seen:
-                seen.add(s)
-                stack.append(named[s])
+            if s in named:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(named[s])
+            else:
+                yield s
         elif type(s) is list:
             stack.extend(s)
         elif type(s) is dict:
-            if s.get("logicalType") == "decimal":
-                for k in ("precision", "scale"):
-                    v = s.get(k, 0)
-                    if type(v) is int and abs(v) > MAX_DECIMAL_DIGITS:
-                        raise ValueError(f"a decimal of {k} {v}: kseg decodes up to "
-                                         f"{MAX_DECIMAL_DIGITS} digits")  # fmt: skip
+            yield s
             t = s.get("type")
             if t in ("record", "error"):
                 stack.extend(f["type"] for f in s.get("fields", ()))
@@ -108,6 +106,19 @@ def _check_decimals(schema, named: dict) -> None:
                 stack.append(s["values"])
             elif t is not None and (type(t) is not str or t not in _COMPLEX):
                 stack.append(t)
+
+
+def _check_decimals(schema, named: dict) -> None:
+    """A decimal whose precision or scale passes MAX_DECIMAL_DIGITS would print a number of that
+    many digits for every value (scale 3x10^8: 300 MB a value): ValueError, the schema's."""
+    for s in _types(schema, named):
+        if type(s) is dict and s.get("logicalType") == "decimal":
+            for k in ("precision", "scale"):
+                v = s.get(k, 0)
+                if type(v) is int and abs(v) > MAX_DECIMAL_DIGITS:
+                    raise ValueError(
+                        f"a decimal of {k} {v}: kseg decodes up to {MAX_DECIMAL_DIGITS} digits"
+                    )
 
 
 def _fail(message: str, pos: int) -> CorruptionError:
@@ -256,32 +267,11 @@ def _decimal(data: bytes, pos: int, end: int, s: dict, size: int | None = None) 
 def _needs_conversion(schema, named: dict) -> bool:
     """Could a value of this schema hold something JSON has no type for (bytes, a logical type's
     object)? Checked once per schema, so plain schemas' values are shown as fastavro makes them."""
-    seen: set = set()
-    stack = [schema]
-    while stack:
-        s = stack.pop()
-        if type(s) is str:
-            if s in ("bytes",):
-                return True
-            if s in named and s not in seen:
-                seen.add(s)
-                stack.append(named[s])
-            continue
-        if type(s) is list:
-            stack.extend(s)
-            continue
-        if type(s) is dict:
-            if "logicalType" in s or s.get("type") in ("fixed", "bytes"):
-                return True
-            t = s.get("type")
-            if t in ("record", "error"):
-                stack.extend(f["type"] for f in s.get("fields", ()))
-            elif t == "array":
-                stack.append(s["items"])
-            elif t == "map":
-                stack.append(s["values"])
-            elif type(t) is not str or t not in _COMPLEX:
-                stack.append(t)
+    for s in _types(schema, named):
+        if s == "bytes" or (
+            type(s) is dict and ("logicalType" in s or s.get("type") in ("fixed", "bytes"))
+        ):
+            return True
     return False
 
 
