@@ -34,7 +34,7 @@ def dump_paths(paths: list[Path], opts: DumpOptions) -> Iterator[dict]:
         yield from chunk
 
 
-def dump_chunks(paths: list[Path], opts: DumpOptions, planned=None) -> Iterator[list[dict | bytes]]:
+def dump_chunks(paths: list[Path], opts: DumpOptions) -> Iterator[list[dict | bytes]]:
     """The events in lists (a batch's events travel together): the generator layers then cost
     once per batch, not once per record. With ``opts.json_lines`` record events are bytes (their
     finished JSON line); every other event stays a dict.
@@ -42,8 +42,8 @@ def dump_chunks(paths: list[Path], opts: DumpOptions, planned=None) -> Iterator[
     The inputs are resolved first (kseg.storage.tree.resolve: a wrong path raises InputError
     before anything is printed). Every event from a partition's file carries ``topic`` and
     ``partition``; with several log.dirs roots every event also carries ``log_dir`` (JSON Lines;
-    text and table name the file). ``planned``: called with the options as planned (--payload
-    schema: with the schemas' decoder)."""
+    text and table name the file). With --payload schema, the problems met reading the schemas
+    come first and a ``schema_summary`` last (kseg.dump.schema_events.summarized)."""
     if opts.batches_only and (
         opts.count or opts.record_filter is not None or opts.format_string is not None
     ):
@@ -59,13 +59,16 @@ def dump_chunks(paths: list[Path], opts: DumpOptions, planned=None) -> Iterator[
         option = "--schemas" if opts.schema_source is not None else "--strict"
         raise BadOption(f"{option} is for --payload schema", option)
     if opts.payload == "schema" and not opts.batches_only:
-        from kseg.dump.schema_events import prepare
+        from kseg.dump.schema_events import prepare, summarized
 
         opts, problems = prepare(paths, opts)
-        if planned is not None:  # the caller's summary names the schemas (kseg.dump.run)
-            planned(opts)
-        if problems:
-            yield problems
+        yield from summarized(_selected_chunks(sel, opts), opts, problems)
+        return
+    yield from _selected_chunks(sel, opts)
+
+
+def _selected_chunks(sel, opts: DumpOptions) -> Iterator[list]:
+    """dump_chunks' events of the resolved inputs, the options checked."""
     if opts.count:
         yield from _count_chunks(sel, opts)
         return

@@ -21,42 +21,25 @@ class DumpRun:
         self.outcome = Outcome.OK
 
     def chunks(self) -> Iterator[list]:
-        if self.opts.payload != "schema" or self.opts.batches_only:
-            for chunk in dump_chunks(self.paths, self.opts):
-                yield chunk
-                self.outcome |= _found(chunk)  # once the chunk is consumed (written)
-            return
-        # --payload schema: findings counted (invalid data with --strict), and a summary
-        from kseg.dump.schema_events import FINDING, summary_event
-
-        findings = 0
-        for chunk in dump_chunks(self.paths, self.opts, planned=self._planned):
+        finding = None  # --payload schema --strict: a schema_finding is invalid data
+        if self.opts.strict:
+            from kseg.dump.schema_events import FINDING as finding
+        for chunk in dump_chunks(self.paths, self.opts):
             yield chunk
-            self.outcome |= _found(chunk)
-            n = sum(1 for ev in chunk if type(ev) is dict and ev["type"] == FINDING)
-            if n:
-                findings += n
-                if self.opts.strict:
-                    self.outcome |= Outcome.INVALID_DATA
-        opts = self._plan
-        if opts is not None and opts.schemas is not None and not opts.count:
-            yield [summary_event(opts, findings)]
-
-    _plan = None
-
-    def _planned(self, opts: DumpOptions) -> None:
-        """The options as the plan made them (with the schemas' decoder)."""
-        self._plan = opts
+            self.outcome |= _found(chunk, finding)  # once the chunk is consumed (written)
 
 
 _FOUND = ("error", "skipped")  # a skipped range (--resync) is invalid data as its error was
 
 
-def _found(chunk: list) -> Outcome:
+def _found(chunk: list, finding: str | None = None) -> Outcome:
     """The chunk's error and skipped events' kinds (dump's: unreadable, usage, or a
-    corruption's)."""
-    return combined(
+    corruption's); an event of type ``finding`` is invalid data."""
+    found = combined(
         outcome_of_kind(ev["kind"])
         for ev in chunk
         if type(ev) is dict and ev["type"] in _FOUND  # not bytes, nor the kernel's Lines
     )
+    if finding is not None and any(type(ev) is dict and ev["type"] == finding for ev in chunk):
+        found |= Outcome.INVALID_DATA
+    return found

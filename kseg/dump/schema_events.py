@@ -194,16 +194,11 @@ def prepare(paths: list, opts):
     met while the schemas were read, as findings. BadOption (usage) when there are no schemas
     to be had."""
     from kseg.dump.error_events import error_event
-    from kseg.outcome import BadOption
     from kseg.schemas.decoder import SchemaDecoder
     from kseg.schemas.registry import UNREADABLE
-    from kseg.schemas.sources import load
+    from kseg.schemas.sources import load_to_decode
 
-    registry = load(paths, opts.schema_source)
-    if not registry.versions and not registry.removed:  # nothing to decode by is never clean
-        said = f": {registry.problems[0]['message']}" if registry.problems else ""
-        option = "--schemas" if opts.schema_source is not None else "--payload"
-        raise BadOption(f"{registry.source} holds no schema{said}", option)
+    registry = load_to_decode(paths, opts.schema_source)
     decoder = SchemaDecoder(registry)
     keep = opts.record_filter
     if keep is not None:
@@ -216,6 +211,19 @@ def prepare(paths: list, opts):
         else:
             problems.append(finding_event(file, p["offset"], None, None, p["message"]))
     return opts._replace(schemas=decoder, record_filter=keep), problems
+
+
+def summarized(chunks: Iterator[list], opts, problems: list[dict]) -> Iterator[list]:
+    """A ``--payload schema`` dump's chunks: the problems met reading the schemas, the dump's,
+    and (not with --count) a ``schema_summary`` counting the findings."""
+    findings = sum(1 for ev in problems if ev["type"] == FINDING)
+    if problems:
+        yield problems
+    for chunk in chunks:
+        findings += sum(1 for ev in chunk if type(ev) is dict and ev["type"] == FINDING)
+        yield chunk
+    if not opts.count:
+        yield [summary_event(opts, findings)]
 
 
 def summary_event(opts, findings: int) -> dict:

@@ -77,7 +77,6 @@ class Registry:
         """One ``_schemas`` record, in log order: the latest record of a key wins (what
         compaction keeps), a null value deletes the key."""
         self.records += 1
-        self._by_id = None
         try:
             k = SR.parse_key(key)
             v = None if value is None else SR.parse_value(k, value)

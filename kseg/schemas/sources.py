@@ -47,6 +47,19 @@ def load(paths: list[Path], schemas: Path | None = None, option: str = "--payloa
     return replay_best(dirs)
 
 
+def load_to_decode(
+    paths: list[Path], schemas: Path | None = None, option: str = "--payload"
+) -> Registry:
+    """``load``, for decoding: a registry that holds no schema (an empty ``_schemas``, an empty
+    export, damage before the first schema) is BadOption too: nothing to decode by is never
+    clean."""
+    reg = load(paths, schemas, option)
+    if not reg.versions and not reg.removed:
+        said = f": {reg.problems[0]['message']}" if reg.problems else ""
+        raise BadOption(f"{reg.source} holds no schema{said}", OPTION if schemas else option)
+    return reg
+
+
 def find_topic_dirs(paths: list[Path]) -> list[Path]:
     """``_schemas-<n>`` partition dirs in each root given and beside each partition dir or file
     given (its log dir), each once, in the order found."""

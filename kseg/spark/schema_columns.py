@@ -77,16 +77,14 @@ def struct_reader(data: tuple, subject: str):
 
 def _registry_data(paths: list[str], schemas: str | None) -> tuple:
     from kseg.outcome import BadOption
-    from kseg.schemas.sources import load
+    from kseg.schemas.sources import load_to_decode
     from kseg.storage.uri import as_path
 
+    given = as_path(schemas) if schemas else None
     try:
-        reg = load([as_path(p) for p in paths], as_path(schemas) if schemas else None, "payload")
+        reg = load_to_decode([as_path(p) for p in paths], given, "payload")
     except BadOption as exc:
         raise ValueError(f"kseg data source: option {exc.option.lstrip('-')}: {exc}") from None
-    if not reg.versions and not reg.removed:  # nothing to decode by is never clean
-        said = f": {reg.problems[0]['message']}" if reg.problems else ""
-        raise ValueError(f"kseg data source: option payload: {reg.source} holds no schema{said}")
     import logging
 
     for p in reg.problems:  # as `kseg dump` says them (findings): the driver's log
