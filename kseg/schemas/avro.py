@@ -62,15 +62,21 @@ class AvroSchema:
         _check_decimals(self.parsed, named)
 
     def decode(self, data: bytes, start: int) -> Any:
-        """The value at ``data[start:]``; ValueError saying why it does not decode."""
+        """The value at ``data[start:]`` as plain JSON types; ValueError saying why it does not
+        decode."""
+        value = self.read(data, start)
+        return value if self.plain else plain(value)
+
+    def read(self, data: bytes, start: int, reader=None) -> Any:
+        """The value at ``data[start:]`` as fastavro makes it, walked first; ``reader``: a
+        parsed schema to resolve it to (Avro's schema resolution). ValueError saying why not."""
         from fastavro import schemaless_reader
 
         self._walk(data, start)
         try:
-            value = schemaless_reader(io.BytesIO(data[start:]), self.parsed, None)
-        except Exception as exc:  # a logical type's conversion, invalid UTF-8 in a string
+            return schemaless_reader(io.BytesIO(data[start:]), self.parsed, reader)
+        except Exception as exc:  # resolution, a logical type's conversion, invalid UTF-8
             raise ValueError(f"{type(exc).__name__}: {exc}") from None
-        return value if self.plain else plain(value)
 
     def _walk(self, data: bytes, start: int) -> None:
         try:

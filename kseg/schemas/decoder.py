@@ -36,6 +36,31 @@ class SchemaDecoder:
         magic byte 0: a plain key, say) and is shown as any payload is. ``header``: the name of
         a header that carries this field's schema id (Confluent Platform 8's
         ``__value_schema_id``): the bytes then have no frame, whatever their first byte."""
+        got = self.framed(data, header)
+        if got is None or type(got) is Decoded:
+            return got
+        sid, schema, start = got
+        try:
+            if schema.kind == PROTOBUF:
+                try:
+                    indexes, start = read_indexes(data, start)
+                except CorruptionError as exc:
+                    return Decoded(sid, error=f"message indexes: {exc.message}")
+                value = schema.decode(data, start, indexes)
+            else:
+                value = schema.decode(data, start)
+        except ValueError as exc:
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {exc}")
+        except RecursionError:
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): the value nests too deeply")
+        except Exception as exc:  # a library's own error on bytes from the disk: a finding
+            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {type(exc).__name__}: {exc}")
+        return Decoded(sid, value, ENCODINGS[schema.kind])
+
+    def framed(self, data: bytes | None, header: str | None = None):
+        """A field's frame: (schema id, its compiled schema, where what follows the frame's
+        header starts); None when it is not framed; a Decoded saying why when it cannot be read
+        as one (see ``decode``)."""
         if header is not None and data is not None:
             return Decoded(None, error=f"its schema is named by a GUID in header {header}, "
                            "which kseg cannot resolve offline")  # fmt: skip
@@ -45,26 +70,10 @@ class SchemaDecoder:
             frame = read_frame(data)
         except CorruptionError as exc:
             return Decoded(None, error=exc.message)
-        sid = frame.schema_id
-        schema = self._schema(sid)
+        schema = self._schema(frame.schema_id)
         if isinstance(schema, str):
-            return Decoded(sid, error=schema)
-        try:
-            if schema.kind == PROTOBUF:
-                try:
-                    indexes, start = read_indexes(data, frame.start)
-                except CorruptionError as exc:
-                    return Decoded(sid, error=f"message indexes: {exc.message}")
-                value = schema.decode(data, start, indexes)
-            else:
-                value = schema.decode(data, frame.start)
-        except ValueError as exc:
-            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {exc}")
-        except RecursionError:
-            return Decoded(sid, error=f"schema {sid} ({schema.kind}): the value nests too deeply")
-        except Exception as exc:  # a library's own error on bytes from the disk: a finding
-            return Decoded(sid, error=f"schema {sid} ({schema.kind}): {type(exc).__name__}: {exc}")
-        return Decoded(sid, value, ENCODINGS[schema.kind])
+            return Decoded(frame.schema_id, error=schema)
+        return frame.schema_id, schema, frame.start
 
     def _schema(self, sid: int):
         """The compiled schema of ``sid``, or the reason (a str) there is none. Only ids the

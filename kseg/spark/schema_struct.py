@@ -20,14 +20,10 @@ fills), and a recursive schema has no Spark type: the option fails on the driver
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import orjson
 import pyarrow as pa
-
-from kseg.format.confluent_wire import is_framed, read_frame
-from kseg.format.errors import CorruptionError
 
 COLUMN = "value_struct"
 _PRIMITIVES = {
@@ -165,35 +161,18 @@ class StructReader:
     def value(self, data: bytes | None, header: str | None = None):
         """(the value as pyarrow takes it, or None; the reason it is None, or None: not framed).
         ``header``: a header naming the value's schema (a GUID): no frame to read."""
-        from fastavro import schemaless_reader
+        from kseg.schemas.decoder import Decoded
 
-        from kseg.schemas.avro import walk
-
-        if header is not None and data is not None:
-            return None, f"its schema is named by a GUID in header {header}"
-        if not is_framed(data):
-            return None, None
-        try:
-            frame = read_frame(data)
-        except CorruptionError as exc:
-            return None, exc.message
-        writer = self.decoder._schema(frame.schema_id)
-        if isinstance(writer, str):
-            return None, writer
+        got = self.decoder.framed(data, header)
+        if got is None or type(got) is Decoded:
+            return None, None if got is None else got.error
+        sid, writer, start = got
         if writer.kind != "AVRO":
-            return None, f"schema {frame.schema_id} is {writer.kind}, not Avro"
+            return None, f"schema {sid} is {writer.kind}, not Avro"
         try:
-            walk(data, frame.start, writer.parsed, writer.named)
-            value = schemaless_reader(
-                io.BytesIO(data[frame.start :]), writer.parsed, self.reader.parsed
-            )
-        except CorruptionError as exc:
-            return None, f"schema {frame.schema_id} (AVRO): {exc.message}"
-        except Exception as exc:  # fastavro's SchemaResolutionError, a logical type's conversion
-            return (
-                None,
-                f"schema {frame.schema_id} (AVRO) as the latest: {type(exc).__name__}: {exc}",
-            )
+            value = writer.read(data, start, self.reader.parsed)
+        except ValueError as exc:
+            return None, f"schema {sid} (AVRO) as the latest: {exc}"
         return (value if self.convert is None else self.convert(value)), None
 
     def column(self, values: list, headers: list) -> tuple[pa.Array, list]:
